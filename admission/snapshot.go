@@ -1,0 +1,185 @@
+package admission
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+)
+
+// Sale is one node's view of one event, refreshed on every tick. Values are
+// immutable once published: readers may keep them.
+type Sale struct {
+	Config event.Config
+	Reading
+	// Perm orders the window once it is frozen (Window > 0).
+	Perm queue.Permutation
+	// Remaining is the stock left for sale.
+	Remaining int64
+	// SoldOut is true once Remaining reached zero.
+	SoldOut bool
+	// Rate is the measured admission rate (positions per second), smoothed.
+	Rate float64
+	// Refreshed is the node's clock when the view was taken.
+	Refreshed time.Time
+}
+
+// configs is what Snapshots needs from the event store.
+type configs interface {
+	IDs(ctx context.Context) ([]string, error)
+	Get(ctx context.Context, id string) (event.Config, error)
+}
+
+// stock is what Snapshots needs from the claim store.
+type stock interface {
+	Remaining(ctx context.Context, ev string, buckets int) (int64, error)
+}
+
+// Snapshots keeps a node-local view of every sale and advances every
+// frontier on each tick. Reads are lock-free; Refresh is called by one
+// goroutine (Run). The zero value is not usable: use NewSnapshots.
+type Snapshots struct {
+	configs  configs
+	frontier *Frontier
+	stock    stock
+	now      func() time.Time
+	view     atomic.Pointer[map[string]*Sale]
+}
+
+// NewSnapshots returns an empty view.
+func NewSnapshots(c configs, f *Frontier, s stock) *Snapshots {
+	sn := &Snapshots{configs: c, frontier: f, stock: s, now: time.Now}
+	sn.view.Store(&map[string]*Sale{})
+	return sn
+}
+
+// Get returns the current view of event id.
+func (s *Snapshots) Get(id string) (*Sale, bool) {
+	v, ok := (*s.view.Load())[id]
+	return v, ok
+}
+
+// All returns every sale in the current view.
+func (s *Snapshots) All() []*Sale {
+	m := *s.view.Load()
+	out := make([]*Sale, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// Refresh advances every frontier and refreshes the view. An event whose
+// refresh fails keeps its previous view; the first error is returned.
+func (s *Snapshots) Refresh(ctx context.Context) error {
+	ids, err := s.configs.IDs(ctx)
+	if err != nil {
+		return err
+	}
+	fresh := make(map[string]*Sale, len(ids))
+	var first error
+	for _, id := range ids {
+		prev, _ := s.Get(id)
+		sale, err := s.refreshOne(ctx, id, prev)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		fresh[id] = sale
+	}
+	s.merge(fresh)
+	return first
+}
+
+// RefreshOne refreshes a single event now (after an admin change).
+func (s *Snapshots) RefreshOne(ctx context.Context, id string) error {
+	prev, _ := s.Get(id)
+	sale, err := s.refreshOne(ctx, id, prev)
+	if err != nil {
+		return err
+	}
+	s.merge(map[string]*Sale{id: sale})
+	return nil
+}
+
+// merge publishes fresh views over the current ones. Views are never
+// dropped, so a refresh that listed ids before an event was created cannot
+// hide it; a newer view is never replaced by an older one.
+func (s *Snapshots) merge(fresh map[string]*Sale) {
+	for {
+		old := s.view.Load()
+		next := make(map[string]*Sale, len(*old)+len(fresh))
+		for k, v := range *old {
+			next[k] = v
+		}
+		for k, v := range fresh {
+			if cur, ok := next[k]; !ok || !v.ServerTime.Before(cur.ServerTime) {
+				next[k] = v
+			}
+		}
+		if s.view.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sale, error) {
+	cfg, err := s.configs.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	soldOut := prev != nil && prev.SoldOut
+	r, err := s.frontier.Advance(ctx, id, cfg.WindowEnd(), cfg.AdmitRatePerSecond, cfg.Paused || soldOut)
+	if err != nil {
+		return nil, err
+	}
+	left, err := s.stock.Remaining(ctx, id, cfg.Buckets)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond}
+	if prev != nil {
+		sale.Perm = prev.Perm
+		sale.Rate = prev.Rate
+		if dt := r.ServerTime.Sub(prev.ServerTime).Seconds(); dt > 0 && r.Frontier >= prev.Frontier && prev.Config.Version > 0 {
+			inst := (r.Frontier - prev.Frontier) / dt
+			if r.Frontier < float64(r.Joined) && !cfg.Paused {
+				// Only a queue with people still waiting measures the rate.
+				sale.Rate = 0.8*prev.Rate + 0.2*inst
+			}
+		}
+	}
+	if r.WindowFrozen && r.Window > 0 && sale.Perm.Size() != r.Window {
+		seed, err := hex.DecodeString(cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: seed: %w", id, err)
+		}
+		if sale.Perm, err = queue.NewPermutation(seed, r.Window); err != nil {
+			return nil, fmt.Errorf("event %s: %w", id, err)
+		}
+	}
+	return sale, nil
+}
+
+// Run refreshes every interval until ctx is done. Errors go to onErr.
+func (s *Snapshots) Run(ctx context.Context, every time.Duration, onErr func(error)) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil && onErr != nil {
+			onErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/anteroom/anteroom/internal/node"
+)
+
+// nodeFlags registers the node's configuration on fs, each flag defaulting
+// to its ANTEROOM_* environment variable, and returns a function that builds
+// the node.Config after fs.Parse.
+func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) func() (node.Config, error) {
+	env := func(name, def string) string {
+		if v := getenv("ANTEROOM_" + name); v != "" {
+			return v
+		}
+		return def
+	}
+	addr := fs.String("addr", env("ADDR", ":8080"), "HTTP listen address (ANTEROOM_ADDR)")
+	redisURL := fs.String("redis-url", env("REDIS_URL", ""), "redis:// URL; empty starts an embedded, non-durable Redis (ANTEROOM_REDIS_URL)")
+	cluster := fs.String("redis-cluster-addrs", env("REDIS_CLUSTER_ADDRS", ""), "comma-separated Redis Cluster seed addresses (ANTEROOM_REDIS_CLUSTER_ADDRS)")
+	natsURL := fs.String("nats-url", env("NATS_URL", ""), "NATS server URLs; empty starts an embedded JetStream server (ANTEROOM_NATS_URL)")
+	replicas := fs.String("stream-replicas", env("STREAM_REPLICAS", "1"), "order stream replicas (ANTEROOM_STREAM_REPLICAS)")
+	dataDir := fs.String("data-dir", env("DATA_DIR", "anteroom-data"), "directory for embedded JetStream data, keys and secrets (ANTEROOM_DATA_DIR)")
+	admin := fs.String("admin-token", env("ADMIN_TOKEN", ""), "admin bearer token; empty generates one into the data dir (ANTEROOM_ADMIN_TOKEN)")
+	keys := fs.String("signing-keys", env("SIGNING_KEYS", ""), "admission signing key directory; generated when empty (ANTEROOM_SIGNING_KEYS)")
+	secret := fs.String("ticket-secret", env("TICKET_SECRET", ""), "hex secret (≥32 bytes) for queue tickets, shared by all nodes (ANTEROOM_TICKET_SECRET)")
+	identity := fs.String("identity", env("IDENTITY", "header"), "caller identity: header, anonymous or jwt (ANTEROOM_IDENTITY)")
+	idHeader := fs.String("identity-header", env("IDENTITY_HEADER", "X-User-ID"), "trusted user id header in header mode (ANTEROOM_IDENTITY_HEADER)")
+	userJWKS := fs.String("user-jwks", env("USER_JWKS", ""), "JWKS or PEM file of the shop's user tokens in jwt mode (ANTEROOM_USER_JWKS)")
+	logFormat := fs.String("log-format", env("LOG_FORMAT", "json"), "log format: json or text (ANTEROOM_LOG_FORMAT)")
+	return func() (node.Config, error) {
+		cfg := node.Config{
+			Addr: *addr, RedisURL: *redisURL, NATSURL: *natsURL, DataDir: *dataDir, AdminToken: *admin,
+			SigningKeys: *keys, Identity: *identity, IdentityHeader: *idHeader, UserJWKS: *userJWKS,
+		}
+		if *cluster != "" {
+			for _, a := range strings.Split(*cluster, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					cfg.RedisClusterAddrs = append(cfg.RedisClusterAddrs, a)
+				}
+			}
+		}
+		n, err := strconv.Atoi(*replicas)
+		if err != nil {
+			return cfg, fmt.Errorf("stream replicas %q: %w", *replicas, err)
+		}
+		cfg.StreamReplicas = n
+		if *secret != "" {
+			b, err := hex.DecodeString(*secret)
+			if err != nil {
+				return cfg, fmt.Errorf("ticket secret: not hex")
+			}
+			cfg.TicketSecret = b
+		}
+		cfg.Log = newLogger(logTo, *logFormat, slog.LevelInfo)
+		return cfg, nil
+	}
+}
+
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

@@ -1,0 +1,62 @@
+// Command anteroom runs the anteroom waiting room and its tools.
+//
+//	anteroom serve      run a node (HTTP API, pages, background loops)
+//	anteroom demo       run a sample sale with a simulated crowd on embedded servers
+//	anteroom verify     recompute a queue position from the revealed seed
+//	anteroom help       show this help
+//
+// Configuration comes from ANTEROOM_* environment variables and matching
+// flags; see `anteroom serve -h`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "anteroom:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: anteroom <command> [flags]
+
+commands:
+  serve    run a node: HTTP API, pages, frontier ticks, outbox publisher
+  demo     run a sample sale with a simulated crowd on embedded Redis and NATS
+  verify   recompute a queue position from a revealed seed
+`
+
+// run is the whole program; main only supplies the process's environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("missing command")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stdout, stderr)
+	case "demo":
+		return demo(ctx, args[1:], getenv, stdout, stderr)
+	case "verify":
+		return verify(args[1:], stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", args[0])
+}

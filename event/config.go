@@ -1,0 +1,166 @@
+// Package event defines a sale's configuration, validates it, derives its
+// public phase from a clock reading, and stores it in Redis.
+//
+// A Config is a plain value: the store hands out copies, so callers may read
+// them from any goroutine. Changes go through Store.Put, which applies them
+// with a compare-and-set on a version number, so concurrent admin edits never
+// overwrite each other silently.
+package event
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Mode is how the waiting room orders people.
+type Mode string
+
+const (
+	// FCFS admits in arrival order, except that everyone who arrives
+	// within the shuffle window is placed in a random, verifiable order.
+	FCFS Mode = "fcfs"
+	// Lottery registers everyone until the sale starts, then draws.
+	Lottery Mode = "lottery"
+)
+
+// Config is one sale. Times are absolute; durations are in seconds so the JSON
+// form is what staff type.
+type Config struct {
+	ID                  string    `json:"id"`
+	Name                string    `json:"name"`
+	Supply              int64     `json:"supply"`
+	PerUserLimit        int64     `json:"per_user_limit"`
+	PrequeueOpensAt     time.Time `json:"prequeue_opens_at"`
+	StartsAt            time.Time `json:"starts_at"`
+	EndsAt              time.Time `json:"ends_at"`
+	Mode                Mode      `json:"mode"`
+	RandomWindowSeconds int64     `json:"random_window_seconds"`
+	AdmitRatePerSecond  float64   `json:"admit_rate_per_second"`
+	MaxActive           int64     `json:"max_active"`
+	AdmissionTTLSeconds int64     `json:"admission_ttl_seconds"`
+	ClaimTTLSeconds     int64     `json:"claim_ttl_seconds"`
+	Buckets             int       `json:"buckets"`
+	ReserveUnits        int64     `json:"reserve_units"`
+	Paused              bool      `json:"paused"`
+
+	// Version increases with every stored change.
+	Version int64 `json:"version"`
+	// Seed is the secret that keys the shuffle; never shown before the
+	// window closes. Lowercase hex of 32 bytes.
+	Seed string `json:"seed,omitempty"`
+	// SeedCommitment is lowercase hex sha256 of the seed bytes, public from
+	// creation on.
+	SeedCommitment string `json:"seed_commitment"`
+}
+
+// Limits on configuration values.
+const (
+	MaxSupply  = 100_000_000
+	MaxBuckets = 1024
+	MaxRate    = 1_000_000
+)
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidID reports whether s can name an event. IDs appear in Redis keys and
+// NATS subjects, so they are restricted to lowercase letters, digits, '_'
+// and '-', at most 64 characters.
+func ValidID(s string) bool { return idPattern.MatchString(s) }
+
+// ErrInvalid wraps every validation failure.
+var ErrInvalid = errors.New("event: invalid configuration")
+
+// Defaults fills zero fields with their defaults.
+func (c *Config) Defaults() {
+	if c.Mode == "" {
+		c.Mode = FCFS
+	}
+	if c.PerUserLimit == 0 {
+		c.PerUserLimit = 1
+	}
+	if c.AdmitRatePerSecond == 0 {
+		c.AdmitRatePerSecond = 100
+	}
+	if c.AdmissionTTLSeconds == 0 {
+		c.AdmissionTTLSeconds = 300
+	}
+	if c.ClaimTTLSeconds == 0 {
+		c.ClaimTTLSeconds = 900
+	}
+	if c.Buckets == 0 {
+		c.Buckets = 1
+	}
+	if c.PrequeueOpensAt.IsZero() {
+		c.PrequeueOpensAt = c.StartsAt
+	}
+	if c.EndsAt.IsZero() && !c.StartsAt.IsZero() {
+		c.EndsAt = c.StartsAt.Add(24 * time.Hour)
+	}
+}
+
+// Validate checks c and returns an error wrapping ErrInvalid that says which
+// field is wrong.
+func (c *Config) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case !ValidID(c.ID):
+		return bad("id must match %s", idPattern)
+	case len(c.Name) > 200:
+		return bad("name is longer than 200 bytes")
+	case c.Supply < 1 || c.Supply > MaxSupply:
+		return bad("supply must be between 1 and %d", MaxSupply)
+	case c.ReserveUnits < 0 || c.ReserveUnits >= c.Supply:
+		return bad("reserve_units must be at least 0 and less than supply")
+	case c.PerUserLimit < 1 || c.PerUserLimit > 100:
+		return bad("per_user_limit must be between 1 and 100")
+	case c.StartsAt.IsZero():
+		return bad("starts_at is required")
+	case c.PrequeueOpensAt.After(c.StartsAt):
+		return bad("prequeue_opens_at must not be after starts_at")
+	case !c.EndsAt.After(c.StartsAt):
+		return bad("ends_at must be after starts_at")
+	case c.Mode != FCFS && c.Mode != Lottery:
+		return bad("mode must be %q or %q", FCFS, Lottery)
+	case c.RandomWindowSeconds < 0 || c.RandomWindowSeconds > 86400:
+		return bad("random_window_seconds must be between 0 and 86400")
+	case c.Mode == FCFS && c.StartsAt.Add(time.Duration(c.RandomWindowSeconds)*time.Second).After(c.EndsAt):
+		return bad("the shuffle window must close before ends_at")
+	case !(c.AdmitRatePerSecond > 0) || c.AdmitRatePerSecond > MaxRate:
+		return bad("admit_rate_per_second must be above 0 and at most %d", MaxRate)
+	case c.MaxActive < 0:
+		return bad("max_active must not be negative")
+	case c.AdmissionTTLSeconds < 10 || c.AdmissionTTLSeconds > 3600:
+		return bad("admission_ttl_seconds must be between 10 and 3600")
+	case c.ClaimTTLSeconds < 10 || c.ClaimTTLSeconds > 7*86400:
+		return bad("claim_ttl_seconds must be between 10 and 604800")
+	case c.Buckets < 1 || c.Buckets > MaxBuckets:
+		return bad("buckets must be between 1 and %d", MaxBuckets)
+	case int64(c.Buckets) > c.Supply-c.ReserveUnits:
+		return bad("buckets must not exceed the units for sale")
+	}
+	return nil
+}
+
+// WindowEnd is when the shuffle window (FCFS) or the registration (lottery)
+// closes: the window size is frozen then and admission starts.
+func (c *Config) WindowEnd() time.Time {
+	if c.Mode == Lottery {
+		return c.StartsAt
+	}
+	return c.StartsAt.Add(time.Duration(c.RandomWindowSeconds) * time.Second)
+}
+
+// JoinEnd is when joining stops: ends_at for FCFS, starts_at for a lottery.
+func (c *Config) JoinEnd() time.Time {
+	if c.Mode == Lottery {
+		return c.StartsAt
+	}
+	return c.EndsAt
+}
+
+// OnSale is the number of units the claim step may grant.
+func (c *Config) OnSale() int64 { return c.Supply - c.ReserveUnits }

@@ -1,0 +1,97 @@
+package event
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotFound is returned for an event that does not exist.
+var ErrNotFound = errors.New("event: not found")
+
+// ErrConflict is returned when the stored version moved under a Put.
+var ErrConflict = errors.New("event: changed concurrently, retry")
+
+//go:embed put.lua
+var putLua string
+
+// Store keeps configurations in Redis: one JSON string per event under the
+// event's hash tag, and a set of all event ids. It is safe for concurrent
+// use.
+type Store struct {
+	rdb redis.UniversalClient
+	put *redis.Script
+}
+
+// NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
+func NewStore(rdb redis.UniversalClient) *Store {
+	return &Store{rdb: rdb, put: redis.NewScript(putLua)}
+}
+
+const indexKey = "ar:events"
+
+func configKey(id string) string { return "ar:{" + id + "}:cfg" }
+
+// Get returns the stored configuration of id, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (Config, error) {
+	raw, err := s.rdb.Get(ctx, configKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Config{}, ErrNotFound
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("event %s: %w", id, err)
+	}
+	var c Config
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return Config{}, fmt.Errorf("event %s: decode: %w", id, err)
+	}
+	return c, nil
+}
+
+// IDs lists every event.
+func (s *Store) IDs(ctx context.Context) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, indexKey).Result()
+	if err != nil {
+		return nil, fmt.Errorf("event ids: %w", err)
+	}
+	return ids, nil
+}
+
+// Put stores c if the stored version still equals c.Version (0 for a new
+// event), and returns the stored copy with the version increased. A new
+// event gets its seed and seed commitment here. ErrConflict means another
+// writer won; read again and retry.
+func (s *Store) Put(ctx context.Context, c Config) (Config, error) {
+	if c.Seed == "" {
+		seed := make([]byte, 32)
+		if _, err := rand.Read(seed); err != nil {
+			return Config{}, err
+		}
+		sum := sha256.Sum256(seed)
+		c.Seed, c.SeedCommitment = hex.EncodeToString(seed), hex.EncodeToString(sum[:])
+	}
+	expect := c.Version
+	c.Version++
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return Config{}, err
+	}
+	ok, err := s.put.Run(ctx, s.rdb, []string{configKey(c.ID)}, expect, raw).Int()
+	if err != nil {
+		return Config{}, fmt.Errorf("event %s: put: %w", c.ID, err)
+	}
+	if ok == 0 {
+		return Config{}, ErrConflict
+	}
+	if err := s.rdb.SAdd(ctx, indexKey, c.ID).Err(); err != nil {
+		return Config{}, fmt.Errorf("event %s: index: %w", c.ID, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,234 @@
+package crowd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type runner struct {
+	cfg    Config
+	client *http.Client
+	sem    chan struct{}
+	c      counters
+
+	mu        sync.Mutex
+	claims    map[string][]string
+	firstErrs []string
+}
+
+type reply struct {
+	status     int
+	body       map[string]any
+	retryAfter time.Duration
+}
+
+func (r *runner) fail(format string, a ...any) {
+	r.c.errors.Add(1)
+	r.mu.Lock()
+	if len(r.firstErrs) < 10 {
+		r.firstErrs = append(r.firstErrs, fmt.Sprintf(format, a...))
+	}
+	r.mu.Unlock()
+}
+
+// do sends one request within the concurrency bound and decodes the JSON
+// answer.
+func (r *runner) do(ctx context.Context, method, url string, hdr map[string]string) (reply, error) {
+	select {
+	case r.sem <- struct{}{}:
+	case <-ctx.Done():
+		return reply{}, ctx.Err()
+	}
+	defer func() { <-r.sem }()
+	r.c.requests.Add(1)
+	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
+	if err != nil {
+		return reply{}, err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return reply{}, err
+	}
+	out := reply{status: resp.StatusCode}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		out.retryAfter = time.Duration(s) * time.Second
+	}
+	if len(raw) > 0 {
+		if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&out.body); err != nil {
+			return out, fmt.Errorf("%s %s: %d: undecodable body", method, url, resp.StatusCode)
+		}
+	}
+	return out, nil
+}
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+func num(m map[string]any, k string) int64  { f, _ := m[k].(float64); return int64(f) }
+
+// user plays one shopper from join to a final state.
+func (r *runner) user(ctx context.Context, id, base string) {
+	ev := base + "/events/" + r.cfg.Event
+	who := map[string]string{"X-User-ID": id}
+	var ticket string
+	for ticket == "" {
+		rep, err := r.do(ctx, http.MethodPost, ev+"/join", who)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			r.fail("join %s: %v", id, err)
+			return
+		case rep.status == http.StatusOK:
+			ticket = str(rep.body, "ticket")
+		case rep.status == http.StatusForbidden && str(rep.body, "code") == "not_open",
+			rep.status == http.StatusTooManyRequests, rep.status == http.StatusServiceUnavailable:
+			wait := min(max(rep.retryAfter, 200*time.Millisecond), 2*time.Second)
+			if !sleep(ctx, wait+time.Duration(rand.Int64N(int64(200*time.Millisecond)))) {
+				return
+			}
+		case rep.status == http.StatusForbidden:
+			r.c.closed.Add(1)
+			return
+		default:
+			r.fail("join %s: %d %s", id, rep.status, str(rep.body, "code"))
+			return
+		}
+	}
+	r.c.joined.Add(1)
+	if rand.Float64() < r.cfg.Abandon {
+		r.c.abandoned.Add(1)
+		return
+	}
+	auth := map[string]string{"Authorization": "Bearer " + ticket}
+	for {
+		rep, err := r.do(ctx, http.MethodGet, ev+"/status", auth)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.fail("status %s: %v", id, err)
+			}
+			return
+		}
+		if rep.status != http.StatusOK {
+			if rep.status == http.StatusTooManyRequests || rep.status == http.StatusServiceUnavailable {
+				if !sleep(ctx, max(rep.retryAfter, time.Second)) {
+					return
+				}
+				continue
+			}
+			r.fail("status %s: %d %s", id, rep.status, str(rep.body, "code"))
+			return
+		}
+		switch str(rep.body, "state") {
+		case "admitted":
+			r.c.admitted.Add(1)
+			r.claim(ctx, id, ev, str(rep.body, "admission_token"))
+			return
+		case "sold_out":
+			r.c.soldOut.Add(1)
+			return
+		case "not_selected":
+			r.c.notSelected.Add(1)
+			return
+		case "closed":
+			r.c.closed.Add(1)
+			return
+		}
+		wait := min(time.Duration(num(rep.body, "poll_after_ms"))*time.Millisecond, r.cfg.MaxPoll)
+		if !sleep(ctx, max(wait, 50*time.Millisecond)) {
+			return
+		}
+	}
+}
+
+// claim claims once, or fires identical requests at once when this user is
+// one of the replayers, and checks that they all name the same claim.
+func (r *runner) claim(ctx context.Context, id, ev, token string) {
+	hdr := map[string]string{"X-User-ID": id, "Authorization": "Bearer " + token, "Idempotency-Key": "k-" + id}
+	n := 1
+	if r.cfg.Replays > 0 && rand.Float64() < r.cfg.ReplayShare {
+		n += r.cfg.Replays
+	}
+	ids := make([]string, n)
+	var created atomic.Int64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i] = r.claimOnce(ctx, id, ev, hdr, &created)
+		}()
+	}
+	wg.Wait()
+	if ids[0] == "" {
+		return
+	}
+	for _, c := range ids[1:] {
+		if c != ids[0] {
+			r.c.mismatch.Add(1)
+		}
+	}
+	if created.Load() > 1 {
+		r.c.mismatch.Add(1)
+	}
+	r.c.granted.Add(1)
+	r.c.replays.Add(int64(n - 1))
+	r.mu.Lock()
+	r.claims[id] = append(r.claims[id], ids[0])
+	r.mu.Unlock()
+}
+
+func (r *runner) claimOnce(ctx context.Context, id, ev string, hdr map[string]string, created *atomic.Int64) string {
+	for attempt := 0; attempt < 20; attempt++ {
+		rep, err := r.do(ctx, http.MethodPost, ev+"/claim", hdr)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ""
+			}
+			// A timeout may hide a grant: retry with the same key.
+			if !sleep(ctx, 200*time.Millisecond) {
+				return ""
+			}
+			continue
+		}
+		switch rep.status {
+		case http.StatusCreated:
+			created.Add(1)
+			return str(rep.body, "claim_id")
+		case http.StatusOK:
+			return str(rep.body, "claim_id")
+		case http.StatusGone:
+			r.c.soldOut.Add(1)
+			return ""
+		case http.StatusConflict:
+			r.c.limited.Add(1)
+			return ""
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			if !sleep(ctx, max(rep.retryAfter, 200*time.Millisecond)) {
+				return ""
+			}
+			continue
+		default:
+			r.fail("claim %s: %d %s", id, rep.status, str(rep.body, "code"))
+			return ""
+		}
+	}
+	r.fail("claim %s: gave up after retries", id)
+	return ""
+}

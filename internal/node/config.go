@@ -1,0 +1,113 @@
+// Package node wires one anteroom node: Redis (external, cluster or
+// embedded), NATS JetStream (external or embedded), the domain services, the
+// background loops and the HTTP edge. cmd/anteroom parses configuration and
+// calls Start; tests start whole nodes on :0 the same way.
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// Config is a node's process configuration. Each field has an ANTEROOM_*
+// environment variable and a flag of the same name in cmd/anteroom.
+type Config struct {
+	// Addr is the HTTP listen address.
+	//
+	// Default: :8080
+	Addr string
+	// RedisURL is a redis:// URL. Empty with no cluster addresses starts
+	// an embedded, non-durable Redis-protocol server.
+	RedisURL string
+	// RedisClusterAddrs are seed addresses of a Redis Cluster.
+	RedisClusterAddrs []string
+	// NATSURL lists NATS servers (comma-separated). Empty starts an
+	// embedded NATS server with JetStream storing under DataDir.
+	NATSURL string
+	// StreamReplicas is the order stream's replica count.
+	//
+	// Default: 1
+	StreamReplicas int
+	// DataDir holds the embedded JetStream store, generated secrets and
+	// keys.
+	//
+	// Default: ./anteroom-data
+	DataDir string
+	// AdminToken authorises the admin API. Empty: generated and written to
+	// DataDir/admin-token.
+	AdminToken string
+	// SigningKeys is the admission key directory.
+	//
+	// Default: DataDir/keys
+	SigningKeys string
+	// TicketSecret signs queue tickets and visitor cookies; every node of
+	// a deployment needs the same one. Empty: read from or generated into
+	// DataDir/ticket-secret.
+	TicketSecret []byte
+	// Identity is how callers are named: header, anonymous or jwt.
+	//
+	// Default: header
+	Identity string
+	// IdentityHeader is the trusted header of the header mode.
+	//
+	// Default: X-User-ID
+	IdentityHeader string
+	// UserJWKS is the JWKS or PEM file of the shop's user tokens (jwt mode).
+	UserJWKS string
+	// Tick is how often the node refreshes its view and advances frontiers.
+	//
+	// Default: 100ms
+	Tick time.Duration
+	// Log is the node's logger.
+	//
+	// Default: slog.Default()
+	Log *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Addr == "" {
+		c.Addr = ":8080"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "anteroom-data"
+	}
+	if c.SigningKeys == "" {
+		c.SigningKeys = filepath.Join(c.DataDir, "keys")
+	}
+	if c.Identity == "" {
+		c.Identity = "header"
+	}
+	if c.StreamReplicas == 0 {
+		c.StreamReplicas = 1
+	}
+	if c.Tick == 0 {
+		c.Tick = 100 * time.Millisecond
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+}
+
+func (c *Config) validate() error {
+	switch c.Identity {
+	case "header", "anonymous", "jwt":
+	default:
+		return fmt.Errorf("identity %q: want header, anonymous or jwt", c.Identity)
+	}
+	if c.Identity == "jwt" && c.UserJWKS == "" {
+		return errors.New("identity jwt needs ANTEROOM_USER_JWKS")
+	}
+	if c.RedisURL != "" && len(c.RedisClusterAddrs) > 0 {
+		return errors.New("set either ANTEROOM_REDIS_URL or ANTEROOM_REDIS_CLUSTER_ADDRS, not both")
+	}
+	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
+		return fmt.Errorf("stream replicas %d: want 1 to 5", c.StreamReplicas)
+	}
+	if c.TicketSecret != nil && len(c.TicketSecret) < 32 {
+		return errors.New("ticket secret must be at least 32 bytes")
+	}
+	return nil
+}

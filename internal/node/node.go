@@ -1,0 +1,216 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web"
+	"github.com/gofiber/fiber/v2"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+)
+
+// Node is one running anteroom node.
+type Node struct {
+	cfg      Config
+	back     *backends
+	app      *fiber.App
+	ln       net.Listener
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	serveErr chan error
+
+	// AdminToken is the admin bearer token in force.
+	AdminToken string
+	// Events, Claims and Snapshots are exposed for commands (demo,
+	// reconcile) and tests.
+	Events    *event.Store
+	Claims    *claim.Store
+	Snapshots *admission.Snapshots
+	JS        jetstream.JetStream
+}
+
+// Start connects or starts the backends, wires the services, starts the
+// background loops and begins serving HTTP. Stop it with Close.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	back, err := openBackends(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	n, err := wire(ctx, cfg, back)
+	if err != nil {
+		back.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
+	js, err := jetstream.New(back.nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := claim.EnsureStream(sctx, js, cfg.StreamReplicas); err != nil {
+		return nil, err
+	}
+	secret := cfg.TicketSecret
+	if secret == nil {
+		if secret, err = tokens.LoadOrCreateSecret(filepath.Join(cfg.DataDir, "ticket-secret")); err != nil {
+			return nil, err
+		}
+	}
+	tickets, err := tokens.NewTickets(secret)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := tokens.OpenKeyDir(cfg.SigningKeys)
+	if err != nil {
+		return nil, err
+	}
+	identity, err := newIdentity(&cfg, secret)
+	if err != nil {
+		return nil, err
+	}
+	adminToken, err := adminToken(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	events := event.NewStore(back.rdb)
+	claims := claim.NewStore(back.rdb)
+	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
+	svc := claim.NewService(claims, claim.NewPublisher(js))
+	if err := snaps.Refresh(sctx); err != nil {
+		cfg.Log.Warn("first refresh", "err", err)
+	}
+	app := web.New(web.Config{AdminToken: adminToken, Log: cfg.Log}, web.Deps{
+		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: tickets,
+		Admitter: tokens.NewIssuer(keys, tokens.IssuerConfig{}), Claims: svc, Store: claims,
+		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: back.ready,
+	})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	n := &Node{
+		cfg: cfg, back: back, app: app, ln: ln, cancel: stop, serveErr: make(chan error, 1),
+		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js,
+	}
+	logErr := func(what string) func(error) {
+		return func(err error) { cfg.Log.Warn(what, "err", err) }
+	}
+	n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
+	n.goLoop(func() {
+		_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
+	})
+	n.goLoop(func() { reloadKeys(lctx, keys, logErr("keys")) })
+	go func() { n.serveErr <- app.Listener(ln) }()
+	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity)
+	return n, nil
+}
+
+func (n *Node) goLoop(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+func salesOf(s *admission.Snapshots) func() []claim.Sale {
+	return func() []claim.Sale {
+		all := s.All()
+		out := make([]claim.Sale, 0, len(all))
+		for _, sale := range all {
+			out = append(out, claim.Sale{ID: sale.Config.ID, Buckets: sale.Config.Buckets})
+		}
+		return out
+	}
+}
+
+// reloadKeys picks up key rotations made by other nodes sharing the key
+// directory.
+func reloadKeys(ctx context.Context, keys *tokens.KeySet, onErr func(error)) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := keys.Reload(); err != nil {
+				onErr(err)
+			}
+		}
+	}
+}
+
+func adminToken(cfg *Config) (string, error) {
+	if cfg.AdminToken != "" {
+		return cfg.AdminToken, nil
+	}
+	path := filepath.Join(cfg.DataDir, "admin-token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	cfg.Log.Info("admin token generated", "file", path)
+	return tok, nil
+}
+
+// URL is the node's base URL.
+func (n *Node) URL() string {
+	addr := n.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return fmt.Sprintf("http://%s", net.JoinHostPort(host, fmt.Sprint(addr.Port)))
+}
+
+// Redis returns the node's Redis client.
+func (n *Node) Redis() redis.UniversalClient { return n.back.rdb }
+
+// Close drains the node: stops accepting, finishes in-flight requests
+// (their claims are published and acknowledged), stops the loops, flushes
+// the outbox bookkeeping, then closes the connections and embedded servers.
+func (n *Node) Close(ctx context.Context) error {
+	err := n.app.ShutdownWithContext(ctx)
+	n.cancel()
+	n.wg.Wait()
+	n.back.close()
+	if serr := <-n.serveErr; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

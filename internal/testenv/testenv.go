@@ -1,0 +1,101 @@
+// Package testenv starts real servers for tests: redis-server processes, a
+// Redis Cluster made of them, and in-process NATS servers with JetStream,
+// alone or clustered.
+//
+// Every server listens on loopback (127.0.0.1) on a random port, keeps its
+// data in a t.TempDir, and is stopped with t.Cleanup, so tests can run in
+// parallel and leave nothing behind. Readiness is polled with a bounded
+// deadline, never slept for; a server that does not come up fails the test
+// with its last log lines.
+//
+// When a needed binary (redis-server, redis-cli) is absent, the helpers call
+// t.Skip with the reason, except when the environment variable CI is "true":
+// then a missing server is a failure (t.Fatal), because .ci/run installs it.
+//
+// The helpers take testing.TB, call t.Helper and never panic. The returned
+// values are safe for concurrent use by the test's goroutines; the methods
+// that take a testing.TB must be called from the test's goroutine.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// readyTimeout bounds every wait for a server to become ready.
+const readyTimeout = 10 * time.Second
+
+// pollInterval is how often a readiness condition is checked.
+const pollInterval = 20 * time.Millisecond
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
+// port is released before returning, so another process may take it; the
+// starters that use it retry with a new port when the bind fails.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	p, err := freePort()
+	if err != nil {
+		t.Fatalf("testenv: free port: %v", err)
+	}
+	return p
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// inCI reports whether missing servers must fail rather than skip.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// lookBinary finds name on PATH or in /usr/bin and /usr/sbin. When it is
+// absent the test is skipped, or failed under CI=true.
+func lookBinary(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/bin", "/usr/sbin", "/usr/local/bin"} {
+		p := dir + "/" + name
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	msg := fmt.Sprintf("testenv: %s not found on PATH; run scripts/install-deps.sh (or apt-get install redis-server redis-tools)", name)
+	if inCI() {
+		t.Fatal(msg + " [CI=true: a missing server is a failure]")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// poll calls cond every pollInterval until it returns nil or timeout has
+// passed; it returns cond's last error in that case.
+func poll(timeout time.Duration, cond func() error) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, errStop) || time.Now().After(deadline) {
+			return err
+		}
+		<-tick.C
+	}
+}
+
+// errStop, wrapped into a condition's error, ends poll early: waiting longer
+// cannot help (for example, the process has exited).
+var errStop = errors.New("gave up")

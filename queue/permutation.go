@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+)
+
+// permLabel is the domain-separation label and version of the algorithm. A
+// change to anything in the Permutation doc comment needs a new label.
+const permLabel = "anteroom/v1"
+
+// permRounds is the number of Feistel rounds.
+const permRounds = 8
+
+// Permutation is a keyed pseudo-random permutation π of 1..W: the draw order
+// of a shuffle window. The window member with sequence number seq gets queue
+// position π(seq) (see Position). Anyone who knows the seed, W and their seq
+// can recompute π(seq) with the algorithm below, which is the complete
+// definition.
+//
+// The zero value has Size 0 and means "no window": Apply and Inverse return 0
+// for every input and Position returns seq unchanged. A Permutation is an
+// immutable value, cheap to copy (about 150 bytes) and safe for concurrent
+// use. It holds round keys derived from the seed, which must stay secret
+// until the window closes; String and GoString never print them.
+//
+// # Algorithm anteroom/v1
+//
+// Integers are unsigned 64-bit, "||" is byte concatenation, LABEL is the 11
+// ASCII bytes "anteroom/v1", and byte(r) is the single byte with value r.
+//
+//  1. Inputs: the seed (the event's 32 bytes, published as 64 lowercase hex
+//     characters; its commitment is lowercase hex SHA-256(seed)), the window
+//     size W >= 1, and a sequence number seq with 1 <= seq <= W.
+//  2. Half width: k is the smallest integer k >= 1 with 2^(2k) >= W. The
+//     network permutes [0, 2^(2k)). A value x in it has the left half
+//     L = floor(x / 2^k) and the right half R = x mod 2^k.
+//  3. Round keys: for r = 0, 1, ..., 7, K_r is the first 16 bytes of
+//     HMAC-SHA256(key = seed, message = LABEL || byte(r)).
+//  4. Round function: F_r(h) = SipHash-2-4(K_r, m) mod 2^k, where m is the
+//     8-byte big-endian encoding of h and SipHash-2-4 is the function of
+//     Aumasson and Bernstein ("SipHash: a fast short-input PRF", 2012) with a
+//     16-byte key and its 64-bit result as defined there. Check: with key
+//     bytes 00 01 .. 0f and message bytes 00 01 .. 07 the result is
+//     0x93f5f5799a932462 (bytes 62 24 93 9a 79 f5 f5 93 little-endian).
+//  5. One pass: E(x) splits x into (L, R), then for r = 0, 1, ..., 7 in
+//     order sets (L, R) = (R, L xor F_r(R)), and returns L * 2^k + R.
+//  6. Cycle walk: y = E(seq - 1); while y >= W, y = E(y). Then
+//     π(seq) = y + 1.
+//
+// The walk ends because E permutes [0, 2^(2k)), so the cycle through seq-1,
+// which is below W, comes back below W. Since 2^(2k) < 4W (for W > 1) it
+// takes fewer than 4 passes on average. The inverse runs the rounds
+// backwards, for r = 7, 6, ..., 0: (L, R) = (R xor F_r(L), L), and walks
+// the same way.
+//
+// Example: with the seed 000102...1f (bytes 0x00 to 0x1f), π(1) = 7 for
+// W = 10 and π(1) = 720548 for W = 1,000,000.
+//
+// # Why SipHash rounds
+//
+// The round function is keyed SipHash-2-4, a short-input PRF, with round keys
+// derived once by HMAC-SHA256, instead of one HMAC-SHA256 per round. Measured
+// on a 2-core amd64 with SHA-NI: one HMAC-SHA256 costs 180-680 ns (about 10x
+// more under -race), which puts Apply at 1.5-2.5 µs for W = 10^6..10^7 and an
+// exhaustive test of every W up to 2,000 past a minute under -race. SipHash
+// costs about 10 ns, so Apply is well under 100 ns (see BenchmarkApply) and
+// NewPermutation, 8 HMACs, is cheap enough to call per snapshot. Secrecy
+// needs no more: the seed is revealed, and positions are drawn, when the
+// window closes. Fairness rests on the commitment, published before anyone
+// joins, and on π looking uniform, which the tests measure.
+type Permutation struct {
+	w    int64                 // window size W; 0 for the zero value
+	k    uint                  // half width in bits, 1..32
+	mask uint64                // 2^k - 1
+	keys [permRounds][2]uint64 // SipHash keys k0, k1 of each round
+}
+
+// NewPermutation returns the permutation of 1..w keyed by seed. It returns
+// an error if w < 1 or seed is empty. Any seed length works; events use 32
+// bytes (see ParseSeedHex). The seed is not retained.
+func NewPermutation(seed []byte, w int64) (Permutation, error) {
+	if w < 1 {
+		return Permutation{}, fmt.Errorf("queue: permutation size %d: must be at least 1", w)
+	}
+	if len(seed) == 0 {
+		return Permutation{}, errors.New("queue: permutation seed is empty")
+	}
+	// bits.Len64(w-1) bits hold 0..w-1; each half takes half of them.
+	k := max(uint(bits.Len64(uint64(w-1))+1)/2, permMinK)
+	p := Permutation{w: w, k: k, mask: 1<<k - 1}
+	mac := hmac.New(sha256.New, seed)
+	for r := range permRounds {
+		mac.Reset()
+		mac.Write([]byte(permLabel))
+		mac.Write([]byte{byte(r)})
+		sum := mac.Sum(nil)
+		p.keys[r] = [2]uint64{
+			binary.LittleEndian.Uint64(sum[0:8]),
+			binary.LittleEndian.Uint64(sum[8:16]),
+		}
+	}
+	return p, nil
+}
+
+// Size returns W, the number of elements permuted; 0 for the zero value.
+func (p Permutation) Size() int64 { return p.w }
+
+// Apply returns π(x), the position in 1..W of the element x in 1..W. It
+// returns 0, which is never a position, if x is outside 1..W.
+func (p Permutation) Apply(x int64) int64 {
+	if x < 1 || x > p.w {
+		return 0
+	}
+	y := p.encrypt(uint64(x - 1))
+	for y >= uint64(p.w) {
+		y = p.encrypt(y)
+	}
+	return int64(y) + 1
+}
+
+// Inverse returns the x with Apply(x) == y for y in 1..W. It returns 0 if y
+// is outside 1..W.
+func (p Permutation) Inverse(y int64) int64 {
+	if y < 1 || y > p.w {
+		return 0
+	}
+	x := p.decrypt(uint64(y - 1))
+	for x >= uint64(p.w) {
+		x = p.decrypt(x)
+	}
+	return int64(x) + 1
+}
+
+// String describes p without its keys, so logging a Permutation never leaks
+// the seed-derived keys before the seed is revealed.
+func (p Permutation) String() string {
+	return fmt.Sprintf("queue.Permutation{W: %d}", p.w)
+}
+
+// GoString is String for the %#v verb, which would otherwise print the keys.
+func (p Permutation) GoString() string { return p.String() }
+
+// encrypt is one pass E of the Feistel network over [0, 2^(2k)).
+func (p Permutation) encrypt(x uint64) uint64 {
+	l, r := x>>p.k, x&p.mask
+	for i := range permRounds {
+		l, r = r, l^(permSipHash(p.keys[i][0], p.keys[i][1], r)&p.mask)
+	}
+	return l<<p.k | r
+}
+
+// decrypt is the inverse of encrypt.
+func (p Permutation) decrypt(x uint64) uint64 {
+	l, r := x>>p.k, x&p.mask
+	for i := permRounds - 1; i >= 0; i-- {
+		l, r = r^(permSipHash(p.keys[i][0], p.keys[i][1], l)&p.mask), l
+	}
+	return l<<p.k | r
+}

@@ -1,0 +1,2 @@
+package queue
+const permMinK = 4

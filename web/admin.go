@@ -1,0 +1,195 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/gofiber/fiber/v2"
+)
+
+func (s *Server) isAdmin(c *fiber.Ctx) bool {
+	tok := bearer(c)
+	return s.cfg.AdminToken != "" && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1
+}
+
+func (s *Server) requireAdmin(c *fiber.Ctx) error {
+	if !s.isAdmin(c) {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token")
+	}
+	if !event.ValidID(c.Params("id")) {
+		return badRequest("event id must be 1 to 64 characters of a-z 0-9 _ - and start with a letter or digit")
+	}
+	return c.Next()
+}
+
+// adminEventJSON is the staff view: configuration (without the seed until
+// the window closes) and live figures.
+type adminEventJSON struct {
+	Config event.Config `json:"config"`
+	Live   *liveJSON    `json:"live,omitempty"`
+}
+
+type liveJSON struct {
+	Joined       int64        `json:"joined"`
+	Frontier     float64      `json:"frontier"`
+	WindowFrozen bool         `json:"window_frozen"`
+	WindowSize   int64        `json:"window_size"`
+	Rate         float64      `json:"admitted_per_second"`
+	Stock        claim.Totals `json:"stock"`
+}
+
+func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
+	out := adminEventJSON{Config: cfg}
+	sale, ok := s.deps.Sales.Get(cfg.ID)
+	if !ok || !sale.WindowFrozen {
+		out.Config.Seed = ""
+	}
+	if ok {
+		t, err := s.deps.Store.Totals(ctx, cfg.ID, cfg.Buckets)
+		if err != nil {
+			return out, err
+		}
+		out.Live = &liveJSON{Joined: sale.Joined, Frontier: sale.Frontier, WindowFrozen: sale.WindowFrozen, WindowSize: sale.Window, Rate: sale.Rate, Stock: t}
+	}
+	return out, nil
+}
+
+func (s *Server) getEvent(c *fiber.Ctx) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	cfg, err := s.deps.Configs.Get(ctx, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	out, err := s.adminView(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+// putEvent creates an event or updates fields of an existing one: the body
+// is applied over the stored configuration, so staff may send only the
+// fields they change. Locked fields (see event.CheckUpdate) answer 409.
+func (s *Server) putEvent(c *fiber.Ctx) error {
+	id := c.Params("id")
+	body := c.Body()
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		saved, err := s.applyPut(ctx, id, body)
+		if errors.Is(err, event.ErrConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
+			return err
+		}
+		out, err := s.adminView(ctx, saved)
+		if err != nil {
+			return err
+		}
+		status := fiber.StatusOK
+		if saved.Version == 1 {
+			status = fiber.StatusCreated
+		}
+		return c.Status(status).JSON(out)
+	}
+}
+
+func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Config, error) {
+	old, err := s.deps.Configs.Get(ctx, id)
+	exists := err == nil
+	if err != nil && !errors.Is(err, event.ErrNotFound) {
+		return event.Config{}, err
+	}
+	next := old
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&next); err != nil {
+		return event.Config{}, badRequest("malformed event JSON: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return event.Config{}, badRequest("malformed event JSON: trailing data")
+	}
+	if next.ID != "" && next.ID != id {
+		return event.Config{}, badRequest("id in the body (%q) differs from the path", next.ID)
+	}
+	// Fields staff never set.
+	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
+	next.Defaults()
+	if err := next.Validate(); err != nil {
+		return event.Config{}, err
+	}
+	now := s.now()
+	if exists {
+		if err := event.CheckUpdate(&old, &next, now); err != nil {
+			return event.Config{}, err
+		}
+	}
+	if !exists || event.StockChanged(&old, &next) {
+		if err := s.deps.Store.Lay(ctx, id, next.OnSale(), next.Buckets); err != nil {
+			return event.Config{}, err
+		}
+	}
+	return s.deps.Configs.Put(ctx, next)
+}
+
+// jsonProblem describes a decoding error without echoing the input.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("syntax error at byte %d", se.Offset)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
+	case errors.Is(err, io.EOF):
+		return "empty body"
+	}
+	msg := err.Error()
+	if len(msg) > 120 {
+		msg = msg[:120]
+	}
+	return msg
+}
+
+func (s *Server) pauseEvent(paused bool) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		id := c.Params("id")
+		ctx, cancel := s.ctx(c)
+		defer cancel()
+		for attempt := 0; ; attempt++ {
+			cfg, err := s.deps.Configs.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			cfg.Paused = paused
+			saved, err := s.deps.Configs.Put(ctx, cfg)
+			if errors.Is(err, event.ErrConflict) && attempt < 3 {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
+				return err
+			}
+			out, err := s.adminView(ctx, saved)
+			if err != nil {
+				return err
+			}
+			return c.JSON(out)
+		}
+	}
+}

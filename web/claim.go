@@ -1,0 +1,99 @@
+package web
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/gofiber/fiber/v2"
+)
+
+var idemKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+type claimJSON struct {
+	ClaimID string `json:"claim_id"`
+	Status  string `json:"status"`
+}
+
+// claim turns an admission token into a claim. The answer is sent only
+// after the order event is on JetStream.
+func (s *Server) claim(c *fiber.Ctx) error {
+	sale := saleOf(c)
+	cfg := &sale.Config
+	raw := bearer(c)
+	if raw == "" {
+		return errNoToken
+	}
+	adm, err := s.deps.Admitter.Verify(raw, cfg.ID, s.now())
+	if err != nil {
+		return err
+	}
+	if user, err := s.deps.Identity.User(c, false); err == nil && user != adm.User {
+		return problem(fiber.StatusForbidden, "forbidden", "the admission token belongs to another user")
+	}
+	key := c.Get("Idempotency-Key")
+	switch {
+	case key == "":
+		// A retry with the same token is the same request.
+		key = "jti:" + adm.ID
+	case !idemKeyPattern.MatchString(key):
+		return badRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+	}
+	if cfg.Paused {
+		return retryLater("paused", "the sale is paused; your admission stays valid", 5)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	res, err := s.deps.Claims.Claim(ctx, claim.Request{
+		Event: cfg.ID, User: adm.User, Pos: adm.Pos, IdemKey: key,
+		Limit: cfg.PerUserLimit, Buckets: cfg.Buckets,
+		IdemTTL: 24 * time.Hour,
+	})
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
+	status := fiber.StatusCreated
+	if res.Replay {
+		status = fiber.StatusOK
+	}
+	return c.Status(status).JSON(claimJSON{ClaimID: res.ClaimID, Status: res.Status})
+}
+
+type recordJSON struct {
+	ClaimID   string    `json:"claim_id"`
+	Event     string    `json:"event"`
+	Status    string    `json:"status"`
+	Position  int64     `json:"position"`
+	ClaimedAt time.Time `json:"claimed_at"`
+}
+
+// lookupClaim shows a claim to its own user or an admin.
+func (s *Server) lookupClaim(c *fiber.Ctx) error {
+	sale := saleOf(c)
+	id := c.Params("claim_id")
+	if _, err := claim.ParseClaimID(id); err != nil {
+		return err
+	}
+	admin := s.isAdmin(c)
+	user := ""
+	if !admin {
+		u, err := s.deps.Identity.User(c, false)
+		if err != nil {
+			return err
+		}
+		user = u
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	rec, err := s.deps.Store.Lookup(ctx, sale.Config.ID, id)
+	if err != nil {
+		return err
+	}
+	if !admin && rec.User != user {
+		return claim.ErrNotFound // do not reveal other users' claims
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(recordJSON{ClaimID: id, Event: sale.Config.ID, Status: rec.Status, Position: rec.Pos, ClaimedAt: time.UnixMilli(rec.AtMs).UTC()})
+}

@@ -1,0 +1,115 @@
+package web
+
+import (
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/gofiber/fiber/v2"
+)
+
+// ticketCookie names the cookie that holds the queue ticket of event ev.
+func ticketCookie(ev string) string { return "anteroom_t_" + ev }
+
+type joinJSON struct {
+	Ticket      string          `json:"ticket"`
+	Seq         int64           `json:"seq"`
+	Position    *int64          `json:"position"`
+	State       admission.State `json:"state"`
+	PollAfterMs int64           `json:"poll_after_ms"`
+}
+
+// join gives the caller a queue ticket: one Redis round trip.
+func (s *Server) join(c *fiber.Ctx) error {
+	sale := saleOf(c)
+	cfg := &sale.Config
+	now := s.now()
+	if now.Before(cfg.PrequeueOpensAt) {
+		// Early bird: refused at the edge, no Redis.
+		retryAfter(c, cfg.PrequeueOpensAt.Sub(now))
+		return problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
+	}
+	user, err := s.deps.Identity.User(c, true)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd()})
+	if err != nil {
+		return err
+	}
+	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: entry.Seq, IssuedAt: entry.JoinedAt})
+	if err != nil {
+		return err
+	}
+	c.Cookie(&fiber.Cookie{
+		Name: ticketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
+		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
+		Expires: cfg.EndsAt.Add(time.Hour),
+	})
+	d := admission.Decide(sale, entry.Seq, now)
+	out := joinJSON{Ticket: ticket, Seq: entry.Seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
+	if d.Position > 0 {
+		p := d.Position
+		out.Position = &p
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}
+
+type statusJSON struct {
+	State          admission.State `json:"state"`
+	Position       *int64          `json:"position"`
+	Ahead          int64           `json:"ahead"`
+	ETASeconds     int64           `json:"eta_seconds"`
+	PollAfterMs    int64           `json:"poll_after_ms"`
+	AdmissionToken string          `json:"admission_token,omitempty"`
+	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
+}
+
+// bearer returns the token of an "Authorization: Bearer" header, or "".
+func bearer(c *fiber.Ctx) string {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+// status answers from the ticket and the node's view: zero Redis round trips.
+func (s *Server) status(c *fiber.Ctx) error {
+	sale := saleOf(c)
+	cfg := &sale.Config
+	raw := bearer(c)
+	if raw == "" {
+		raw = c.Cookies(ticketCookie(cfg.ID))
+	}
+	if raw == "" {
+		return errNoToken
+	}
+	t, err := s.deps.Tickets.Verify(raw, cfg.ID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	d := admission.Decide(sale, t.Seq, now)
+	out := statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
+	if d.Position > 0 {
+		p := d.Position
+		out.Position = &p
+	}
+	if d.State == admission.Admitted {
+		tok, a, err := s.deps.Admitter.Issue(cfg.ID, t.User, d.Position, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)
+		if err != nil {
+			return err
+		}
+		out.AdmissionToken = tok
+		exp := a.ExpiresAt.UTC()
+		out.ExpiresAt = &exp
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(out)
+}

@@ -1,0 +1,171 @@
+// Package web is anteroom's HTTP edge: the fiber app, its routes and
+// handlers, problem+json errors, and the embedded pages. Handlers are thin:
+// they parse and validate input, call the domain packages through the small
+// interfaces declared here, and return errors that one ErrorHandler turns
+// into RFC 9457 problems.
+package web
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
+)
+
+// Consumer-side interfaces: only what the handlers call.
+type (
+	sales interface {
+		Get(id string) (*admission.Sale, bool)
+		RefreshOne(ctx context.Context, id string) error
+	}
+	joiner interface {
+		Join(ctx context.Context, ev, user string, t queue.Times) (queue.Entry, error)
+	}
+	tickets interface {
+		Sign(t tokens.Ticket) (string, error)
+		Verify(raw, event string) (tokens.Ticket, error)
+	}
+	admitter interface {
+		Issue(event, user string, pos int64, ttl time.Duration, now time.Time) (string, tokens.Admission, error)
+		Verify(raw, event string, now time.Time) (tokens.Admission, error)
+	}
+	claimer interface {
+		Claim(ctx context.Context, r claim.Request) (claim.Result, error)
+	}
+	claimStore interface {
+		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
+		Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
+		Lay(ctx context.Context, ev string, units int64, buckets int) error
+	}
+	configStore interface {
+		Get(ctx context.Context, id string) (event.Config, error)
+		Put(ctx context.Context, c event.Config) (event.Config, error)
+	}
+	// Identity names the caller; see HeaderIdentity.
+	Identity interface {
+		// User returns the caller's user id, or a *Problem. mint is true
+		// on join, where an anonymous visitor may be given an id.
+		User(c *fiber.Ctx, mint bool) (string, error)
+	}
+)
+
+// Deps are the domain services the handlers use. All are required.
+type Deps struct {
+	Sales    sales
+	Joiner   joiner
+	Tickets  tickets
+	Admitter admitter
+	Claims   claimer
+	Store    claimStore
+	Configs  configStore
+	Identity Identity
+	// JWKS returns the public key set as JSON.
+	JWKS func() []byte
+	// Ready reports whether Redis and NATS answer.
+	Ready func(ctx context.Context) error
+}
+
+// Config tunes the edge.
+type Config struct {
+	// AdminToken authorises the admin API as a bearer token. Empty
+	// disables the admin API.
+	AdminToken string
+	// Timeout bounds every Redis or NATS call a request makes.
+	//
+	// Default: 3s
+	Timeout time.Duration
+	// Log receives unexpected errors.
+	//
+	// Default: slog.Default()
+	Log *slog.Logger
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	deps Deps
+	cfg  Config
+	now  func() time.Time
+}
+
+// BodyLimit is the largest request body accepted.
+const BodyLimit = 16 * 1024
+
+// New returns the fiber app serving the public contract.
+func New(cfg Config, deps Deps) *fiber.App {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Server{deps: deps, cfg: cfg, now: time.Now}
+	app := fiber.New(fiber.Config{
+		AppName:               "anteroom",
+		BodyLimit:             BodyLimit,
+		DisableStartupMessage: true,
+		ErrorHandler:          errorHandler(cfg.Log),
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		IdleTimeout:           60 * time.Second,
+	})
+	app.Use(recover.New())
+	app.Use(requestid.New())
+
+	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
+	app.Get("/readyz", s.ready)
+	app.Get("/.well-known/jwks.json", s.jwks)
+
+	ev := app.Group("/events/:id", s.loadEvent)
+	ev.Get("/", s.publicEvent)
+	ev.Post("/join", s.join)
+	ev.Get("/status", s.status)
+	ev.Post("/claim", s.claim)
+	ev.Get("/claims/:claim_id", s.lookupClaim)
+
+	adm := app.Group("/admin/events/:id", s.requireAdmin)
+	adm.Put("/", s.putEvent)
+	adm.Get("/", s.getEvent)
+	adm.Post("/pause", s.pauseEvent(true))
+	adm.Post("/resume", s.pauseEvent(false))
+
+	app.Get("/e/:id", s.page)
+	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+	return app
+}
+
+// ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
+// on client disconnect.
+func (s *Server) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.cfg.Timeout)
+}
+
+func requestID(c *fiber.Ctx) string {
+	if v, ok := c.Locals(requestid.ConfigDefault.ContextKey).(string); ok {
+		return v
+	}
+	return ""
+}
+
+func (s *Server) ready(c *fiber.Ctx) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.deps.Ready(ctx); err != nil {
+		s.cfg.Log.Warn("not ready", "err", err)
+		return retryLater("degraded", "a backing service is not answering", 1)
+	}
+	return c.JSON(fiber.Map{"status": "ready"})
+}
+
+func (s *Server) jwks(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	return c.Send(s.deps.JWKS())
+}
