@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,7 @@ func (s *Snapshots) Refresh(ctx context.Context) error {
 
 // RefreshOne refreshes a single event now (after an admin change).
 func (s *Snapshots) RefreshOne(ctx context.Context, id string) error {
+	id = strings.Clone(id) // kept as a map key
 	prev, _ := s.Get(id)
 	sale, err := s.refreshOne(ctx, id, prev)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 const permLabel = "anteroom/v1"
 
 // permRounds is the number of Feistel rounds.
-const permRounds = 8
+const permRounds = 12
 
 // Permutation is a keyed pseudo-random permutation π of 1..W: the draw order
 // of a shuffle window. The window member with sequence number seq gets queue

@@ -1,2 +1,2 @@
 package queue
-const permMinK = 4
+const permMinK = 3

@@ -1,8 +1,11 @@
 package tokens
 
 import (
+	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,3 +87,25 @@ func checkErr(t testing.TB, err, want error) {
 
 // t0 returns the fixed instant tests count from.
 func t0() time.Time { return time.Date(2026, 3, 14, 9, 26, 53, 589793238, time.UTC) }
+
+// sloppy re-encodes the last segment of a token with a non-zero unused low
+// bit in its final base64url character: the same bytes to a lenient
+// decoder, a different string. Strict decoding must refuse it, or one token
+// would have several spellings (and dodge per-token rate limits).
+func sloppy(t testing.TB, raw string) string {
+	t.Helper()
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.LastIndexByte(raw, '.')
+	seg := raw[i+1:]
+	if len(seg)%4 == 0 {
+		t.Fatalf("sloppy: segment of %d characters has no unused bits", len(seg))
+	}
+	c := strings.IndexByte(alphabet, seg[len(seg)-1])
+	out := raw[:len(raw)-1] + string(alphabet[c^1])
+	a, errA := base64.RawURLEncoding.DecodeString(seg)
+	b, errB := base64.RawURLEncoding.DecodeString(out[i+1:])
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		t.Fatalf("sloppy: %q and %q should decode leniently to the same bytes", seg, out[i+1:])
+	}
+	return out
+}

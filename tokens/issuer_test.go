@@ -130,6 +130,7 @@ func TestAdmissionVerifyRejects(t *testing.T) {
 		{"aud as array", ed(with(claims, "aud", []string{"x", "anteroom-claim"})), "ev", now, nil},
 		{"another event", genuine, "other", now, ErrWrongEvent},
 		{"bad signature", parts[0] + "." + parts[1] + "." + b64(sig), "ev", now, ErrInvalid},
+		{"non-canonical signature encoding", sloppy(t, genuine), "ev", now, ErrInvalid},
 		{"no signature", parts[0] + "." + parts[1] + ".", "ev", now, ErrInvalid},
 		{"another Ed25519 key, same kid", craft(t, jwt.SigningMethodEdDSA, otherEd, kidHdr, claims), "ev", now, ErrInvalid},
 		{"ES256, same kid", craft(t, jwt.SigningMethodES256, ecKey, kidHdr, claims), "ev", now, ErrInvalid},

@@ -1,16 +1,25 @@
 package tokens
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"hash"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // MinSecretLen is the shortest HMAC secret [NewTickets] and [NewVisitors]
 // accept, in bytes.
 const MinSecretLen = 32
+
+// ticketHeader is base64url({"alg":"HS256","typ":"JWT"}), the one JOSE
+// header a ticket may have: pinning the header bytes pins the algorithm.
+const ticketHeader = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
 
 // Ticket is what a queue ticket says: user User joined event Event and was
 // given sequence number Seq (1, 2, 3, ... per event) at IssuedAt.
@@ -24,8 +33,7 @@ type Ticket struct {
 }
 
 // ticketClaims is the JSON payload of a ticket. Pointers tell a missing
-// claim from a zero one. Claim validation is done by Tickets.Verify itself
-// (a ticket has no exp), so the jwt.Claims methods report nothing.
+// claim from a zero one.
 type ticketClaims struct {
 	Event string `json:"ev"`
 	User  string `json:"sub"`
@@ -33,25 +41,23 @@ type ticketClaims struct {
 	Iat   *int64 `json:"iat"`
 }
 
-func (ticketClaims) GetExpirationTime() (*jwt.NumericDate, error) { return nil, nil }
-func (ticketClaims) GetIssuedAt() (*jwt.NumericDate, error)       { return nil, nil }
-func (ticketClaims) GetNotBefore() (*jwt.NumericDate, error)      { return nil, nil }
-func (ticketClaims) GetIssuer() (string, error)                   { return "", nil }
-func (ticketClaims) GetSubject() (string, error)                  { return "", nil }
-func (ticketClaims) GetAudience() (jwt.ClaimStrings, error)       { return nil, nil }
-
-// Tickets signs and verifies queue tickets: compact JWTs, HS256 with one
-// server secret shared by all nodes, claims ev, sub, seq and iat.
+// Tickets signs and verifies queue tickets: compact JWTs (RFC 7519) with
+// header {"alg":"HS256","typ":"JWT"}, one server secret shared by all nodes,
+// claims ev, sub, seq and iat. Any JWT library holding the secret can read
+// them.
 //
 // Signing is deterministic: the same Ticket always yields the same string,
 // so a repeated join can answer with the very same ticket. Tickets carry no
-// expiry. Verification costs one HMAC and no I/O.
+// expiry. Verification is on the hottest path (every status poll), so it is
+// done here without a general JWT parser: the header must be exactly the
+// one above (which pins HS256 and rules out "none" or key confusion), the
+// HMAC is checked before the payload is decoded, and every base64url segment
+// must be canonical.
 //
 // A *Tickets is safe for concurrent use. The zero value is not usable; call
 // [NewTickets].
 type Tickets struct {
-	secret []byte
-	parser *jwt.Parser
+	macs sync.Pool // of hash.Hash: HMAC-SHA256 keyed with the secret
 }
 
 // NewTickets returns a Tickets using secret, which must be at least
@@ -61,14 +67,20 @@ func NewTickets(secret []byte) (*Tickets, error) {
 	if len(secret) < MinSecretLen {
 		return nil, fmt.Errorf("tokens: ticket secret is %d bytes, want at least %d", len(secret), MinSecretLen)
 	}
-	return &Tickets{
-		secret: append([]byte(nil), secret...),
-		parser: jwt.NewParser(
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-			jwt.WithStrictDecoding(),
-			jwt.WithoutClaimsValidation(), // no exp on tickets; checked below
-		),
-	}, nil
+	key := bytes.Clone(secret)
+	t := &Tickets{}
+	t.macs.New = func() any { return hmac.New(sha256.New, key) }
+	return t, nil
+}
+
+// mac returns HMAC-SHA256(secret, input).
+func (t *Tickets) mac(input string) []byte {
+	h := t.macs.Get().(hash.Hash)
+	h.Reset()
+	h.Write([]byte(input))
+	sum := h.Sum(nil)
+	t.macs.Put(h)
+	return sum
 }
 
 // Sign returns the ticket string for tk. IssuedAt is truncated to whole
@@ -85,27 +97,40 @@ func (t *Tickets) Sign(tk Ticket) (string, error) {
 		return "", fmt.Errorf("tokens: ticket seq %d, want >= 1", tk.Seq)
 	}
 	seq, iat := tk.Seq, tk.IssuedAt.Unix()
-	c := ticketClaims{Event: tk.Event, User: tk.User, Seq: &seq, Iat: &iat}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.secret)
+	payload, err := json.Marshal(ticketClaims{Event: tk.Event, User: tk.User, Seq: &seq, Iat: &iat})
 	if err != nil {
 		return "", fmt.Errorf("tokens: sign ticket: %w", err)
 	}
-	return s, nil
+	input := ticketHeader + "." + b64(payload)
+	return input + "." + b64(t.mac(input)), nil
 }
 
-// Verify checks raw and returns the ticket it carries. Only HS256 with this
-// secret is accepted. It returns an error wrapping [ErrInvalid] for anything
-// malformed, forged or incomplete, and one wrapping [ErrWrongEvent] for a
-// genuine ticket of another event than event.
+// Verify checks raw and returns the ticket it carries. It returns an error
+// wrapping [ErrInvalid] for anything malformed, forged or incomplete, and
+// one wrapping [ErrWrongEvent] for a genuine ticket of another event than
+// event.
 func (t *Tickets) Verify(raw, event string) (Ticket, error) {
 	if len(raw) > maxTokenLen {
 		return Ticket{}, invalid(fmt.Sprintf("ticket longer than %d bytes", maxTokenLen))
 	}
-	var c ticketClaims
-	_, err := t.parser.ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) {
-		return t.secret, nil
-	})
+	header, rest, ok := strings.Cut(raw, ".")
+	if !ok || header != ticketHeader {
+		return Ticket{}, invalid("ticket header is not the HS256 ticket header")
+	}
+	payload64, sig64, ok := strings.Cut(rest, ".")
+	if !ok {
+		return Ticket{}, invalid("ticket is not three segments")
+	}
+	sig, err := unb64(sig64)
+	if err != nil || !hmac.Equal(sig, t.mac(raw[:len(raw)-len(sig64)-1])) {
+		return Ticket{}, invalid("ticket signature mismatch")
+	}
+	payload, err := unb64(payload64)
 	if err != nil {
+		return Ticket{}, invalid("ticket payload is not base64url")
+	}
+	var c ticketClaims
+	if err := json.Unmarshal(payload, &c); err != nil {
 		return Ticket{}, invalid(err)
 	}
 	switch {

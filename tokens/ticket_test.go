@@ -126,6 +126,7 @@ func TestTicketVerifyRejects(t *testing.T) {
 		{"tampered payload", parts[0] + "." + b64([]byte(`{"ev":"ev","sub":"mallory","seq":1,"iat":1}`)) + "." + parts[2], "ev", ErrInvalid},
 		{"truncated signature", good[:len(good)-2], "ev", ErrInvalid},
 		{"padded signature", good + "=", "ev", ErrInvalid},
+		{"non-canonical signature encoding", sloppy(t, good), "ev", ErrInvalid},
 		{"missing ev", hs(without(claims, "ev")), "", ErrInvalid},
 		{"missing sub", hs(without(claims, "sub")), "ev", ErrInvalid},
 		{"missing seq", hs(without(claims, "seq")), "ev", ErrInvalid},
@@ -157,5 +158,33 @@ func TestTicketsRedactSecret(t *testing.T) {
 	tickets := newTestTickets(t)
 	if got := tickets.String(); strings.Contains(got, string(testSecret(1))) || !strings.Contains(got, "redacted") {
 		t.Errorf("String: got %q, want a redacted form", got)
+	}
+}
+
+// TestTicketIsStandardJWT checks tickets with an independent parser: any
+// JWT library holding the secret must read them.
+func TestTicketIsStandardJWT(t *testing.T) {
+	tickets := newTestTickets(t)
+	raw, err := tickets.Sign(Ticket{Event: "ev", User: "alice", Seq: 9, IssuedAt: t0()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c jwt.MapClaims
+	tok, err := jwt.NewParser(jwt.WithValidMethods([]string{"HS256"}), jwt.WithStrictDecoding()).
+		ParseWithClaims(raw, &c, func(*jwt.Token) (any, error) { return testSecret(1), nil })
+	if err != nil {
+		t.Fatalf("golang-jwt: %v", err)
+	}
+	want := jwt.MapClaims{"ev": "ev", "sub": "alice", "seq": 9.0, "iat": float64(t0().Unix())}
+	if len(c) != len(want) {
+		t.Errorf("claims: got %v, want %v", c, want)
+	}
+	for k, v := range want {
+		if c[k] != v {
+			t.Errorf("claim %s: got %v, want %v", k, c[k], v)
+		}
+	}
+	if got := tok.Header; len(got) != 2 || got["alg"] != "HS256" || got["typ"] != "JWT" {
+		t.Errorf("header: got %v, want alg HS256, typ JWT", got)
 	}
 }

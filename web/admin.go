@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
@@ -80,7 +81,7 @@ func (s *Server) getEvent(c *fiber.Ctx) error {
 // is applied over the stored configuration, so staff may send only the
 // fields they change. Locked fields (see event.CheckUpdate) answer 409.
 func (s *Server) putEvent(c *fiber.Ctx) error {
-	id := c.Params("id")
+	id := strings.Clone(c.Params("id")) // kept in the node's view: must not alias fiber's buffer
 	body := c.Body()
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -166,7 +167,7 @@ func jsonProblem(err error) string {
 
 func (s *Server) pauseEvent(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		id := c.Params("id")
+		id := strings.Clone(c.Params("id"))
 		ctx, cancel := s.ctx(c)
 		defer cancel()
 		for attempt := 0; ; attempt++ {

@@ -160,7 +160,8 @@ func (c *NATSCluster) URL() string { return strings.Join(c.URLs(), ",") }
 // Server returns server i (0-based); a new one after Restart(t, i).
 func (c *NATSCluster) Server(i int) *server.Server { return c.nodes[i].Server() }
 
-// Node returns server i's handle.
+// Node returns server i's handle. Its Restart does not wait for the
+// cluster; Restart(t, i) does.
 func (c *NATSCluster) Node(i int) *NATS { return c.nodes[i] }
 
 // Stop shuts server i down and waits until it has finished. The others keep

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -132,7 +133,8 @@ func (c *redisConfig) commandLine(port int, dir string) ([]string, error) {
 
 // start runs the server and polls until it serves commands, it exits, or
 // readyTimeout passes. Readiness is probed with INFO so that the probes do
-// not show up in CommandCount.
+// not show up in CommandCount, and the answering server's process_id must be
+// ours.
 func (r *Redis) start() error {
 	proc, err := startProcess(r.bin, r.args, r.dir)
 	if err != nil {
@@ -147,9 +149,14 @@ func (r *Redis) start() error {
 		if proc.exited() {
 			return fmt.Errorf("%w: redis-server exited (%v)", errStop, proc.err)
 		}
-		info, err := rawCommand(addr, "INFO", "persistence")
+		info, err := rawCommandTimeout(addr, time.Second, "INFO", "server", "persistence")
 		if err != nil {
 			return err
+		}
+		// Another process may have taken the port; then ours exits and
+		// must not be mistaken for ready.
+		if pid := infoField(info, "process_id"); pid != strconv.Itoa(proc.cmd.Process.Pid) {
+			return fmt.Errorf("%s is served by process %s, not ours (%d)", addr, pid, proc.cmd.Process.Pid)
 		}
 		if infoField(info, "loading") != "0" {
 			return fmt.Errorf("still loading")
@@ -236,7 +243,8 @@ func (r *Redis) Restart(t testing.TB) {
 // started, summed from INFO commandstats, not counting INFO itself. Take
 // the difference of two calls to assert that some code sent zero commands.
 // A go-redis client's new connection sends HELLO and CLIENT SETINFO, which
-// count, so warm the client up first.
+// count, so warm the client up first; so do the CLUSTER commands that
+// StartRedisCluster sends while forming a cluster.
 func (r *Redis) CommandCount(t testing.TB) int64 {
 	t.Helper()
 	var n int64

@@ -17,12 +17,17 @@ import (
 // (no HELLO, no CLIENT SETINFO), so the only command the server counts is
 // the one sent.
 func rawCommand(addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	return rawCommandTimeout(addr, 5*time.Second, args...)
+}
+
+// rawCommandTimeout is rawCommand with a deadline for the whole exchange.
+func rawCommandTimeout(addr string, timeout time.Duration, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return "", err
 	}
 	var b strings.Builder

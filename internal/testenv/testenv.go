@@ -12,6 +12,9 @@
 // t.Skip with the reason, except when the environment variable CI is "true":
 // then a missing server is a failure (t.Fatal), because .ci/run installs it.
 //
+// Redis 7 or later is needed (--cluster-port, CLUSTER ADDSLOTSRANGE); Debian
+// 12's redis-server is 7.0.
+//
 // The helpers take testing.TB, call t.Helper and never panic. The returned
 // values are safe for concurrent use by the test's goroutines; the methods
 // that take a testing.TB must be called from the test's goroutine.

@@ -19,6 +19,8 @@ import (
 func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		err := f()
 		if err == nil {
@@ -27,7 +29,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
 		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an event
+		<-tick.C
 	}
 }
 
@@ -233,7 +235,7 @@ func TestNATSCluster(t *testing.T) {
 	c.Stop(stopped)
 	stoppedAt := time.Now()
 	eventually(t, 20*time.Second, "publish after stopping the stream leader", func() error {
-		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		pctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := js.Publish(pctx, "events.a", []byte("2"), jetstream.WithMsgID("second"))
 		return err

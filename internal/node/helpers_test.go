@@ -1,0 +1,108 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/node"
+)
+
+// startNode starts a node on a free loopback port and stops it on cleanup.
+func startNode(t *testing.T, cfg node.Config) *node.Node {
+	t.Helper()
+	cfg.Addr = "127.0.0.1:0"
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Close(ctx); err != nil {
+			t.Errorf("close node: %v", err)
+		}
+	})
+	return n
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+// call sends one request and decodes a JSON answer.
+func call(t *testing.T, method, url string, hdr map[string]string, body []byte) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &a.body); err != nil {
+			t.Fatalf("%s %s: undecodable %q", method, url, raw)
+		}
+	}
+	return a
+}
+
+// createSale creates an event through the admin API.
+func createSale(t *testing.T, n *node.Node, id string, sale map[string]any) {
+	t.Helper()
+	raw, _ := json.Marshal(sale)
+	a := call(t, http.MethodPut, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", id, a.status, a.raw)
+	}
+}
+
+// openSale returns a sale opening now, starting after startIn, with a
+// shuffle window of window seconds.
+func openSale(supply, limit int, startIn time.Duration, window int, rate float64) map[string]any {
+	now := time.Now().UTC().Truncate(time.Second)
+	return map[string]any{
+		"name": "test sale", "supply": supply, "per_user_limit": limit,
+		"prequeue_opens_at": now.Add(-time.Second), "starts_at": now.Add(startIn),
+		"ends_at": now.Add(time.Hour), "random_window_seconds": window,
+		"admit_rate_per_second": rate,
+	}
+}
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

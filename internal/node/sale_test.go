@@ -1,0 +1,147 @@
+package node_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/crowd"
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/testenv"
+)
+
+// TestWholeSale runs one sale end to end — 5,000 shoppers joining, polling
+// and claiming 1,000 units with a per-user limit of 1, some firing the same
+// claim several times at once — against a real redis-server and JetStream,
+// and against the embedded default.
+func TestWholeSale(t *testing.T) {
+	backends := map[string]func(t *testing.T) node.Config{
+		"redis-server+jetstream": func(t *testing.T) node.Config {
+			r := testenv.StartRedis(t)
+			ns := testenv.StartNATS(t)
+			return node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}
+		},
+		"embedded": func(t *testing.T) node.Config { return node.Config{} },
+	}
+	for name, cfg := range backends {
+		t.Run(name, func(t *testing.T) {
+			n := startNode(t, cfg(t))
+			const users, units = 5000, 1000
+			createSale(t, n, "whole", openSale(units, 1, 2*time.Second, 1, 4000))
+
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := crowd.Run(ctx, crowd.Config{
+				URLs: []string{n.URL()}, Event: "whole", Users: users, Concurrency: 128,
+				ArrivalSpread: 2 * time.Second, MaxPoll: time.Second, Replays: 5, ReplayShare: 0.1,
+			})
+			if err != nil {
+				t.Fatalf("crowd: %v", err)
+			}
+			if res.Errors > 0 {
+				t.Fatalf("crowd saw %d errors, first: %v", res.Errors, res.FirstErrors)
+			}
+			if res.Joined != users {
+				t.Errorf("joined %d, want %d", res.Joined, users)
+			}
+			if res.Granted != units {
+				t.Errorf("granted to clients %d, want %d", res.Granted, units)
+			}
+			for u, ids := range res.Claims {
+				if len(ids) > 1 {
+					t.Errorf("user %s holds %d claims, limit 1", u, len(ids))
+				}
+			}
+			if res.Replays == 0 || res.ReplayMismatch != 0 {
+				t.Errorf("replays %d, mismatched %d: want some replays, all naming the first claim", res.Replays, res.ReplayMismatch)
+			}
+			var totals claim.Totals
+			waitFor(t, "outbox to drain", 10*time.Second, func() bool {
+				totals, err = n.Claims.Totals(ctx, "whole", 1)
+				return err == nil && totals.Outbox == 0
+			})
+			if totals.Granted != units || totals.Remaining != 0 {
+				t.Errorf("redis granted %d remaining %d, want %d and 0", totals.Granted, totals.Remaining, units)
+			}
+			msgs, distinct, err := claim.CountGranted(ctx, n.JS, "whole")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msgs != units || distinct != units {
+				t.Errorf("stream holds %d granted events with %d distinct claim ids, want %d and %d", msgs, distinct, units, units)
+			}
+			streamIDs := map[string]bool{}
+			for _, ids := range res.Claims {
+				for _, id := range ids {
+					streamIDs[id] = true
+				}
+			}
+			if len(streamIDs) != units {
+				t.Errorf("clients hold %d distinct claim ids, want %d", len(streamIDs), units)
+			}
+			t.Logf("%s: %d users, %d granted, %d replays, %d requests in %s", name, res.Users, res.Granted, res.Replays, res.Requests, res.Elapsed.Round(time.Millisecond))
+		})
+	}
+}
+
+// TestClaimReplay shows the idempotency contract on one user: the same key
+// returns the same claim with 200, another key meets the per-user limit and
+// learns the held claim id.
+func TestClaimReplay(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	createSale(t, n, "replay", openSale(10, 1, 0, 0, 1000))
+	token := admit(t, n, "replay", "alice")
+
+	ev := n.URL() + "/events/replay"
+	hdr := map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token, "Idempotency-Key": "order-1"}
+	first := call(t, http.MethodPost, ev+"/claim", hdr, nil)
+	if first.status != http.StatusCreated {
+		t.Fatalf("first claim: %d %s", first.status, first.raw)
+	}
+	again := call(t, http.MethodPost, ev+"/claim", hdr, nil)
+	if again.status != http.StatusOK || str(again.body, "claim_id") != str(first.body, "claim_id") {
+		t.Fatalf("replay: %d %s, want 200 with claim %s", again.status, again.raw, str(first.body, "claim_id"))
+	}
+	hdr["Idempotency-Key"] = "order-2"
+	other := call(t, http.MethodPost, ev+"/claim", hdr, nil)
+	if other.status != http.StatusConflict || str(other.body, "code") != "limit_reached" {
+		t.Fatalf("second key: %d %s, want 409 limit_reached", other.status, other.raw)
+	}
+	held, _ := other.body["claim_ids"].([]any)
+	if len(held) != 1 || held[0] != str(first.body, "claim_id") {
+		t.Errorf("held claim ids %v, want [%s]", held, str(first.body, "claim_id"))
+	}
+	look := call(t, http.MethodGet, ev+"/claims/"+str(first.body, "claim_id"), map[string]string{"X-User-ID": "alice"}, nil)
+	if look.status != http.StatusOK || str(look.body, "status") != "pending" {
+		t.Errorf("lookup: %d %s", look.status, look.raw)
+	}
+	mallory := call(t, http.MethodGet, ev+"/claims/"+str(first.body, "claim_id"), map[string]string{"X-User-ID": "mallory"}, nil)
+	if mallory.status != http.StatusNotFound {
+		t.Errorf("another user's lookup: %d, want 404", mallory.status)
+	}
+	totals, err := n.Claims.Totals(context.Background(), "replay", 1)
+	if err != nil || totals.Granted != 1 {
+		t.Errorf("granted %d (%v), want 1", totals.Granted, err)
+	}
+}
+
+// admit joins user to ev and polls until an admission token arrives.
+func admit(t *testing.T, n *node.Node, ev, user string) string {
+	t.Helper()
+	base := n.URL() + "/events/" + ev
+	j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
+	if j.status != http.StatusOK {
+		t.Fatalf("join: %d %s", j.status, j.raw)
+	}
+	var token string
+	waitFor(t, "admission", 10*time.Second, func() bool {
+		s := call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + str(j.body, "ticket")}, nil)
+		token = str(s.body, "admission_token")
+		return token != ""
+	})
+	return token
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# install-deps.sh installs what anteroom's tests run against: redis-server and
+# redis-cli (Redis, Redis Cluster), Chromium (browser tests) and a small CJK
+# font (Chinese text in screenshots). NATS needs nothing: the tests embed it.
+#
+# Idempotent: when everything is present it changes nothing and runs no
+# apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
+# The tests start their own redis-server on random ports, so the system
+# service is not needed: it is kept from starting when this script installs
+# it, and left alone if it was already there.
+set -euo pipefail
+
+log() { printf 'install-deps: %s\n' "$*"; }
+
+# fonts-noto-cjk is ~56 MB to download (91 MB installed); WenQuanYi Micro Hei
+# covers Chinese for ~1.6 MB.
+CJK_FONT=fonts-wqy-microhei
+
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+missing=()
+have_cmd redis-server || missing+=(redis-server)
+have_cmd redis-cli || missing+=(redis-tools)
+have_cmd chromium || missing+=(chromium)
+if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
+	missing+=("$CJK_FONT")
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+	log "nothing to do: redis-server, redis-cli, chromium and $CJK_FONT are present"
+else
+	log "missing: ${missing[*]}"
+	if ! have_cmd apt-get; then
+		log "no apt-get here; install redis-server, redis-cli and chromium yourself"
+		if [ "${CI:-}" = "true" ]; then
+			exit 1
+		fi
+		log "(tests that need them will be skipped)"
+		exit 0
+	fi
+	SUDO=()
+	if [ "$(id -u)" -ne 0 ]; then
+		if ! have_cmd sudo; then
+			log "not root and no sudo: cannot install ${missing[*]}"
+			exit 1
+		fi
+		SUDO=(sudo)
+	fi
+
+	# Keep the packages' services (redis-server on 6379) from being
+	# started by the install; tests do not use them. An existing
+	# policy-rc.d is respected and left in place.
+	policy=/usr/sbin/policy-rc.d
+	if [ ! -e "$policy" ]; then
+		printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+		"${SUDO[@]}" chmod 755 "$policy"
+		trap '"${SUDO[@]}" rm -f "$policy"' EXIT
+	fi
+
+	export DEBIAN_FRONTEND=noninteractive
+	log "apt-get update"
+	"${SUDO[@]}" apt-get update -q
+	log "apt-get install ${missing[*]}"
+	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+	case " ${missing[*]} " in
+	*" redis-server "*)
+		if have_cmd systemctl && [ -d /run/systemd/system ]; then
+			# On a systemd machine the unit may still be enabled for the
+			# next boot; the tests never need it.
+			"${SUDO[@]}" systemctl disable --now redis-server >/dev/null 2>&1 || true
+			log "disabled the redis-server system service (tests start their own)"
+		fi
+		;;
+	esac
+fi
+
+log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
+log "redis-cli:    $(command -v redis-cli || echo missing)"
+log "chromium:     $(command -v chromium || echo missing)"
