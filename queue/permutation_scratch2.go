@@ -1,2 +1,2 @@
 package queue
-const permMinK = 3
+const permMinK = 4
