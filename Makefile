@@ -6,8 +6,9 @@ export PATH := $(PATH):/usr/local/go/bin
 
 .PHONY: test lint demo deps
 
-test:
-	bash scripts/install-deps.sh
+STATICCHECK_VERSION ?= v0.8.2
+
+test: deps lint
 	$(GO) test -race -timeout 20m ./...
 
 deps:
@@ -16,6 +17,7 @@ deps:
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 demo:
 	$(GO) run ./cmd/anteroom demo

@@ -44,10 +44,9 @@ type Service struct {
 	pub   publisher
 	now   func() time.Time
 
-	mu      sync.Mutex
-	acked   map[boxRef][]string
-	kick    chan struct{}
-	started bool
+	mu    sync.Mutex
+	acked map[boxRef][]string
+	kick  chan struct{}
 }
 
 type boxRef struct {
