@@ -1,7 +1,8 @@
 // Package admission decides who is admitted: the frontier F (positions ≤ F
-// are admitted) advances at a fixed rate from the moment the window closes,
-// driven by a leaderless Redis script every node calls on its tick, and each
-// node keeps a snapshot of every sale so status answers need no Redis.
+// are admitted) advances at a fixed rate of present people from the moment
+// the window closes, driven by a leaderless Redis script every node calls on
+// its tick, and each node keeps a snapshot of every sale so status answers
+// need no Redis.
 package admission
 
 import (
@@ -17,6 +18,10 @@ import (
 //go:embed advance.lua
 var advanceLua string
 
+// MaxNoShowChecks bounds how many positions one Advance call checks for
+// no-shows.
+const MaxNoShowChecks = 4096
+
 // Frontier advances and reads an event's admission frontier. It is safe for
 // concurrent use.
 type Frontier struct {
@@ -29,6 +34,25 @@ func NewFrontier(rdb redis.Scripter) *Frontier {
 	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua)}
 }
 
+// Step is one advance of one event's frontier.
+type Step struct {
+	// Start is when admission begins (the window's end).
+	Start time.Time
+	// Rate is admissions of present people per second.
+	Rate float64
+	// Hold stops admission (paused or sold out); time still passes.
+	Hold bool
+	// Grace is how long an admitted position may take to fetch its
+	// admission token before it counts as a no-show.
+	Grace time.Duration
+	// Cap, when positive, is the highest the frontier may reach (from
+	// max_active).
+	Cap float64
+	// Present are positions whose admission token was issued since the
+	// last step.
+	Present []int64
+}
+
 // Reading is the state of one event's queue at one Redis instant.
 type Reading struct {
 	// Frontier is F: every position ≤ Frontier is admitted.
@@ -39,24 +63,36 @@ type Reading struct {
 	Window int64
 	// WindowFrozen is true once W is fixed.
 	WindowFrozen bool
+	// NoShows is how many admitted positions never fetched a token.
+	NoShows int64
 	// ServerTime is Redis TIME when the reading was taken.
 	ServerTime time.Time
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
-// (nothing while hold is true) and returns the new reading. start is when
-// admission begins (the window's end).
-func (f *Frontier) Advance(ctx context.Context, ev string, start time.Time, rate float64, hold bool) (Reading, error) {
+// plus the no-shows found, records the present positions, and returns the
+// new reading.
+func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, error) {
 	k := queue.KeysFor(ev)
-	h := 0
-	if hold {
-		h = 1
+	hold := 0
+	if s.Hold {
+		hold = 1
 	}
-	res, err := f.advance.Run(ctx, f.rdb, []string{frontierKey(ev), k.Seq, k.Window}, start.UnixMilli(), rate, h).Int64Slice()
+	limit := int64(-1)
+	if s.Cap > 0 {
+		limit = int64(s.Cap)
+	}
+	args := make([]any, 0, 6+len(s.Present))
+	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks, limit)
+	for _, p := range s.Present {
+		args = append(args, p)
+	}
+	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev)}
+	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) != 4 {
+	if len(res) != 5 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -65,7 +101,10 @@ func (f *Frontier) Advance(ctx context.Context, ev string, start time.Time, rate
 		Window:       max(res[2], 0),
 		WindowFrozen: res[2] >= 0,
 		ServerTime:   time.UnixMilli(res[3]),
+		NoShows:      res[4],
 	}, nil
 }
 
 func frontierKey(ev string) string { return "ar:{" + ev + "}:adm" }
+func presentKey(ev string) string  { return "ar:{" + ev + "}:present" }
+func historyKey(ev string) string  { return "ar:{" + ev + "}:hist" }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +50,9 @@ type Snapshots struct {
 	stock    stock
 	now      func() time.Time
 	view     atomic.Pointer[map[string]*Sale]
+
+	mu      sync.Mutex
+	present map[string]map[int64]struct{}
 }
 
 // NewSnapshots returns an empty view.
@@ -136,13 +140,18 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	if err != nil {
 		return nil, err
 	}
-	soldOut := prev != nil && prev.SoldOut
-	r, err := s.frontier.Advance(ctx, id, cfg.WindowEnd(), cfg.AdmitRatePerSecond, cfg.Paused || soldOut)
+	left, err := s.stock.Remaining(ctx, id, cfg.Buckets)
 	if err != nil {
 		return nil, err
 	}
-	left, err := s.stock.Remaining(ctx, id, cfg.Buckets)
+	step := Step{
+		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || left <= 0,
+		Grace: time.Duration(cfg.NoShowGraceSeconds) * time.Second, Cap: frontierCap(&cfg, prev, left),
+		Present: s.takePresent(id),
+	}
+	r, err := s.frontier.Advance(ctx, id, step)
 	if err != nil {
+		s.putBackPresent(id, step.Present)
 		return nil, err
 	}
 	now := s.now()
@@ -168,6 +177,61 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		}
 	}
 	return sale, nil
+}
+
+// frontierCap bounds the frontier so that admitted people who are present
+// and not yet finished stay within a limit: max_active for FCFS, and the
+// units left for a lottery — a lottery admits in draw order only as many
+// people as there are units, and moves on past no-shows and released units,
+// so the draw, not the speed of claiming, decides who wins. 0 means no cap.
+func frontierCap(cfg *event.Config, prev *Sale, left int64) float64 {
+	var noShows int64
+	if prev != nil {
+		noShows = prev.NoShows
+	}
+	sold := cfg.OnSale() - left
+	switch {
+	case cfg.Mode == event.Lottery:
+		return float64(noShows + sold + max(left, 0)) // = no-shows + units on sale
+	case cfg.MaxActive > 0:
+		return float64(noShows + sold + cfg.MaxActive)
+	}
+	return 0
+}
+
+// Present records that the holder of position pos in event ev was issued
+// an admission token; the next refresh marks the position present, so it is
+// not counted as a no-show. Safe for concurrent use; cheap (no Redis).
+func (s *Snapshots) Present(ev string, pos int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.present == nil {
+		s.present = map[string]map[int64]struct{}{}
+	}
+	m := s.present[ev]
+	if m == nil {
+		m = map[int64]struct{}{}
+		s.present[strings.Clone(ev)] = m
+	}
+	m[pos] = struct{}{}
+}
+
+func (s *Snapshots) takePresent(ev string) []int64 {
+	s.mu.Lock()
+	m := s.present[ev]
+	delete(s.present, ev)
+	s.mu.Unlock()
+	out := make([]int64, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	return out
+}
+
+func (s *Snapshots) putBackPresent(ev string, ps []int64) {
+	for _, p := range ps {
+		s.Present(ev, p)
+	}
 }
 
 // Run refreshes every interval until ctx is done. Errors go to onErr.

@@ -39,6 +39,7 @@ type Config struct {
 	RandomWindowSeconds int64     `json:"random_window_seconds"`
 	AdmitRatePerSecond  float64   `json:"admit_rate_per_second"`
 	MaxActive           int64     `json:"max_active"`
+	NoShowGraceSeconds  int64     `json:"no_show_grace_seconds"`
 	AdmissionTTLSeconds int64     `json:"admission_ttl_seconds"`
 	ClaimTTLSeconds     int64     `json:"claim_ttl_seconds"`
 	Buckets             int       `json:"buckets"`
@@ -89,6 +90,9 @@ func (c *Config) Defaults() {
 	if c.ClaimTTLSeconds == 0 {
 		c.ClaimTTLSeconds = 900
 	}
+	if c.NoShowGraceSeconds == 0 {
+		c.NoShowGraceSeconds = 15
+	}
 	if c.Buckets == 0 {
 		c.Buckets = 1
 	}
@@ -133,6 +137,8 @@ func (c *Config) Validate() error {
 		return bad("admit_rate_per_second must be above 0 and at most %d", MaxRate)
 	case c.MaxActive < 0:
 		return bad("max_active must not be negative")
+	case c.NoShowGraceSeconds < 2 || c.NoShowGraceSeconds > 600:
+		return bad("no_show_grace_seconds must be between 2 and 600")
 	case c.AdmissionTTLSeconds < 10 || c.AdmissionTTLSeconds > 3600:
 		return bad("admission_ttl_seconds must be between 10 and 3600")
 	case c.ClaimTTLSeconds < 10 || c.ClaimTTLSeconds > 7*86400:

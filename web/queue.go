@@ -106,6 +106,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		s.deps.Sales.Present(cfg.ID, d.Position)
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()
 		out.ExpiresAt = &exp

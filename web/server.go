@@ -25,6 +25,7 @@ type (
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
+		Present(ev string, pos int64)
 	}
 	joiner interface {
 		Join(ctx context.Context, ev, user string, t queue.Times) (queue.Entry, error)
@@ -86,6 +87,18 @@ type Config struct {
 	//
 	// Default: slog.Default()
 	Log *slog.Logger
+	// Issuer is the iss of admission tokens, published at
+	// /.well-known/openid-configuration; it must equal the Issuer of the
+	// tokens.IssuerConfig in use. An http(s) URL (the public base URL)
+	// also fixes jwks_uri; otherwise jwks_uri follows the request's host.
+	//
+	// Default: anteroom
+	Issuer string
+	// SigningAlgorithms are the JWS algorithms of admission tokens
+	// (tokens.Issuer.Algorithms), published by OIDC discovery.
+	//
+	// Default: ["EdDSA"]
+	SigningAlgorithms []string
 }
 
 // Server holds the handlers' dependencies.
@@ -98,6 +111,10 @@ type Server struct {
 // BodyLimit is the largest request body accepted.
 const BodyLimit = 16 * 1024
 
+// HeaderLimit bounds a request's line and headers together; larger ones
+// are answered 431 too_large.
+const HeaderLimit = 16 * 1024
+
 // New returns the fiber app serving the public contract.
 func New(cfg Config, deps Deps) *fiber.App {
 	if cfg.Timeout == 0 {
@@ -105,6 +122,12 @@ func New(cfg Config, deps Deps) *fiber.App {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Issuer == "" {
+		cfg.Issuer = "anteroom"
+	}
+	if cfg.SigningAlgorithms == nil {
+		cfg.SigningAlgorithms = []string{"EdDSA"}
 	}
 	s := &Server{deps: deps, cfg: cfg, now: time.Now}
 	app := fiber.New(fiber.Config{
@@ -115,13 +138,18 @@ func New(cfg Config, deps Deps) *fiber.App {
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
 		IdleTimeout:           60 * time.Second,
+		// Headers up to 16 KB: a shop's user token (up to 8 KB, RS256)
+		// plus the cookies a browser sends on the shop's domain. The
+		// token verifiers bound their own input below that.
+		ReadBufferSize: HeaderLimit,
 	})
 	app.Use(recover.New())
 	app.Use(requestid.New())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
-	app.Get("/.well-known/jwks.json", s.jwks)
+	app.Get(JWKSPath, s.jwks)
+	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
 	ev := app.Group("/events/:id", s.loadEvent)
 	ev.Get("/", s.publicEvent)

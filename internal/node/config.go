@@ -55,12 +55,41 @@ type Config struct {
 	//
 	// Default: X-User-ID
 	IdentityHeader string
-	// UserJWKS is the JWKS or PEM file of the shop's user tokens (jwt mode).
+	// UserJWKS is the JWKS or PEM file of the shop's user tokens (jwt
+	// mode), re-read every KeyReload.
 	UserJWKS string
+	// UserTokenHeader carries the shop's user token in jwt mode; never
+	// Authorization, which carries tickets and admission tokens.
+	//
+	// Default: X-User-Token
+	UserTokenHeader string
+	// UserIssuer, when set, must equal the iss of user tokens (jwt mode).
+	UserIssuer string
+	// UserAudience, when set, must be among the aud of user tokens (jwt
+	// mode).
+	UserAudience string
+	// Issuer is the iss of admission tokens and of OIDC discovery, best
+	// the node's public base URL (https://queue.shop.example).
+	//
+	// Default: anteroom
+	Issuer string
+	// Audience is the aud of admission tokens, which gateways check.
+	//
+	// Default: anteroom-claim
+	Audience string
+	// KeyReload is how often the node re-reads the signing key directory
+	// (rotations by other nodes or `anteroom keys`) and the user JWKS file.
+	//
+	// Default: 10s
+	KeyReload time.Duration
 	// Tick is how often the node refreshes its view and advances frontiers.
 	//
 	// Default: 100ms
 	Tick time.Duration
+	// Manual turns off the background loops (view refresh, frontier
+	// ticks, outbox and key reloads): tests that count Redis commands
+	// drive the node with Snapshots.Refresh themselves.
+	Manual bool
 	// Log is the node's logger.
 	//
 	// Default: slog.Default()
@@ -86,6 +115,9 @@ func (c *Config) defaults() {
 	if c.Tick == 0 {
 		c.Tick = 100 * time.Millisecond
 	}
+	if c.KeyReload == 0 {
+		c.KeyReload = 10 * time.Second
+	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
@@ -99,6 +131,9 @@ func (c *Config) validate() error {
 	}
 	if c.Identity == "jwt" && c.UserJWKS == "" {
 		return errors.New("identity jwt needs ANTEROOM_USER_JWKS")
+	}
+	if c.KeyReload < 0 {
+		return fmt.Errorf("key reload interval %v: want > 0", c.KeyReload)
 	}
 	if c.RedisURL != "" && len(c.RedisClusterAddrs) > 0 {
 		return errors.New("set either ANTEROOM_REDIS_URL or ANTEROOM_REDIS_CLUSTER_ADDRS, not both")

@@ -3,13 +3,31 @@ package node
 import (
 	"fmt"
 
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
 
-func newIdentity(cfg *Config, secret []byte) (web.Identity, error) {
+// newIdentity builds the caller identity of cfg.Identity. secret is the
+// ticket secret, which also signs visitor cookies. reload, non-nil in jwt
+// mode, re-reads the shop's user keys; the node calls it every KeyReload.
+func newIdentity(cfg *Config, secret []byte) (id web.Identity, reload func() error, err error) {
 	switch cfg.Identity {
 	case "header":
-		return web.HeaderIdentity{Header: cfg.IdentityHeader}, nil
+		return web.HeaderIdentity{Header: cfg.IdentityHeader}, nil, nil
+	case "anonymous":
+		v, err := tokens.NewVisitors(secret)
+		if err != nil {
+			return nil, nil, err
+		}
+		return web.VisitorIdentity{Visitors: v}, nil, nil
+	case "jwt":
+		u, err := tokens.NewUserVerifier(tokens.UserVerifierConfig{
+			JWKSFile: cfg.UserJWKS, Issuer: cfg.UserIssuer, Audience: cfg.UserAudience,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return web.UserTokenIdentity{Verifier: u, Header: cfg.UserTokenHeader}, u.Reload, nil
 	}
-	return nil, fmt.Errorf("identity %q is not available yet", cfg.Identity)
+	return nil, nil, fmt.Errorf("identity %q: want header, anonymous or jwt", cfg.Identity)
 }

@@ -90,7 +90,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	identity, err := newIdentity(&cfg, secret)
+	identity, reloadUsers, err := newIdentity(&cfg, secret)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +105,12 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err := snaps.Refresh(sctx); err != nil {
 		cfg.Log.Warn("first refresh", "err", err)
 	}
-	app := web.New(web.Config{AdminToken: adminToken, Log: cfg.Log}, web.Deps{
+	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience})
+	app := web.New(web.Config{
+		AdminToken: adminToken, Log: cfg.Log, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
+	}, web.Deps{
 		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: tickets,
-		Admitter: tokens.NewIssuer(keys, tokens.IssuerConfig{}), Claims: svc, Store: claims,
+		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: back.ready,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -122,11 +125,13 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { cfg.Log.Warn(what, "err", err) }
 	}
-	n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
-	n.goLoop(func() {
-		_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
-	})
-	n.goLoop(func() { reloadKeys(lctx, keys, logErr("keys")) })
+	if !cfg.Manual {
+		n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
+		n.goLoop(func() {
+			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
+		})
+		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, logErr("keys")) })
+	}
 	go func() { n.serveErr <- app.Listener(ln) }()
 	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity)
 	return n, nil
@@ -151,10 +156,11 @@ func salesOf(s *admission.Snapshots) func() []claim.Sale {
 	}
 }
 
-// reloadKeys picks up key rotations made by other nodes sharing the key
-// directory.
-func reloadKeys(ctx context.Context, keys *tokens.KeySet, onErr func(error)) {
-	t := time.NewTicker(10 * time.Second)
+// reloadKeys picks up, every interval, key rotations made by other nodes
+// or `anteroom keys` in the shared key directory, and (when users is not
+// nil) the shop's rotated user keys. On error the previous keys stay.
+func reloadKeys(ctx context.Context, every time.Duration, keys *tokens.KeySet, users func() error, onErr func(error)) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -163,6 +169,12 @@ func reloadKeys(ctx context.Context, keys *tokens.KeySet, onErr func(error)) {
 		case <-t.C:
 			if err := keys.Reload(); err != nil {
 				onErr(err)
+			}
+			if users == nil {
+				continue
+			}
+			if err := users(); err != nil {
+				onErr(fmt.Errorf("user keys: %w", err))
 			}
 		}
 	}

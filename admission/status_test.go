@@ -1,0 +1,76 @@
+package admission
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+)
+
+func sale(t *testing.T, mode event.Mode, frozen bool, w int64, f float64, soldOut, paused bool) *Sale {
+	t.Helper()
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	c := event.Config{ID: "s", Supply: 10, StartsAt: start, Mode: mode, RandomWindowSeconds: 60, Paused: paused}
+	c.Defaults()
+	s := &Sale{Config: c, Reading: Reading{Frontier: f, Joined: 1000, Window: w, WindowFrozen: frozen}, SoldOut: soldOut, Rate: 10}
+	if frozen && w > 0 {
+		p, err := queue.NewPermutation(make([]byte, 32), w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Perm = p
+	}
+	return s
+}
+
+func TestDecide(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	during, after := start.Add(30*time.Second), start.Add(2*time.Minute)
+	perm, _ := queue.NewPermutation(make([]byte, 32), 100)
+	cases := []struct {
+		name  string
+		s     *Sale
+		seq   int64
+		now   time.Time
+		state State
+		pos   int64
+	}{
+		{"window still open", sale(t, event.FCFS, false, 0, 0, false, false), 5, during, Prequeue, 0},
+		{"window member drawn", sale(t, event.FCFS, true, 100, 0, false, false), 5, after, Waiting, perm.Apply(5)},
+		{"late joiner keeps seq", sale(t, event.FCFS, true, 100, 0, false, false), 150, after, Waiting, 150},
+		{"admitted", sale(t, event.FCFS, true, 100, 150, false, false), 150, after, Admitted, 150},
+		{"just beyond frontier", sale(t, event.FCFS, true, 100, 149.9, false, false), 150, after, Waiting, 150},
+		{"sold out", sale(t, event.FCFS, true, 100, 10, true, false), 150, after, SoldOut, 150},
+		{"lottery loser", sale(t, event.Lottery, true, 100, 10, true, false), 150, after, NotSelected, 150},
+		{"paused", sale(t, event.FCFS, true, 100, 10, false, true), 150, after, Paused, 150},
+		{"closed", sale(t, event.FCFS, true, 100, 10, false, false), 150, start.Add(48 * time.Hour), Closed, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.s, tc.seq, tc.now)
+			if d.State != tc.state || d.Position != tc.pos {
+				t.Fatalf("got %s at %d, want %s at %d", d.State, d.Position, tc.state, tc.pos)
+			}
+			if d.PollAfter < MinPoll*8/10 || d.PollAfter > MaxPoll*12/10 {
+				t.Errorf("poll after %s outside [%s, %s]", d.PollAfter, MinPoll, MaxPoll)
+			}
+		})
+	}
+}
+
+func TestDecidePollGrowsWithDistance(t *testing.T) {
+	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	s := sale(t, event.FCFS, true, 0, 0, false, false)
+	near := Decide(s, 5, now)
+	far := Decide(s, 5000, now)
+	if near.ETA >= far.ETA || near.Ahead != 4 || far.Ahead != 4999 {
+		t.Fatalf("near %+v, far %+v", near, far)
+	}
+	if far.PollAfter <= near.PollAfter {
+		t.Errorf("far polls after %s, near after %s: want the back to poll less often", far.PollAfter, near.PollAfter)
+	}
+	if want := 500 * time.Second; far.ETA != want {
+		t.Errorf("eta %s at 10/s with 4,999 ahead, want %s", far.ETA, want)
+	}
+}
