@@ -21,10 +21,12 @@
 //
 // # Invariants
 //
-// Every verifier pins its algorithms before looking at a key, looks keys up
-// by kid only inside its own set, rejects input longer than a fixed bound
-// before parsing, requires every claim it later reads, and never panics on
-// untrusted input (each verifier has a fuzz target). Verification failures
+// Every verifier pins its algorithms before looking at a key (tickets accept
+// exactly one header; admission and user tokens a fixed alg list), finds
+// keys only inside its own set, refuses input longer than a fixed bound
+// before decoding, requires every claim it later reads, accepts only
+// canonical base64url, and never panics on untrusted input (each verifier
+// has a fuzz target). Verification failures
 // wrap exactly one of two sentinels so that one place can map them to HTTP:
 // [ErrInvalid] (401) and [ErrWrongEvent] (403). The wrapped text says why
 // (expired, unknown kid, ...) for logs; it is not meant for clients.

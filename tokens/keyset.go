@@ -26,8 +26,11 @@ const (
 
 // KeySet is the set of Ed25519 keys that sign and verify admission tokens:
 // several keys, exactly one active signer. Every node of a deployment opens
-// the same directory (a shared volume or a synced secret), so all of them
-// verify with the same keys and sign with the same active key.
+// the same directory (a shared volume, or a mounted secret), so all of them
+// verify with the same keys and sign with the same active key. A read-only
+// directory (a Kubernetes Secret volume: its ..data entries are skipped like
+// any dot file) works for OpenKeyDir and Reload once it holds an active key;
+// Rotate and Retire need write access.
 //
 // # Directory format
 //
