@@ -22,6 +22,9 @@ type Sale struct {
 	Perm queue.Permutation
 	// Remaining is the stock left for sale.
 	Remaining int64
+	// BucketStock is the stock left in each of the event's buckets; the
+	// claim step picks donor buckets from it.
+	BucketStock []int64
 	// SoldOut is true once Remaining reached zero.
 	SoldOut bool
 	// Rate is the measured admission rate (positions per second), smoothed.
@@ -38,7 +41,7 @@ type configs interface {
 
 // stock is what Snapshots needs from the claim store.
 type stock interface {
-	Remaining(ctx context.Context, ev string, buckets int) (int64, error)
+	BucketStock(ctx context.Context, ev string, buckets int) ([]int64, error)
 }
 
 // Snapshots keeps a node-local view of every sale and advances every
@@ -140,7 +143,11 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	if err != nil {
 		return nil, err
 	}
-	left, err := s.stock.Remaining(ctx, id, cfg.Buckets)
+	perBucket, err := s.stock.BucketStock(ctx, id, cfg.Buckets)
+	var left int64
+	for _, n := range perBucket {
+		left += n
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +162,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		return nil, err
 	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond}
 	if prev != nil {
 		sale.Perm = prev.Perm
 		sale.Rate = prev.Rate

@@ -1,36 +1,62 @@
--- claim.lua: the one atomic claim step of a user in their home bucket.
--- KEYS[1] bucket stock (units left), KEYS[2] the user's claim ids (set),
--- KEYS[3] idempotency key -> claim id, KEYS[4] claim records (hash claim id
--- -> JSON {user, pos, at, status}), KEYS[5] outbox (hash claim id -> order
--- event JSON), KEYS[6] bucket stats (hash: granted, released).
+-- claim.lua: one or more claims on one stock bucket (a micro-batch), decided
+-- in order, each exactly as if it had run alone.
+-- KEYS[1] bucket stock (units left), KEYS[2] claim records (hash claim id ->
+-- JSON {user, pos, at, status, idem}), KEYS[3] outbox (hash claim id -> order
+-- event JSON), KEYS[4] bucket stats (hash: granted, released), KEYS[5] expiry
+-- index (zset claim id -> deadline ms), KEYS[6] frozen marker (set while a
+-- rebuild runs); then for request i (1-based): KEYS[6+3i-2] the user's held
+-- claims (set), KEYS[6+3i-1] the user's claim history (set), KEYS[6+3i] the
+-- idempotency key -> claim id.
 -- All keys share the bucket's hash tag: safe on Redis Cluster.
--- ARGV[1] user, ARGV[2] per-user limit, ARGV[3] new claim id,
--- ARGV[4] order event JSON, ARGV[5] idempotency TTL (s), ARGV[6] position,
--- ARGV[7] now (unix ms).
--- Reply {code, claim id, units left, status, payload}
+-- ARGV for request i, 8 each from ARGV[8i-7]: user, per-user limit, new claim
+-- id, order event JSON, position, idempotency key, idempotency TTL (s),
+-- claim TTL (ms).
+-- Reply: 5 values per request {code, claim id, units left, status, payload}
 -- code 0 granted, 1 replay of an earlier request (payload is set while the
 -- order event is still in the outbox, '' once published), 2 per-user limit
--- reached (claim id field holds the user's ids joined by ','), 3 sold out.
-local prior = redis.call('GET', KEYS[3])
-if prior then
-  local rec = redis.call('HGET', KEYS[4], prior)
-  local st = 'pending'
-  if rec then st = cjson.decode(rec)['status'] end
-  local payload = redis.call('HGET', KEYS[5], prior) or ''
-  return {1, prior, 0, st, payload}
+-- reached (claim id field holds the user's ids joined by ','), 3 bucket
+-- empty, 4 frozen (rebuild running).
+local out = {}
+local n = #ARGV / 8
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  for _ = 1, n do
+    for _, v in ipairs({4, '', 0, '', ''}) do table.insert(out, v) end
+  end
+  return out
 end
-local held = redis.call('SMEMBERS', KEYS[2])
-if #held >= tonumber(ARGV[2]) then
-  return {2, table.concat(held, ','), 0, '', ''}
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function reply(code, id, left, status, payload)
+  table.insert(out, code)
+  table.insert(out, id)
+  table.insert(out, left)
+  table.insert(out, status)
+  table.insert(out, payload)
 end
-local left = tonumber(redis.call('GET', KEYS[1]) or '0')
-if left <= 0 then
-  return {3, '', 0, '', ''}
+for i = 1, n do
+  local a, k = 8 * (i - 1), 6 + 3 * (i - 1)
+  local user, limit, id, payload = ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
+  local held, hist, idem = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
+  local prior = redis.call('GET', idem)
+  if prior then
+    local rec = redis.call('HGET', KEYS[2], prior)
+    local st = 'pending'
+    if rec then st = cjson.decode(rec)['status'] end
+    reply(1, prior, 0, st, redis.call('HGET', KEYS[3], prior) or '')
+  elseif redis.call('SCARD', held) >= limit then
+    reply(2, table.concat(redis.call('SMEMBERS', held), ','), 0, '', '')
+  elseif tonumber(redis.call('GET', KEYS[1]) or '0') <= 0 then
+    reply(3, '', 0, '', '')
+  else
+    local left = redis.call('DECR', KEYS[1])
+    redis.call('SADD', held, id)
+    redis.call('SADD', hist, id)
+    redis.call('SET', idem, id, 'EX', ARGV[a + 7])
+    redis.call('HSET', KEYS[2], id, cjson.encode({user = user, pos = tonumber(ARGV[a + 5]), at = now, status = 'pending', idem = ARGV[a + 6]}))
+    redis.call('HSET', KEYS[3], id, payload)
+    redis.call('HINCRBY', KEYS[4], 'granted', 1)
+    redis.call('ZADD', KEYS[5], now + tonumber(ARGV[a + 8]), id)
+    reply(0, id, left, 'pending', payload)
+  end
 end
-left = redis.call('DECR', KEYS[1])
-redis.call('SADD', KEYS[2], ARGV[3])
-redis.call('SET', KEYS[3], ARGV[3], 'EX', ARGV[5])
-redis.call('HSET', KEYS[4], ARGV[3], cjson.encode({user = ARGV[1], pos = tonumber(ARGV[6]), at = tonumber(ARGV[7]), status = 'pending'}))
-redis.call('HSET', KEYS[5], ARGV[3], ARGV[4])
-redis.call('HINCRBY', KEYS[6], 'granted', 1)
-return {0, ARGV[3], left, 'pending', ARGV[4]}
+return out

@@ -2,9 +2,11 @@ package claim
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Request is one claim by an admitted user.
@@ -19,7 +21,14 @@ type Request struct {
 	Limit   int64
 	Buckets int
 	// IdemTTL is how long the idempotency key is remembered.
+	//
+	// Default: 24h
 	IdemTTL time.Duration
+	// ClaimTTL is how long a granted claim may stay unconfirmed before it
+	// expires and its unit returns to stock.
+	//
+	// Default: 15m
+	ClaimTTL time.Duration
 }
 
 // Result is a granted claim, new or replayed.
@@ -35,51 +44,156 @@ type publisher interface {
 	Publish(ctx context.Context, subject, id string, payload []byte) error
 }
 
-// Service runs claims end to end: the atomic script, then the order event on
-// JetStream, then the answer. Run must be running for acknowledged entries to
-// leave the outbox and for orphaned entries to be republished. It is safe for
-// concurrent use.
+// Service runs claims end to end: the atomic script (refilling the home
+// bucket from others when it is empty), then the order event on JetStream,
+// then the answer. Run must be running for acknowledged entries to leave the
+// outbox, for orphaned entries and transfers to be completed, and for
+// unconfirmed claims to expire. It is safe for concurrent use.
 type Service struct {
-	store *Store
-	pub   publisher
-	now   func() time.Time
+	store    *Store
+	pub      publisher
+	now      func() time.Time
+	lanes    *lanes // nil: no micro-batching
+	view     func(ev string) []int64
+	js       jetstream.JetStream
+	stealMax int64
+	// reconcileAge keeps reconciliation away from claims so young that
+	// their own request may still be publishing them.
+	reconcileAge time.Duration
 
-	mu    sync.Mutex
-	acked map[boxRef][]string
-	kick  chan struct{}
+	mu      sync.Mutex
+	acked   map[boxRef][]string
+	soldOut map[string]time.Time // event → when a refill last found nothing
+	kick    chan struct{}
 }
+
+// soldOutMemo is how long a refill that found every bucket empty answers
+// for the event: at the end of a sale, admitted users who come too late
+// then cost one script call each. Only a release can bring units back
+// after a sell-out, and it is seen this much later at most.
+const soldOutMemo = 100 * time.Millisecond
 
 type boxRef struct {
 	ev string
 	b  int
 }
 
-// NewService returns a Service.
-func NewService(store *Store, pub publisher) *Service {
-	return &Service{store: store, pub: pub, now: time.Now, acked: map[boxRef][]string{}, kick: make(chan struct{}, 1)}
+// Option configures a Service.
+type Option func(*Service)
+
+// WithBatch micro-batches concurrent claims for one bucket into one script
+// call of up to max requests (see lanes). max below 2 turns batching off.
+//
+// Default: off
+func WithBatch(max int) Option {
+	return func(s *Service) {
+		s.lanes = nil
+		if max >= 2 {
+			s.lanes = &lanes{store: s.store, max: max, timeout: 3 * time.Second, m: map[laneKey]*lane{}}
+		}
+	}
 }
 
-// Claim grants r.User one unit of r.Event, or returns ErrSoldOut, a
-// *LimitError (errors.Is ErrLimitReached), or an error wrapping
-// ErrUnavailable when the order event could not be acknowledged — the grant
-// then stays in the outbox and a retry with the same idempotency key
-// returns it.
-func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
-	b := HomeBucket(r.User, r.Buckets)
-	res, err := s.store.run(ctx, request{
-		Event: r.Event, User: r.User, IdemKey: r.IdemKey, Pos: r.Pos, Limit: r.Limit,
-		Bucket: b, IdemTTL: r.IdemTTL, Now: s.now(),
-	})
-	if err != nil {
-		return Result{}, err
+// WithStockView gives the Service a recent reading of each bucket's stock
+// (the node's snapshot, refreshed every tick), used to pick donor buckets
+// without a round trip. Without it, or when the view is stale, a refill
+// reads every bucket's stock.
+func WithStockView(view func(ev string) []int64) Option {
+	return func(s *Service) { s.view = view }
+}
+
+// WithStream lets Run compare the grants in Redis with the order stream
+// every few seconds and republish what the stream is missing.
+func WithStream(js jetstream.JetStream) Option {
+	return func(s *Service) { s.js = js }
+}
+
+// NewService returns a Service.
+func NewService(store *Store, pub publisher, opts ...Option) *Service {
+	s := &Service{store: store, pub: pub, now: time.Now, stealMax: 16, reconcileAge: 10 * time.Second, acked: map[boxRef][]string{},
+		soldOut: map[string]time.Time{}, kick: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(s)
 	}
-	if res.Payload != "" {
-		if err := s.pub.Publish(ctx, Subject(r.Event, "granted"), res.ClaimID, []byte(res.Payload)); err != nil {
+	return s
+}
+
+// maxRefills bounds how often one claim refills its empty home bucket
+// before it gives up with a retryable error.
+const maxRefills = 6
+
+// Claim grants r.User one unit of r.Event, or returns ErrSoldOut, a
+// *LimitError (errors.Is ErrLimitReached), ErrPaused while a rebuild runs,
+// or an error wrapping ErrUnavailable when the order event could not be
+// acknowledged — the grant then stays in the outbox and a retry with the
+// same idempotency key returns it.
+func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
+	if r.IdemTTL <= 0 {
+		r.IdemTTL = DefaultIdemTTL
+	}
+	if r.ClaimTTL <= 0 {
+		r.ClaimTTL = 15 * time.Minute
+	}
+	h := HomeBucket(r.User, r.Buckets)
+	req := request{Event: r.Event, User: r.User, IdemKey: r.IdemKey, Pos: r.Pos, Limit: r.Limit,
+		IdemTTL: r.IdemTTL, ClaimTTL: r.ClaimTTL, Now: s.now()}
+	soldOut := false
+	for attempt := 0; ; attempt++ {
+		o, err := s.grant(ctx, r.Event, h, req)
+		if err != nil {
 			return Result{}, err
 		}
-		s.ack(boxRef{r.Event, b}, res.ClaimID)
+		switch o.code {
+		case codeLimit:
+			return Result{}, &LimitError{Held: o.held}
+		case codeFrozen:
+			return Result{}, ErrPaused
+		case codeEmpty:
+			if soldOut || r.Buckets <= 1 || s.recentlySoldOut(r.Event) {
+				return Result{}, ErrSoldOut
+			}
+			if attempt == maxRefills {
+				return Result{}, fmt.Errorf("%w: stock is moving between buckets", ErrUnavailable)
+			}
+			ok, err := s.refill(ctx, r.Event, r.Buckets, h)
+			if err != nil {
+				return Result{}, err
+			}
+			// Sold out: look at h once more, since a concurrent twin of
+			// this request may have been granted meanwhile (a replay).
+			if soldOut = !ok; soldOut {
+				s.mu.Lock()
+				s.soldOut[r.Event] = s.now()
+				s.mu.Unlock()
+			}
+			continue
+		}
+		if o.payload != "" {
+			if err := s.pub.Publish(ctx, Subject(r.Event, "granted"), o.claimID, []byte(o.payload)); err != nil {
+				return Result{}, err
+			}
+			s.ack(boxRef{r.Event, h}, o.claimID)
+		}
+		return Result{ClaimID: o.claimID, Status: o.status, Replay: o.code == codeReplay}, nil
 	}
-	return Result{ClaimID: res.ClaimID, Status: res.Status, Replay: res.Replay}, nil
+}
+
+func (s *Service) recentlySoldOut(ev string) bool {
+	s.mu.Lock()
+	at, ok := s.soldOut[ev]
+	s.mu.Unlock()
+	return ok && s.now().Sub(at) < soldOutMemo
+}
+
+func (s *Service) grant(ctx context.Context, ev string, b int, r request) (outcome, error) {
+	if s.lanes != nil {
+		return s.lanes.grant(ctx, ev, b, r)
+	}
+	out, err := s.store.grant(ctx, ev, b, []request{r})
+	if err != nil {
+		return outcome{}, err
+	}
+	return out[0], nil
 }
 
 func (s *Service) ack(ref boxRef, id string) {
@@ -92,113 +206,14 @@ func (s *Service) ack(ref boxRef, id string) {
 	}
 }
 
-// Sale names an event and its bucket count, for the sweeper.
-type Sale struct {
-	ID      string
-	Buckets int
-}
-
-// RunConfig tunes Run.
-type RunConfig struct {
-	// Sales lists the events whose outboxes are swept.
-	Sales func() []Sale
-	// SweepEvery is how often outboxes are scanned.
-	//
-	// Default: 2s
-	SweepEvery time.Duration
-	// OrphanAge is how old an outbox entry must be before the sweeper
-	// republishes it.
-	//
-	// Default: 5s
-	OrphanAge time.Duration
-	// OnError receives errors of the background work.
-	OnError func(error)
-}
-
-// Run removes acknowledged entries from the outboxes in batches and
-// republishes orphaned ones, until ctx is done; then it flushes what is
-// acknowledged and returns.
-func (s *Service) Run(ctx context.Context, cfg RunConfig) error {
-	if cfg.SweepEvery == 0 {
-		cfg.SweepEvery = 2 * time.Second
-	}
-	if cfg.OrphanAge == 0 {
-		cfg.OrphanAge = 5 * time.Second
-	}
-	if cfg.OnError == nil {
-		cfg.OnError = func(error) {}
-	}
-	sweep := time.NewTicker(cfg.SweepEvery)
-	defer sweep.Stop()
-	flush := time.NewTicker(20 * time.Millisecond)
-	defer flush.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			s.flush(fctx, cfg.OnError)
-			cancel()
-			return nil
-		case <-flush.C:
-			s.flush(ctx, cfg.OnError)
-		case <-sweep.C:
-			if cfg.Sales != nil {
-				for _, sale := range cfg.Sales() {
-					s.sweep(ctx, sale, cfg.OrphanAge, cfg.OnError)
-				}
-			}
-		}
-	}
-}
-
-func (s *Service) flush(ctx context.Context, onErr func(error)) {
-	s.mu.Lock()
-	batch := s.acked
-	if len(batch) == 0 {
-		s.mu.Unlock()
-		return
-	}
-	s.acked = map[boxRef][]string{}
-	s.mu.Unlock()
-	for ref, ids := range batch {
-		if err := s.store.unbox(ctx, ref.ev, ref.b, ids); err != nil {
-			onErr(err)
-		}
-	}
-}
-
-// sweep republishes outbox entries older than age and removes them once
-// acknowledged.
-func (s *Service) sweep(ctx context.Context, sale Sale, age time.Duration, onErr func(error)) {
-	for b := range sale.Buckets {
-		entries, err := s.store.outboxEntries(ctx, sale.ID, b)
-		if err != nil {
-			onErr(err)
-			return
-		}
-		var done []string
-		for id, payload := range entries {
-			var ev OrderEvent
-			if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-				onErr(err)
-				continue
-			}
-			if s.now().Sub(ev.At) < age {
-				continue
-			}
-			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := s.pub.Publish(pctx, Subject(sale.ID, ev.Type), id, []byte(payload))
-			cancel()
-			if err != nil {
-				onErr(err)
-				return
-			}
-			done = append(done, id)
-		}
-		if len(done) > 0 {
-			if err := s.store.unbox(ctx, sale.ID, b, done); err != nil {
-				onErr(err)
-			}
-		}
+// wait sleeps for d or until ctx is done.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

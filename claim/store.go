@@ -1,6 +1,7 @@
 package claim
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -9,8 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,6 +23,11 @@ var (
 	ErrLimitReached = errors.New("claim: per-user limit reached")
 	ErrNotFound     = errors.New("claim: no such claim")
 	ErrUnavailable  = errors.New("claim: order stream unavailable")
+	// ErrPaused means the event's buckets are frozen by a rebuild; retry
+	// with the same idempotency key once it is done.
+	ErrPaused = errors.New("claim: paused for a rebuild")
+	// ErrConfirmed means a claim is confirmed and cannot be released.
+	ErrConfirmed = errors.New("claim: confirmed claims cannot be released")
 )
 
 // LimitError is returned with ErrLimitReached; it carries the claim ids the
@@ -33,19 +39,57 @@ func (e *LimitError) Error() string { return ErrLimitReached.Error() }
 // Unwrap makes errors.Is(err, ErrLimitReached) true.
 func (e *LimitError) Unwrap() error { return ErrLimitReached }
 
-//go:embed claim.lua
-var claimLua string
+var (
+	//go:embed claim.lua
+	claimLua string
+	//go:embed donate.lua
+	donateLua string
+	//go:embed accept.lua
+	acceptLua string
+	//go:embed settle.lua
+	settleLua string
+	//go:embed release.lua
+	releaseLua string
+	//go:embed confirm.lua
+	confirmLua string
+	//go:embed mine.lua
+	mineLua string
+	//go:embed restore.lua
+	restoreLua string
+	//go:embed restore_claims.lua
+	restoreClaimsLua string
+	//go:embed freeze.lua
+	freezeLua string
+	//go:embed unfreeze.lua
+	unfreezeLua string
+)
 
-// Store runs the claim script and reads claim state. It is safe for
-// concurrent use.
+// Store runs the claim scripts and reads claim state. Every script touches
+// the keys of one bucket only (one hash tag), so a Store works the same on
+// one Redis and on a Redis Cluster. It is safe for concurrent use.
 type Store struct {
-	rdb   redis.UniversalClient
-	claim *redis.Script
+	rdb redis.UniversalClient
+	lua scripts
+}
+
+// scripts are the Lua scripts, loaded once (EVALSHA with EVAL fallback).
+type scripts struct {
+	claim, donate, accept, settle *redis.Script
+	release, confirm, mine        *redis.Script
+	restore, restoreClaims        *redis.Script
+	freeze, unfreeze              *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
 func NewStore(rdb redis.UniversalClient) *Store {
-	return &Store{rdb: rdb, claim: redis.NewScript(claimLua)}
+	return &Store{rdb: rdb, lua: scripts{
+		claim: redis.NewScript(claimLua), donate: redis.NewScript(donateLua),
+		accept: redis.NewScript(acceptLua), settle: redis.NewScript(settleLua),
+		release: redis.NewScript(releaseLua), confirm: redis.NewScript(confirmLua),
+		mine: redis.NewScript(mineLua), restore: redis.NewScript(restoreLua),
+		restoreClaims: redis.NewScript(restoreClaimsLua),
+		freeze:        redis.NewScript(freezeLua), unfreeze: redis.NewScript(unfreezeLua),
+	}}
 }
 
 // Lay sets the stock of event ev: units spread evenly over buckets. It
@@ -67,17 +111,9 @@ func (s *Store) Lay(ctx context.Context, ev string, units int64, buckets int) er
 	return nil
 }
 
-// request is one claim attempt as the script sees it.
-type request struct {
-	Event, User, IdemKey string
-	Pos, Limit           int64
-	Bucket               int
-	IdemTTL              time.Duration
-	Now                  time.Time
-}
-
 // OrderEvent is the message published to JetStream for every state change
-// of a claim.
+// of a claim: Nats-Msg-Id is the claim id for "granted" and "<claim
+// id>:released" for "released".
 type OrderEvent struct {
 	Type    string    `json:"type"` // granted | released
 	Event   string    `json:"event"`
@@ -86,49 +122,19 @@ type OrderEvent struct {
 	Pos     int64     `json:"pos"`
 	Units   int64     `json:"units"`
 	At      time.Time `json:"at"`
+	// Idem is the request's idempotency key, so that a rebuild can restore
+	// it.
+	Idem string `json:"idem,omitempty"`
+	// Reason says why a claim was released: user, admin or expired.
+	Reason string `json:"reason,omitempty"`
 }
 
-// scriptResult is the decoded reply of claim.lua.
-type scriptResult struct {
-	ClaimID string
-	Left    int64
-	Status  string
-	Payload string // order event still in the outbox, or ""
-	Replay  bool
-}
-
-func (s *Store) run(ctx context.Context, r request) (scriptResult, error) {
-	id, err := newClaimID(r.Bucket)
-	if err != nil {
-		return scriptResult{}, err
+// msgID is the Nats-Msg-Id (and outbox field) of the event.
+func (e *OrderEvent) msgID() string {
+	if e.Type == "released" {
+		return e.ClaimID + ":released"
 	}
-	payload, err := json.Marshal(OrderEvent{Type: "granted", Event: r.Event, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1, At: r.Now.UTC()})
-	if err != nil {
-		return scriptResult{}, err
-	}
-	k := bucketOf(r.Event, r.Bucket)
-	keys := []string{k.stock(), k.userClaims(r.User), k.idem(r.User, r.IdemKey), k.records(), k.outbox(), k.stats()}
-	res, err := s.claim.Run(ctx, s.rdb, keys, r.User, r.Limit, id, payload, int64(r.IdemTTL/time.Second), r.Pos, r.Now.UnixMilli()).Slice()
-	if err != nil {
-		return scriptResult{}, fmt.Errorf("claim %s: %w", r.Event, err)
-	}
-	if len(res) != 5 {
-		return scriptResult{}, fmt.Errorf("claim %s: unexpected reply %v", r.Event, res)
-	}
-	code, _ := res[0].(int64)
-	cid, _ := res[1].(string)
-	left, _ := res[2].(int64)
-	status, _ := res[3].(string)
-	pl, _ := res[4].(string)
-	switch code {
-	case 0, 1:
-		return scriptResult{ClaimID: cid, Left: left, Status: status, Payload: pl, Replay: code == 1}, nil
-	case 2:
-		return scriptResult{}, &LimitError{Held: strings.Split(cid, ",")}
-	case 3:
-		return scriptResult{}, ErrSoldOut
-	}
-	return scriptResult{}, fmt.Errorf("claim %s: unknown reply code %d", r.Event, code)
+	return e.ClaimID
 }
 
 var claimIDPattern = regexp.MustCompile(`^([0-9]{1,4})-([0-9a-f]{24})$`)
@@ -152,13 +158,15 @@ func ParseClaimID(id string) (int, error) {
 	return b, nil
 }
 
-// Record is the stored state of one claim.
+// Record is the stored state of one claim. Status is pending, confirmed or
+// released.
 type Record struct {
 	ID     string `json:"claim_id"`
 	User   string `json:"user"`
 	Pos    int64  `json:"pos"`
 	AtMs   int64  `json:"at"`
 	Status string `json:"status"`
+	Idem   string `json:"idem,omitempty"`
 }
 
 // Lookup returns claim id of event ev, or ErrNotFound.
@@ -174,10 +182,34 @@ func (s *Store) Lookup(ctx context.Context, ev, id string) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("lookup %s: %w", id, err)
 	}
-	r := Record{ID: id}
+	return decodeRecord(id, raw)
+}
+
+func decodeRecord(id string, raw []byte) (Record, error) {
+	var r Record
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return Record{}, fmt.Errorf("lookup %s: decode: %w", id, err)
+		return Record{}, fmt.Errorf("claim %s: decode: %w", id, err)
 	}
 	r.ID = id
 	return r, nil
+}
+
+// Mine returns every claim user ever held in event ev (pending, confirmed
+// or released), read from the user's home bucket in one round trip.
+func (s *Store) Mine(ctx context.Context, ev, user string, buckets int) ([]Record, error) {
+	k := bucketOf(ev, HomeBucket(user, buckets))
+	res, err := s.lua.mine.Run(ctx, s.rdb, []string{k.userHistory(user), k.records()}).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("claims of %s: %w", ev, err)
+	}
+	out := make([]Record, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		r, err := decodeRecord(res[i], []byte(res[i+1]))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.AtMs, b.AtMs) })
+	return out, nil
 }

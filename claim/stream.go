@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -77,35 +78,70 @@ func (p *Publisher) Publish(ctx context.Context, subject, id string, payload []b
 // CountGranted returns how many granted order events for event ev are on
 // the stream and how many distinct claim ids they carry.
 func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs, distinct int, err error) {
-	c, err := js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{Subject(ev, "granted")},
-	})
+	evs, err := ReadEvents(ctx, js, ev, "granted")
+	seen := make(map[string]struct{}, len(evs))
+	for _, e := range evs {
+		seen[e.ClaimID] = struct{}{}
+	}
+	return len(evs), len(seen), err
+}
+
+// ReadEvents returns the order events of event ev of the given kinds
+// ("granted", "released"; none means both) on the stream, in stream order,
+// duplicates included.
+func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ...string) ([]OrderEvent, error) {
+	if len(kinds) == 0 {
+		kinds = []string{"granted", "released"}
+	}
+	subjects := make([]string, len(kinds))
+	for i, k := range kinds {
+		subjects[i] = Subject(ev, k)
+	}
+	c, err := js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects})
 	if err != nil {
-		return 0, 0, fmt.Errorf("count %s: %w", ev, err)
+		return nil, fmt.Errorf("read %s: %w", ev, err)
 	}
 	info, err := c.Info(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("count %s: %w", ev, err)
+		return nil, fmt.Errorf("read %s: %w", ev, err)
 	}
 	pending := int(info.NumPending)
-	seen := make(map[string]struct{}, pending)
-	for msgs < pending {
-		batch, err := c.Fetch(min(pending-msgs, 1000), jetstream.FetchMaxWait(2*time.Second))
+	out := make([]OrderEvent, 0, pending)
+	for len(out) < pending {
+		batch, err := c.Fetch(min(pending-len(out), 1000), jetstream.FetchMaxWait(2*time.Second))
 		if err != nil {
-			return msgs, len(seen), fmt.Errorf("count %s: %w", ev, err)
+			return out, fmt.Errorf("read %s: %w", ev, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
-			seen[m.Headers().Get(jetstream.MsgIDHeader)] = struct{}{}
+			var oe OrderEvent
+			if err := json.Unmarshal(m.Data(), &oe); err != nil {
+				return out, fmt.Errorf("read %s: message %s: %w", ev, m.Headers().Get(jetstream.MsgIDHeader), err)
+			}
+			out = append(out, oe)
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			return msgs, len(seen), fmt.Errorf("count %s: %w", ev, err)
+			return out, fmt.Errorf("read %s: %w", ev, err)
 		}
 		if n == 0 {
-			break
+			return out, fmt.Errorf("read %s: %d of %d messages before the stream stopped answering", ev, len(out), pending)
 		}
-		msgs += n
 	}
-	return msgs, len(seen), nil
+	return out, nil
+}
+
+// subjectCounts returns how many granted and released events of event ev
+// the stream holds, duplicates included, from the stream's subject index
+// (one request, no message is read).
+func subjectCounts(ctx context.Context, js jetstream.JetStream, ev string) (granted, released int64, err error) {
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		return 0, 0, fmt.Errorf("stream: %w", err)
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(Subject(ev, "*")))
+	if err != nil {
+		return 0, 0, fmt.Errorf("stream info: %w", err)
+	}
+	return int64(info.State.Subjects[Subject(ev, "granted")]), int64(info.State.Subjects[Subject(ev, "released")]), nil
 }

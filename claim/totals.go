@@ -9,24 +9,29 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Totals sums an event's buckets.
+// Totals sums an event's buckets. Units on sale = Remaining + Parked +
+// Granted − Released, always.
 type Totals struct {
 	Remaining int64 `json:"remaining"`
 	Granted   int64 `json:"granted"`
 	Released  int64 `json:"released"`
 	Outbox    int64 `json:"outbox"`
+	// Parked counts units in transfers between buckets not yet settled.
+	Parked int64 `json:"parked"`
 }
 
 // Totals reads every bucket of event ev in one pipelined round trip (split
 // per shard on a cluster).
 func (s *Store) Totals(ctx context.Context, ev string, buckets int) (Totals, error) {
 	stock := make([]*redis.StringCmd, buckets)
+	parked := make([]*redis.StringCmd, buckets)
 	stats := make([]*redis.MapStringStringCmd, buckets)
 	box := make([]*redis.IntCmd, buckets)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for b := range buckets {
 			k := bucketOf(ev, b)
 			stock[b] = p.Get(ctx, k.stock())
+			parked[b] = p.Get(ctx, k.parked())
 			stats[b] = p.HGetAll(ctx, k.stats())
 			box[b] = p.HLen(ctx, k.outbox())
 		}
@@ -38,7 +43,9 @@ func (s *Store) Totals(ctx context.Context, ev string, buckets int) (Totals, err
 	var t Totals
 	for b := range buckets {
 		n, _ := stock[b].Int64()
+		p, _ := parked[b].Int64()
 		t.Remaining += n
+		t.Parked += p
 		m := stats[b].Val()
 		g, _ := strconv.ParseInt(m["granted"], 10, 64)
 		r, _ := strconv.ParseInt(m["released"], 10, 64)
@@ -49,7 +56,53 @@ func (s *Store) Totals(ctx context.Context, ev string, buckets int) (Totals, err
 	return t, nil
 }
 
-// outboxEntries returns the order events waiting in bucket b of event ev.
+// BucketStock returns the units left in each of event ev's buckets, in one
+// pipelined round trip.
+func (s *Store) BucketStock(ctx context.Context, ev string, buckets int) ([]int64, error) {
+	stock, _, err := s.stockAndParked(ctx, ev, buckets, false)
+	return stock, err
+}
+
+// Remaining returns the units left in event ev's buckets.
+func (s *Store) Remaining(ctx context.Context, ev string, buckets int) (int64, error) {
+	stock, err := s.BucketStock(ctx, ev, buckets)
+	var n int64
+	for _, v := range stock {
+		n += v
+	}
+	return n, err
+}
+
+// stockAndParked reads each bucket's stock and, with parked, the units it
+// has sent out in unsettled transfers.
+func (s *Store) stockAndParked(ctx context.Context, ev string, buckets int, parked bool) (stock, out []int64, err error) {
+	sc := make([]*redis.StringCmd, buckets)
+	pc := make([]*redis.StringCmd, buckets)
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range buckets {
+			sc[b] = p.Get(ctx, bucketOf(ev, b).stock())
+			if parked {
+				pc[b] = p.Get(ctx, bucketOf(ev, b).parked())
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("stock %s: %w", ev, err)
+	}
+	stock = make([]int64, buckets)
+	out = make([]int64, buckets)
+	for b := range buckets {
+		stock[b], _ = sc[b].Int64()
+		if parked {
+			out[b], _ = pc[b].Int64()
+		}
+	}
+	return stock, out, nil
+}
+
+// outboxEntries returns the order events waiting in bucket b of event ev,
+// keyed by message id.
 func (s *Store) outboxEntries(ctx context.Context, ev string, b int) (map[string]string, error) {
 	m, err := s.rdb.HGetAll(ctx, bucketOf(ev, b).outbox()).Result()
 	if err != nil {
@@ -64,24 +117,4 @@ func (s *Store) unbox(ctx context.Context, ev string, b int, ids []string) error
 		return fmt.Errorf("unbox %s/%d: %w", ev, b, err)
 	}
 	return nil
-}
-
-// Remaining returns the units left in event ev's buckets.
-func (s *Store) Remaining(ctx context.Context, ev string, buckets int) (int64, error) {
-	cmds := make([]*redis.StringCmd, buckets)
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range buckets {
-			cmds[b] = p.Get(ctx, bucketOf(ev, b).stock())
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("remaining %s: %w", ev, err)
-	}
-	var n int64
-	for _, c := range cmds {
-		v, _ := c.Int64()
-		n += v
-	}
-	return n, nil
 }

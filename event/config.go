@@ -45,6 +45,7 @@ type Config struct {
 	Buckets             int       `json:"buckets"`
 	ReserveUnits        int64     `json:"reserve_units"`
 	Paused              bool      `json:"paused"`
+	Limits              Limits    `json:"limits"` // edge protection, see limits.go
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -102,6 +103,7 @@ func (c *Config) Defaults() {
 	if c.EndsAt.IsZero() && !c.StartsAt.IsZero() {
 		c.EndsAt = c.StartsAt.Add(24 * time.Hour)
 	}
+	c.Limits.Defaults()
 }
 
 // Validate checks c and returns an error wrapping ErrInvalid that says which
@@ -148,7 +150,7 @@ func (c *Config) Validate() error {
 	case int64(c.Buckets) > c.Supply-c.ReserveUnits:
 		return bad("buckets must not exceed the units for sale")
 	}
-	return nil
+	return c.Limits.Validate()
 }
 
 // WindowEnd is when the shuffle window (FCFS) or the registration (lottery)

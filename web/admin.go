@@ -3,26 +3,25 @@ package web
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/gofiber/fiber/v2"
 )
 
-func (s *Server) isAdmin(c *fiber.Ctx) bool {
-	tok := bearer(c)
-	return s.cfg.AdminToken != "" && tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1
-}
+// isAdmin reports whether the caller is staff: the admin bearer token, or
+// a console session (with its CSRF token on changes); see staffAuth.
+func (s *Server) isAdmin(c *fiber.Ctx) bool { return s.staffAuth(c) == nil }
 
 func (s *Server) requireAdmin(c *fiber.Ctx) error {
-	if !s.isAdmin(c) {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token")
+	if err := s.staffAuth(c); err != nil {
+		return err
 	}
 	if !event.ValidID(c.Params("id")) {
 		return badRequest("event id must be 1 to 64 characters of a-z 0-9 _ - and start with a letter or digit")
@@ -44,6 +43,15 @@ type liveJSON struct {
 	WindowSize   int64        `json:"window_size"`
 	Rate         float64      `json:"admitted_per_second"`
 	Stock        claim.Totals `json:"stock"`
+	// For the console: people admitted so far, people still waiting, and
+	// the clock the locks are judged by.
+	Admitted       int64     `json:"admitted"`
+	QueueLength    int64     `json:"queue_length"`
+	SoldOut        bool      `json:"sold_out"`
+	WindowClosesAt time.Time `json:"window_closes_at"`
+	ServerTime     time.Time `json:"server_time"`
+	// OrderLag is how far the order worker trails the order stream.
+	OrderLag *claim.Lag `json:"order_lag,omitempty"`
 }
 
 func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
@@ -58,6 +66,16 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 			return out, err
 		}
 		out.Live = &liveJSON{Joined: sale.Joined, Frontier: sale.Frontier, WindowFrozen: sale.WindowFrozen, WindowSize: sale.Window, Rate: sale.Rate, Stock: t}
+		adm := min(int64(sale.Frontier), sale.Joined)
+		out.Live.Admitted, out.Live.QueueLength, out.Live.SoldOut = adm, sale.Joined-adm, sale.SoldOut
+		out.Live.WindowClosesAt, out.Live.ServerTime = cfg.WindowEnd(), s.now().UTC()
+		if s.deps.OrderLag != nil {
+			lag, err := s.deps.OrderLag(ctx)
+			if err != nil {
+				s.cfg.Log.Warn("order lag", "err", err) // the view is still useful without it
+			}
+			out.Live.OrderLag = lag
+		}
 	}
 	return out, nil
 }

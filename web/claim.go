@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"regexp"
 	"time"
 
@@ -47,10 +48,10 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	res, err := s.deps.Claims.Claim(ctx, claim.Request{
 		Event: cfg.ID, User: adm.User, Pos: adm.Pos, IdemKey: key,
 		Limit: cfg.PerUserLimit, Buckets: cfg.Buckets,
-		IdemTTL: 24 * time.Hour,
+		IdemTTL: claim.DefaultIdemTTL, ClaimTTL: time.Duration(cfg.ClaimTTLSeconds) * time.Second,
 	})
 	if err != nil {
-		return err
+		return claimProblem(err)
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
@@ -96,4 +97,19 @@ func (s *Server) lookupClaim(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(recordJSON{ClaimID: id, Event: sale.Config.ID, Status: rec.Status, Position: rec.Pos, ClaimedAt: time.UnixMilli(rec.AtMs).UTC()})
+}
+
+// claimProblem maps the claim package's outcomes that the shared error
+// handler does not know; the rest pass through.
+func claimProblem(err error) error {
+	switch {
+	case errors.Is(err, claim.ErrPaused):
+		// A rebuild froze the stock: the same request succeeds after it.
+		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5)
+	case errors.Is(err, claim.ErrConfirmed):
+		return problem(fiber.StatusConflict, "conflict", "a confirmed claim cannot be released")
+	case errors.Is(err, claim.ErrRebuildRunning):
+		return problem(fiber.StatusConflict, "conflict", "a rebuild of this event is already running")
+	}
+	return err
 }

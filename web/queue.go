@@ -107,6 +107,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 			return err
 		}
 		s.deps.Sales.Present(cfg.ID, d.Position)
+		s.deps.Observe.tokenIssued(cfg.ID)
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()
 		out.ExpiresAt = &exp

@@ -8,6 +8,7 @@ package web
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -26,6 +27,7 @@ type (
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
 		Present(ev string, pos int64)
+		All() []*admission.Sale
 	}
 	joiner interface {
 		Join(ctx context.Context, ev, user string, t queue.Times) (queue.Entry, error)
@@ -40,11 +42,13 @@ type (
 	}
 	claimer interface {
 		Claim(ctx context.Context, r claim.Request) (claim.Result, error)
+		Release(ctx context.Context, ev, id, user string) (claim.Record, error)
 	}
 	claimStore interface {
 		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
 		Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
 		Lay(ctx context.Context, ev string, units int64, buckets int) error
+		Mine(ctx context.Context, ev, user string, buckets int) ([]claim.Record, error)
 	}
 	configStore interface {
 		Get(ctx context.Context, id string) (event.Config, error)
@@ -72,6 +76,18 @@ type Deps struct {
 	JWKS func() []byte
 	// Ready reports whether Redis and NATS answer.
 	Ready func(ctx context.Context) error
+	// Observe receives request timings and issued tokens for metrics.
+	//
+	// Default: observe nothing
+	Observe Observe
+	// Metrics, when set, is served at GET /metrics.
+	Metrics http.Handler
+	// Rebuild recomputes an event's stock and claims from the order
+	// stream (POST /admin/events/{id}/rebuild); nil answers 503.
+	Rebuild func(ctx context.Context, ev string) (claim.Report, error)
+	// OrderLag reads how far the order worker trails the stream, for the
+	// admin view; nil (or a nil Lag) leaves it out.
+	OrderLag func(ctx context.Context) (*claim.Lag, error)
 }
 
 // Config tunes the edge.
@@ -99,6 +115,16 @@ type Config struct {
 	//
 	// Default: ["EdDSA"]
 	SigningAlgorithms []string
+	// AccessLog says which requests get an access-log line: off, errors
+	// (5xx answers and requests slower than SlowRequest) or all.
+	//
+	// Default: errors
+	AccessLog AccessLog
+	// SlowRequest is the duration from which a request counts as slow in
+	// the access log.
+	//
+	// Default: 1s
+	SlowRequest time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -106,6 +132,8 @@ type Server struct {
 	deps Deps
 	cfg  Config
 	now  func() time.Time
+	// routes labels requests with their route template.
+	routes *routeTemplates
 }
 
 // BodyLimit is the largest request body accepted.
@@ -143,11 +171,13 @@ func New(cfg Config, deps Deps) *fiber.App {
 		// token verifiers bound their own input below that.
 		ReadBufferSize: HeaderLimit,
 	})
+	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
 	app.Use(requestid.New())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
+	s.mountMetrics(app)
 	app.Get(JWKSPath, s.jwks)
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
@@ -157,13 +187,21 @@ func New(cfg Config, deps Deps) *fiber.App {
 	ev.Get("/status", s.status)
 	ev.Post("/claim", s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
+	ev.Get("/claims", s.listClaims)
+	ev.Post("/claims/:claim_id/release", s.releaseClaim)
 
 	adm := app.Group("/admin/events/:id", s.requireAdmin)
 	adm.Put("/", s.putEvent)
 	adm.Get("/", s.getEvent)
 	adm.Post("/pause", s.pauseEvent(true))
 	adm.Post("/resume", s.pauseEvent(false))
+	adm.Post("/rebuild", s.rebuildEvent)
 
+	app.Post("/admin/session", s.signIn)
+	app.Get("/admin/session", s.sessionInfo)
+	app.Delete("/admin/session", s.signOut)
+	app.Get("/admin/events", s.requireStaff, s.listEvents)
+	app.Get("/admin/", s.consolePage)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app
@@ -186,7 +224,7 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
-		s.cfg.Log.Warn("not ready", "err", err)
+		s.cfg.Log.Warn("not ready", "request_id", requestID(c), "err", err)
 		return retryLater("degraded", "a backing service is not answering", 1)
 	}
 	return c.JSON(fiber.Map{"status": "ready"})

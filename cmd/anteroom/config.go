@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
 )
@@ -33,13 +34,29 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 	secret := fs.String("ticket-secret", env("TICKET_SECRET", ""), "hex secret (≥32 bytes) for queue tickets, shared by all nodes (ANTEROOM_TICKET_SECRET)")
 	identity := fs.String("identity", env("IDENTITY", "header"), "caller identity: header, anonymous or jwt (ANTEROOM_IDENTITY)")
 	idHeader := fs.String("identity-header", env("IDENTITY_HEADER", "X-User-ID"), "trusted user id header in header mode (ANTEROOM_IDENTITY_HEADER)")
-	userJWKS := fs.String("user-jwks", env("USER_JWKS", ""), "JWKS or PEM file of the shop's user tokens in jwt mode (ANTEROOM_USER_JWKS)")
+	userJWKS := fs.String("user-jwks", env("USER_JWKS", ""), "JWKS or PEM file of the shop's user tokens in jwt mode, re-read every key reload (ANTEROOM_USER_JWKS)")
+	userHeader := fs.String("user-token-header", env("USER_TOKEN_HEADER", "X-User-Token"), "header carrying the shop's user token in jwt mode (ANTEROOM_USER_TOKEN_HEADER)")
+	userIssuer := fs.String("user-issuer", env("USER_ISSUER", ""), "required iss of user tokens in jwt mode; empty: not checked (ANTEROOM_USER_ISSUER)")
+	userAudience := fs.String("user-audience", env("USER_AUDIENCE", ""), "required aud of user tokens in jwt mode; empty: not checked (ANTEROOM_USER_AUDIENCE)")
+	issuer := fs.String("issuer", env("ISSUER", "anteroom"), "iss of admission tokens and OIDC discovery, best the public base URL (ANTEROOM_ISSUER)")
+	audience := fs.String("audience", env("AUDIENCE", "anteroom-claim"), "aud of admission tokens (ANTEROOM_AUDIENCE)")
+	keyReload := fs.String("key-reload", env("KEY_RELOAD", "10s"), "how often to re-read the signing keys and user JWKS (ANTEROOM_KEY_RELOAD)")
 	logFormat := fs.String("log-format", env("LOG_FORMAT", "json"), "log format: json or text (ANTEROOM_LOG_FORMAT)")
+	accessLog := fs.String("access-log", env("ACCESS_LOG", "errors"), "access log: off, errors (5xx and slow requests) or all (ANTEROOM_ACCESS_LOG)")
+	slowRequest := fs.String("slow-request", env("SLOW_REQUEST", "1s"), "requests at least this slow are logged by -access-log errors (ANTEROOM_SLOW_REQUEST)")
+	slowRedis := fs.String("slow-redis", env("SLOW_REDIS", "50ms"), "Redis calls at least this slow count in anteroom_redis_slow_calls_total (ANTEROOM_SLOW_REDIS)")
 	return func() (node.Config, error) {
 		cfg := node.Config{
 			Addr: *addr, RedisURL: *redisURL, NATSURL: *natsURL, DataDir: *dataDir, AdminToken: *admin,
 			SigningKeys: *keys, Identity: *identity, IdentityHeader: *idHeader, UserJWKS: *userJWKS,
+			UserTokenHeader: *userHeader, UserIssuer: *userIssuer, UserAudience: *userAudience,
+			Issuer: *issuer, Audience: *audience,
 		}
+		reload, err := time.ParseDuration(*keyReload)
+		if err != nil || reload <= 0 {
+			return cfg, fmt.Errorf("key reload %q: want a positive duration such as 10s", *keyReload)
+		}
+		cfg.KeyReload = reload
 		if *cluster != "" {
 			for _, a := range strings.Split(*cluster, ",") {
 				if a = strings.TrimSpace(a); a != "" {
@@ -58,6 +75,17 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 				return cfg, fmt.Errorf("ticket secret: not hex")
 			}
 			cfg.TicketSecret = b
+		}
+		cfg.AccessLog = *accessLog
+		for _, d := range []struct {
+			name, value string
+			to          *time.Duration
+		}{{"slow request", *slowRequest, &cfg.SlowRequest}, {"slow redis", *slowRedis, &cfg.SlowRedis}} {
+			v, err := time.ParseDuration(d.value)
+			if err != nil || v <= 0 {
+				return cfg, fmt.Errorf("%s %q: want a positive duration", d.name, d.value)
+			}
+			*d.to = v
 		}
 		cfg.Log = newLogger(logTo, *logFormat, slog.LevelInfo)
 		return cfg, nil

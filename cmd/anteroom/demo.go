@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/crowd"
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func demo(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -79,7 +80,8 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		return fmt.Errorf("crowd: %w", err)
 	}
-	rep, err := reconcile(ctx, n, ev, *units, res)
+	printEndpoints(stdout, res)
+	rep, err := reconcileWith(ctx, n.Claims, n.JS, ev, *units, 1, res)
 	if err != nil {
 		return err
 	}
@@ -131,7 +133,13 @@ type report struct {
 	elapsed                                 time.Duration
 }
 
-func reconcile(ctx context.Context, n *node.Node, ev string, units int64, res crowd.Result) (report, error) {
+// totals is what a reconciliation reads from Redis.
+type totals interface {
+	Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
+}
+
+// reconcileWith checks what the crowd saw against Redis and the stream.
+func reconcileWith(ctx context.Context, store totals, js jetstream.JetStream, ev string, units int64, buckets int, res crowd.Result) (report, error) {
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	r := report{units: units, joined: res.Joined, admitted: res.Admitted, granted: res.Granted,
@@ -140,7 +148,7 @@ func reconcile(ctx context.Context, n *node.Node, ev string, units int64, res cr
 	var t claim.Totals
 	var err error
 	for range 50 {
-		if t, err = n.Claims.Totals(rctx, ev, 1); err != nil {
+		if t, err = store.Totals(rctx, ev, buckets); err != nil {
 			return r, err
 		}
 		if t.Outbox == 0 {
@@ -149,7 +157,7 @@ func reconcile(ctx context.Context, n *node.Node, ev string, units int64, res cr
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.redisGranted, r.remaining, r.outbox = t.Granted, t.Remaining, t.Outbox
-	if r.streamMsgs, r.streamDistinct, err = claim.CountGranted(rctx, n.JS, ev); err != nil {
+	if r.streamMsgs, r.streamDistinct, err = claim.CountGranted(rctx, js, ev); err != nil {
 		return r, err
 	}
 	for _, ids := range res.Claims {

@@ -3,6 +3,8 @@
 //	anteroom serve      run a node (HTTP API, pages, background loops)
 //	anteroom demo       run a sample sale with a simulated crowd on embedded servers
 //	anteroom verify     recompute a queue position from the revealed seed
+//	anteroom keys       rotate, retire or list the admission signing keys
+//	anteroom natsd      run a NATS server with JetStream (loopback clusters)
 //	anteroom help       show this help
 //
 // Configuration comes from ANTEROOM_* environment variables and matching
@@ -18,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -38,6 +41,8 @@ commands:
   serve    run a node: HTTP API, pages, frontier ticks, outbox publisher
   demo     run a sample sale with a simulated crowd on embedded Redis and NATS
   verify   recompute a queue position from a revealed seed
+  keys     rotate, retire or list the admission signing keys (anteroom keys help)
+  natsd    run a NATS server with JetStream (for a loopback cluster; anteroom natsd -h)
 `
 
 // run is the whole program; main only supplies the process's environment.
@@ -53,6 +58,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return demo(ctx, args[1:], getenv, stdout, stderr)
 	case "verify":
 		return verify(args[1:], stdout, stderr)
+	case "loadgen":
+		return loadgen(ctx, args[1:], getenv, stdout, stderr)
+	case "keys":
+		return keys(args[1:], getenv, time.Now, stdout, stderr)
+	case "natsd":
+		return natsd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

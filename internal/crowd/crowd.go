@@ -82,7 +82,10 @@ type Result struct {
 	Claims map[string][]string
 	// FirstErrors holds a few error descriptions for diagnosis.
 	FirstErrors []string
-	Elapsed     time.Duration
+	// Endpoints summarises latency and throughput per endpoint (join,
+	// status, claim).
+	Endpoints map[string]Endpoint
+	Elapsed   time.Duration
 }
 
 // Run simulates the crowd until every user has finished or ctx is done.
@@ -153,7 +156,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	wg.Wait()
 	close(stopProgress)
 	pwg.Wait()
-	res := Result{Stats: r.c.snapshot(), Claims: r.claims, FirstErrors: r.firstErrs, Elapsed: time.Since(start)}
+	elapsed := time.Since(start)
+	res := Result{Stats: r.c.snapshot(), Claims: r.claims, FirstErrors: r.firstErrs, Elapsed: elapsed, Endpoints: r.lat.summary(elapsed)}
 	if cfg.Progress != nil {
 		cfg.Progress(res.Stats)
 	}

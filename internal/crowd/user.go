@@ -19,6 +19,7 @@ type runner struct {
 	client *http.Client
 	sem    chan struct{}
 	c      counters
+	lat    recorder
 
 	mu        sync.Mutex
 	claims    map[string][]string
@@ -42,7 +43,7 @@ func (r *runner) fail(format string, a ...any) {
 
 // do sends one request within the concurrency bound and decodes the JSON
 // answer.
-func (r *runner) do(ctx context.Context, method, url string, hdr map[string]string) (reply, error) {
+func (r *runner) do(ctx context.Context, endpoint, method, url string, hdr map[string]string) (reply, error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -57,10 +58,12 @@ func (r *runner) do(ctx context.Context, method, url string, hdr map[string]stri
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	start := time.Now()
 	resp, err := r.client.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
+	defer func() { r.lat.add(endpoint, time.Since(start)) }()
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	if err != nil {
@@ -87,7 +90,7 @@ func (r *runner) user(ctx context.Context, id, base string) {
 	who := map[string]string{"X-User-ID": id}
 	var ticket string
 	for ticket == "" {
-		rep, err := r.do(ctx, http.MethodPost, ev+"/join", who)
+		rep, err := r.do(ctx, "join", http.MethodPost, ev+"/join", who)
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -118,7 +121,7 @@ func (r *runner) user(ctx context.Context, id, base string) {
 	}
 	auth := map[string]string{"Authorization": "Bearer " + ticket}
 	for {
-		rep, err := r.do(ctx, http.MethodGet, ev+"/status", auth)
+		rep, err := r.do(ctx, "status", http.MethodGet, ev+"/status", auth)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.fail("status %s: %v", id, err)
@@ -196,7 +199,7 @@ func (r *runner) claim(ctx context.Context, id, ev, token string) {
 
 func (r *runner) claimOnce(ctx context.Context, id, ev string, hdr map[string]string, created *atomic.Int64) string {
 	for attempt := 0; attempt < 20; attempt++ {
-		rep, err := r.do(ctx, http.MethodPost, ev+"/claim", hdr)
+		rep, err := r.do(ctx, "claim", http.MethodPost, ev+"/claim", hdr)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ""

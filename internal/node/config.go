@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"path/filepath"
 	"time"
+
+	"github.com/anteroom/anteroom/web"
 )
 
 // Config is a node's process configuration. Each field has an ANTEROOM_*
@@ -90,6 +92,21 @@ type Config struct {
 	// ticks, outbox and key reloads): tests that count Redis commands
 	// drive the node with Snapshots.Refresh themselves.
 	Manual bool
+	// AccessLog says which requests get an access-log line: off, errors
+	// (5xx answers and requests slower than SlowRequest) or all.
+	//
+	// Default: errors
+	AccessLog string
+	// SlowRequest is the duration from which a request counts as slow in
+	// the access log.
+	//
+	// Default: 1s
+	SlowRequest time.Duration
+	// SlowRedis is the duration from which a Redis command or pipeline
+	// counts in anteroom_redis_slow_calls_total.
+	//
+	// Default: 50ms
+	SlowRedis time.Duration
 	// Log is the node's logger.
 	//
 	// Default: slog.Default()
@@ -121,6 +138,15 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
+	if c.AccessLog == "" {
+		c.AccessLog = string(web.AccessLogErrors)
+	}
+	if c.SlowRequest == 0 {
+		c.SlowRequest = time.Second
+	}
+	if c.SlowRedis == 0 {
+		c.SlowRedis = 50 * time.Millisecond
+	}
 }
 
 func (c *Config) validate() error {
@@ -140,6 +166,12 @@ func (c *Config) validate() error {
 	}
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		return fmt.Errorf("stream replicas %d: want 1 to 5", c.StreamReplicas)
+	}
+	if _, err := web.ParseAccessLog(c.AccessLog); err != nil {
+		return err
+	}
+	if c.SlowRequest < 0 || c.SlowRedis < 0 {
+		return errors.New("slow request and slow redis thresholds must not be negative")
 	}
 	if c.TicketSecret != nil && len(c.TicketSecret) < 32 {
 		return errors.New("ticket secret must be at least 32 bytes")

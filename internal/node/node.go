@@ -33,6 +33,7 @@ type Node struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
+	ops      *ops
 
 	// AdminToken is the admin bearer token in force.
 	AdminToken string
@@ -101,17 +102,23 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
 	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
-	svc := claim.NewService(claims, claim.NewPublisher(js))
+	o, err := newOps(&cfg, back, snaps, claims)
+	if err != nil {
+		return nil, err
+	}
+	svc := claim.NewService(claims, timedPublisher{pub: claim.NewPublisher(js), observe: o.metrics.ObservePublish})
 	if err := snaps.Refresh(sctx); err != nil {
 		cfg.Log.Warn("first refresh", "err", err)
 	}
 	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience})
 	app := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
+		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
 	}, web.Deps{
 		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: tickets,
 		Admitter: issuer, Claims: svc, Store: claims,
-		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: back.ready,
+		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
+		Observe: o.observe(), Metrics: o.metrics.Handler(),
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -119,7 +126,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	n := &Node{
-		cfg: cfg, back: back, app: app, ln: ln, cancel: stop, serveErr: make(chan error, 1),
+		cfg: cfg, back: back, app: app, ln: ln, cancel: stop, serveErr: make(chan error, 1), ops: o,
 		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js,
 	}
 	logErr := func(what string) func(error) {

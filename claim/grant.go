@@ -1,0 +1,90 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// request is one claim attempt as the script sees it.
+type request struct {
+	Event, User, IdemKey string
+	Pos, Limit           int64
+	IdemTTL, ClaimTTL    time.Duration
+	Now                  time.Time
+}
+
+// Reply codes of claim.lua, per request.
+const (
+	codeGranted = 0
+	codeReplay  = 1
+	codeLimit   = 2
+	codeEmpty   = 3
+	codeFrozen  = 4
+)
+
+// outcome is claim.lua's decoded reply for one request.
+type outcome struct {
+	code    int64
+	claimID string
+	left    int64
+	status  string
+	payload string // order event still in the outbox, or ""
+	held    []string
+}
+
+// grantArgs is how many ARGV entries claim.lua takes per request.
+const grantArgs = 8
+
+// grant runs claim.lua once for reqs, all for bucket b of event ev, and
+// returns one outcome per request, in order. An error means the script's
+// fate is unknown: requests granted before it stay in the outbox, so a
+// retry with the same idempotency key finds them.
+func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]outcome, error) {
+	k := bucketOf(ev, b)
+	keys := make([]string, 0, 6+3*len(reqs))
+	keys = append(keys, k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen())
+	args := make([]any, 0, grantArgs*len(reqs))
+	for _, r := range reqs {
+		id, err := newClaimID(b)
+		if err != nil {
+			return nil, err
+		}
+		payload, err := json.Marshal(OrderEvent{
+			Type: "granted", Event: ev, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1,
+			At: r.Now.UTC(), Idem: r.IdemKey,
+		})
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k.userClaims(r.User), k.userHistory(r.User), k.idem(r.User, r.IdemKey))
+		args = append(args, r.User, r.Limit, id, payload, r.Pos, r.IdemKey,
+			max(int64(r.IdemTTL/time.Second), 1), max(r.ClaimTTL.Milliseconds(), 1))
+	}
+	res, err := s.lua.claim.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("claim %s/%d: %w", ev, b, err)
+	}
+	if len(res) != 5*len(reqs) {
+		return nil, fmt.Errorf("claim %s/%d: %d replies for %d requests", ev, b, len(res), len(reqs))
+	}
+	out := make([]outcome, len(reqs))
+	for i := range out {
+		v := res[5*i : 5*i+5]
+		o := &out[i]
+		o.code, _ = v[0].(int64)
+		o.claimID, _ = v[1].(string)
+		o.left, _ = v[2].(int64)
+		o.status, _ = v[3].(string)
+		o.payload, _ = v[4].(string)
+		if o.code == codeLimit {
+			o.held, o.claimID = strings.Split(o.claimID, ","), ""
+		}
+		if o.code < codeGranted || o.code > codeFrozen {
+			return nil, fmt.Errorf("claim %s/%d: unknown reply code %d", ev, b, o.code)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,192 @@
+package claim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrRebuildRunning is returned while another rebuild holds the event.
+var ErrRebuildRunning = errors.New("claim: another rebuild of this event is running")
+
+// configs is what a rebuild needs from the event store.
+type configs interface {
+	Get(ctx context.Context, id string) (event.Config, error)
+	Put(ctx context.Context, c event.Config) (event.Config, error)
+}
+
+// Rebuilder recomputes an event's stock and claim state in Redis from the
+// order stream, after a Redis failover lost writes (see the package
+// documentation for the protocol). It is safe for concurrent use; two
+// rebuilds of one event exclude each other.
+type Rebuilder struct {
+	svc     *Service
+	js      jetstream.JetStream
+	configs configs
+	now     func() time.Time
+}
+
+// NewRebuilder returns a Rebuilder publishing outboxes through svc, reading
+// the stream and the order worker's records from js, and pausing events
+// through configs.
+func NewRebuilder(svc *Service, js jetstream.JetStream, configs configs) *Rebuilder {
+	return &Rebuilder{svc: svc, js: js, configs: configs, now: time.Now}
+}
+
+// Report is the account of one rebuild.
+type Report struct {
+	Event string `json:"event"`
+	// OnSale is supply − reserve_units.
+	OnSale int64 `json:"on_sale"`
+	// Before and After are the Redis totals around the rebuild.
+	Before Totals `json:"before"`
+	After  Totals `json:"after"`
+	// Published counts outbox entries published before the stream was read.
+	Published int `json:"published"`
+	// Granted and Released count distinct claims on the stream; Confirmed
+	// those the order worker recorded.
+	Granted   int `json:"granted"`
+	Released  int `json:"released"`
+	Confirmed int `json:"confirmed"`
+	// Available is what the buckets hold afterwards: OnSale − Granted +
+	// Released.
+	Available int64 `json:"available"`
+	// Oversold is above 0 only if the stream holds more live grants than
+	// units on sale.
+	Oversold int64         `json:"oversold"`
+	Took     time.Duration `json:"took_ns"`
+}
+
+// freezeAbandoned is when another rebuild's freeze counts as abandoned.
+const freezeAbandoned = 5 * time.Minute
+
+// Rebuild pauses event ev, freezes its buckets, publishes their outboxes,
+// reads every order event of ev from the stream, rewrites each bucket
+// (stock, stats, claim records, per-user held claims and history,
+// idempotency keys, expiry index) and resumes: the event's paused flag is
+// left as it was before. On an error before any bucket is rewritten, the
+// buckets are unfrozen and the event stays paused; after, they stay frozen
+// (and paused) until a rebuild succeeds.
+func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
+	start := r.now()
+	cfg, err := r.configs.Get(ctx, ev)
+	if err != nil {
+		return Report{}, err
+	}
+	wasPaused := cfg.Paused
+	if err := r.setPaused(ctx, ev, true); err != nil {
+		return Report{}, err
+	}
+	rep := Report{Event: ev, OnSale: cfg.OnSale()}
+	token, err := r.freeze(ctx, ev, cfg.Buckets)
+	if err != nil {
+		return rep, err
+	}
+	plan, err := r.prepare(ctx, &cfg, &rep)
+	if err != nil {
+		if uerr := r.unfreeze(ctx, ev, cfg.Buckets, token); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return rep, err
+	}
+	if err := r.svc.store.restoreEvent(ctx, ev, plan, token); err != nil {
+		return rep, fmt.Errorf("rebuild %s: %w (buckets stay frozen: run the rebuild again)", ev, err)
+	}
+	if err := r.unfreeze(ctx, ev, cfg.Buckets, token); err != nil {
+		return rep, err
+	}
+	if err := r.setPaused(ctx, ev, wasPaused); err != nil {
+		return rep, err
+	}
+	if rep.After, err = r.svc.store.Totals(ctx, ev, cfg.Buckets); err != nil {
+		return rep, err
+	}
+	rep.Took = r.now().Sub(start)
+	return rep, nil
+}
+
+// prepare publishes the outboxes and plans the buckets from the stream.
+func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report) (*restorePlan, error) {
+	var err error
+	if rep.Before, err = r.svc.store.Totals(ctx, cfg.ID, cfg.Buckets); err != nil {
+		return nil, err
+	}
+	var flushed []OrderEvent
+	for b := range cfg.Buckets {
+		evs, err := r.svc.publishOutbox(ctx, cfg.ID, b, 0)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild %s: publish outbox: %w", cfg.ID, err)
+		}
+		flushed = append(flushed, evs...)
+	}
+	rep.Published = len(flushed)
+	evs, err := ReadEvents(ctx, r.js, cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	statuses, err := OrderStatuses(ctx, r.js, cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	plan := planRestore(cfg, append(evs, flushed...), statuses, r.now())
+	rep.Granted, rep.Released, rep.Confirmed = plan.granted, plan.released, plan.confirmed
+	rep.Available, rep.Oversold = plan.available, plan.oversold
+	return plan, nil
+}
+
+func (r *Rebuilder) freeze(ctx context.Context, ev string, buckets int) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	token := hex.EncodeToString(b[:]) + "@" + strconv.FormatInt(r.now().UnixMilli(), 10)
+	for i := range buckets {
+		ok, err := r.svc.store.lua.freeze.Run(ctx, r.svc.store.rdb, []string{bucketOf(ev, i).frozen()},
+			token, r.now().UnixMilli(), freezeAbandoned.Milliseconds()).Int()
+		if err == nil && ok == 0 {
+			err = ErrRebuildRunning
+		}
+		if err != nil {
+			if uerr := r.unfreeze(ctx, ev, i, token); uerr != nil {
+				err = errors.Join(err, uerr)
+			}
+			return "", fmt.Errorf("rebuild %s: freeze bucket %d: %w", ev, i, err)
+		}
+	}
+	return token, nil
+}
+
+// unfreeze lifts token's freeze from the first buckets buckets.
+func (r *Rebuilder) unfreeze(ctx context.Context, ev string, buckets int, token string) error {
+	var errs []error
+	for i := range buckets {
+		if err := r.svc.store.lua.unfreeze.Run(ctx, r.svc.store.rdb, []string{bucketOf(ev, i).frozen()}, token).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("unfreeze %s/%d: %w", ev, i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// setPaused sets the event's paused flag with a compare-and-set, retrying
+// a few times when another writer wins.
+func (r *Rebuilder) setPaused(ctx context.Context, ev string, paused bool) error {
+	for attempt := 0; ; attempt++ {
+		cfg, err := r.configs.Get(ctx, ev)
+		if err != nil || cfg.Paused == paused {
+			return err
+		}
+		cfg.Paused = paused
+		_, err = r.configs.Put(ctx, cfg)
+		if errors.Is(err, event.ErrConflict) && attempt < 5 {
+			continue
+		}
+		return err
+	}
+}

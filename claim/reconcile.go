@@ -1,0 +1,126 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// reconcileMax bounds the events one reconciliation republishes.
+const reconcileMax = 1000
+
+// Reconcile compares the grants and releases Redis recorded for sale with
+// the order stream, and republishes (at most max) the order events the
+// stream lacks that are no longer in an outbox — for example after the
+// stream lost messages. When the counts agree it costs one pipelined Redis
+// read and one stream info request; only a shortfall reads the stream and
+// the claim records. It needs WithStream and returns how many events it
+// republished.
+//
+// Counts include duplicates a republish after the duplicate window left on
+// the stream, so a duplicate can hide a missing event from the quick check;
+// a rebuild compares claim by claim.
+func (s *Service) Reconcile(ctx context.Context, sale Sale, max int) (int, error) {
+	if s.js == nil {
+		return 0, errors.New("reconcile: no stream (WithStream)")
+	}
+	stats := make([]*redis.MapStringStringCmd, sale.Buckets)
+	boxes := make([]*redis.StringSliceCmd, sale.Buckets)
+	_, err := s.store.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for b := range sale.Buckets {
+			k := bucketOf(sale.ID, b)
+			stats[b] = p.HGetAll(ctx, k.stats()) // before the outbox: see below
+			boxes[b] = p.HKeys(ctx, k.outbox())
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reconcile %s: %w", sale.ID, err)
+	}
+	// A grant counted in stats is in the outbox read after it, or was
+	// acknowledged (and is on the stream) before the stream is asked.
+	var granted, released int64
+	boxed := map[string]bool{}
+	for b := range sale.Buckets {
+		g, _ := strconv.ParseInt(stats[b].Val()["granted"], 10, 64)
+		r, _ := strconv.ParseInt(stats[b].Val()["released"], 10, 64)
+		granted, released = granted+g, released+r
+		for _, id := range boxes[b].Val() {
+			boxed[id] = true
+			if strings.HasSuffix(id, ":released") {
+				released--
+			} else {
+				granted--
+			}
+		}
+	}
+	sg, sr, err := subjectCounts(ctx, s.js, sale.ID)
+	if err != nil {
+		return 0, err
+	}
+	if sg >= granted && sr >= released {
+		return 0, nil
+	}
+	return s.republishMissing(ctx, sale, boxed, max)
+}
+
+// republishMissing compares claim by claim and republishes what the stream
+// and the outboxes both lack.
+func (s *Service) republishMissing(ctx context.Context, sale Sale, boxed map[string]bool, max int) (int, error) {
+	evs, err := ReadEvents(ctx, s.js, sale.ID)
+	if err != nil {
+		return 0, err
+	}
+	seen := make(map[string]bool, len(evs))
+	for i := range evs {
+		seen[evs[i].msgID()] = true
+	}
+	young := s.now().Add(-s.reconcileAge).UnixMilli()
+	total := 0
+	for b := range sale.Buckets {
+		recs, err := s.store.rdb.HGetAll(ctx, bucketOf(sale.ID, b).records()).Result()
+		if err != nil {
+			return total, fmt.Errorf("reconcile %s/%d: %w", sale.ID, b, err)
+		}
+		var msgs []message
+		for id, raw := range recs {
+			rec, err := decodeRecord(id, []byte(raw))
+			if err != nil {
+				return total, err
+			}
+			if rec.AtMs > young || len(msgs)+total >= max {
+				continue
+			}
+			oe := OrderEvent{Type: "granted", Event: sale.ID, ClaimID: id, User: rec.User, Pos: rec.Pos, Units: 1,
+				At: time.UnixMilli(rec.AtMs).UTC(), Idem: rec.Idem}
+			if !seen[id] && !boxed[id] {
+				msgs = append(msgs, encoded(oe))
+			}
+			if rec.Status == "released" && !seen[id+":released"] && !boxed[id+":released"] {
+				oe.Type, oe.At, oe.Reason = "released", s.now().UTC(), "reconciled"
+				msgs = append(msgs, encoded(oe))
+			}
+		}
+		done, err := s.publishMany(ctx, sale.ID, msgs)
+		for _, ok := range done {
+			if ok {
+				total++
+			}
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func encoded(oe OrderEvent) message {
+	raw, _ := json.Marshal(oe) // a plain struct: cannot fail
+	return message{id: oe.msgID(), payload: string(raw), ev: oe}
+}

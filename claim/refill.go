@@ -1,0 +1,91 @@
+package claim
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// refill moves units into the empty bucket h from another bucket. It
+// reports false only when a reading of every bucket found no stock and no
+// units in transit: the event is sold out.
+func (s *Service) refill(ctx context.Context, ev string, buckets, h int) (bool, error) {
+	if buckets <= 1 {
+		return false, nil
+	}
+	if s.view != nil {
+		if view := s.view(ev); len(view) == buckets {
+			if ok, err := s.steal(ctx, ev, h, donors(view, h)); ok || err != nil {
+				return ok, err
+			}
+		}
+	}
+	for range 3 {
+		stock, parked, err := s.store.stockAndParked(ctx, ev, buckets, true)
+		if err != nil {
+			return false, err
+		}
+		if stock[h] > 0 {
+			return true, nil // a transfer or a release refilled h meanwhile
+		}
+		from := donors(stock, h)
+		if len(from) == 0 {
+			for _, p := range parked {
+				if p > 0 {
+					// Units are in transit (or parked by a crashed node
+					// until the recovery sweep): not sold out.
+					return true, wait(ctx, 10*time.Millisecond)
+				}
+			}
+			return false, nil
+		}
+		if ok, err := s.steal(ctx, ev, h, from); ok || err != nil {
+			return ok, err
+		}
+		// Others emptied the donors first: read again.
+	}
+	return true, nil
+}
+
+// maxDonors bounds the donor buckets one refill tries.
+const maxDonors = 4
+
+// steal runs a whole transfer from the first donor that still has stock.
+func (s *Service) steal(ctx context.Context, ev string, h int, from []int) (bool, error) {
+	for i, d := range from {
+		if i == maxDonors {
+			break
+		}
+		t, err := s.store.transferOut(ctx, ev, d, h, s.stealMax)
+		if err != nil {
+			return false, err
+		}
+		if t.N == 0 {
+			continue
+		}
+		// Steps 2 and 3 must not be cut short by the caller: a transfer
+		// left half done parks its units until the recovery sweep.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		err = s.store.complete(cctx, ev, t)
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// donors lists the buckets other than h that stock says hold units, from a
+// random starting point so that concurrent refills spread over donors.
+func donors(stock []int64, h int) []int {
+	out := make([]int, 0, len(stock))
+	start := rand.IntN(len(stock))
+	for i := range stock {
+		b := (start + i) % len(stock)
+		if b != h && stock[b] > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}

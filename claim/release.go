@@ -1,0 +1,205 @@
+package claim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Reply codes of release.lua, per claim.
+const (
+	releasedNow      = 0
+	releaseNotFound  = 1
+	releasedBefore   = 2
+	releaseConfirmed = 3
+	releaseNotDue    = 4
+	releaseFrozen    = 5
+)
+
+type releaseOutcome struct {
+	code    int64
+	status  string
+	payload string
+}
+
+// release runs release.lua on bucket b for the claims ids, owned by users
+// (same order).
+func (s *Store) release(ctx context.Context, ev string, b int, reason string, at time.Time, ids, users []string) ([]releaseOutcome, error) {
+	k := bucketOf(ev, b)
+	keys := []string{k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen()}
+	args := []any{ev, at.UTC().Format(time.RFC3339Nano), reason}
+	for i, id := range ids {
+		keys = append(keys, k.userClaims(users[i]))
+		args = append(args, id, users[i])
+	}
+	res, err := s.lua.release.Run(ctx, s.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("release %s/%d: %w", ev, b, err)
+	}
+	if len(res) != 3*len(ids) {
+		return nil, fmt.Errorf("release %s/%d: %d replies for %d claims", ev, b, len(res), len(ids))
+	}
+	out := make([]releaseOutcome, len(ids))
+	for i := range out {
+		out[i].code, _ = res[3*i].(int64)
+		out[i].status, _ = res[3*i+1].(string)
+		out[i].payload, _ = res[3*i+2].(string)
+	}
+	return out, nil
+}
+
+// Confirm marks claim id of event ev confirmed if it is pending, and returns
+// its status afterwards: confirmed, or released when a release came first.
+// It returns ErrNotFound or ErrPaused (a rebuild runs; retry later).
+func (s *Store) Confirm(ctx context.Context, ev, id string) (string, error) {
+	b, err := ParseClaimID(id)
+	if err != nil {
+		return "", err
+	}
+	k := bucketOf(ev, b)
+	res, err := s.lua.confirm.Run(ctx, s.rdb, []string{k.records(), k.expiry(), k.frozen()}, id).Slice()
+	if err != nil {
+		return "", fmt.Errorf("confirm %s: %w", id, err)
+	}
+	if len(res) != 2 {
+		return "", fmt.Errorf("confirm %s: unexpected reply %v", id, res)
+	}
+	code, _ := res[0].(int64)
+	status, _ := res[1].(string)
+	switch code {
+	case 0:
+		return status, nil
+	case 1:
+		return "", ErrNotFound
+	case releaseFrozen:
+		return "", ErrPaused
+	}
+	return "", fmt.Errorf("confirm %s: unknown reply code %d", id, code)
+}
+
+// due returns up to n claims of bucket b whose expiry deadline is before
+// now, with their users. release.lua checks the deadline again against
+// Redis TIME.
+func (s *Store) due(ctx context.Context, ev string, b int, now time.Time, n int) (ids, users []string, err error) {
+	k := bucketOf(ev, b)
+	ids, err = s.rdb.ZRangeByScore(ctx, k.expiry(), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(n),
+	}).Result()
+	if err != nil || len(ids) == 0 {
+		return nil, nil, err
+	}
+	raws, err := s.rdb.HMGet(ctx, k.records(), ids...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("due %s/%d: %w", ev, b, err)
+	}
+	var okIDs, gone []string
+	for i, raw := range raws {
+		str, _ := raw.(string)
+		if str == "" {
+			gone = append(gone, ids[i])
+			continue
+		}
+		rec, err := decodeRecord(ids[i], []byte(str))
+		if err != nil {
+			return nil, nil, err
+		}
+		okIDs, users = append(okIDs, ids[i]), append(users, rec.User)
+	}
+	if len(gone) > 0 {
+		// An index entry without a record would block the head forever.
+		if err := s.rdb.ZRem(ctx, k.expiry(), gone).Err(); err != nil {
+			return nil, nil, fmt.Errorf("due %s/%d: %w", ev, b, err)
+		}
+	}
+	return okIDs, users, nil
+}
+
+// Release returns the unit of claim id of event ev to its bucket, exactly
+// once, and puts a "released" order event on JetStream before it returns.
+// user is the caller, who must own the claim; "" releases as an admin.
+// Releasing a released claim again succeeds and changes nothing. Errors:
+// ErrNotFound, ErrConfirmed, ErrPaused, ErrUnavailable (the release is
+// done; its event stays in the outbox until the sweeper publishes it).
+func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, error) {
+	b, err := ParseClaimID(id)
+	if err != nil {
+		return Record{}, err
+	}
+	reason := "user"
+	if user == "" {
+		rec, err := s.store.Lookup(ctx, ev, id)
+		if err != nil {
+			return Record{}, err
+		}
+		user, reason = rec.User, "admin"
+	}
+	res, err := s.store.release(ctx, ev, b, reason, s.now(), []string{id}, []string{user})
+	if err != nil {
+		return Record{}, err
+	}
+	switch res[0].code {
+	case releasedNow:
+		if err := s.publishReleased(ctx, ev, b, []string{id}, []string{res[0].payload}); err != nil {
+			return Record{}, err
+		}
+	case releasedBefore:
+	case releaseNotFound:
+		return Record{}, ErrNotFound
+	case releaseConfirmed:
+		return Record{}, ErrConfirmed
+	case releaseFrozen:
+		return Record{}, ErrPaused
+	default:
+		return Record{}, fmt.Errorf("release %s: unknown reply code %d", id, res[0].code)
+	}
+	return s.store.Lookup(ctx, ev, id)
+}
+
+// publishReleased publishes released events of bucket b and marks the
+// acknowledged ones for removal from the outbox.
+func (s *Service) publishReleased(ctx context.Context, ev string, b int, ids, payloads []string) error {
+	msgs := make([]message, len(ids))
+	for i, id := range ids {
+		msgs[i] = message{id: id + ":released", payload: payloads[i], ev: OrderEvent{Type: "released"}}
+	}
+	done, err := s.publishMany(ctx, ev, msgs)
+	for i, ok := range done {
+		if ok {
+			s.ack(boxRef{ev, b}, msgs[i].id)
+		}
+	}
+	return err
+}
+
+// expire releases up to n claims per bucket of sale whose deadline passed
+// and publishes their released events. It returns how many it released.
+func (s *Service) expire(ctx context.Context, sale Sale, n int) (int, error) {
+	total := 0
+	for b := range sale.Buckets {
+		ids, users, err := s.store.due(ctx, sale.ID, b, s.now(), n)
+		if err != nil || len(ids) == 0 {
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		res, err := s.store.release(ctx, sale.ID, b, "expired", s.now(), ids, users)
+		if err != nil {
+			return total, err
+		}
+		var done, payloads []string
+		for i, r := range res {
+			if r.code == releasedNow {
+				done, payloads = append(done, ids[i]), append(payloads, r.payload)
+			}
+		}
+		total += len(done)
+		if err := s.publishReleased(ctx, sale.ID, b, done, payloads); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}

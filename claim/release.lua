@@ -1,0 +1,51 @@
+-- release.lua: return the units of pending claims to their bucket, exactly
+-- once per claim, and write a 'released' order event into the outbox.
+-- KEYS[1] bucket stock, KEYS[2] claim records, KEYS[3] outbox, KEYS[4]
+-- bucket stats, KEYS[5] expiry index, KEYS[6] frozen marker; then
+-- KEYS[6+i] the held-claims set of claim i's user. All share the bucket's
+-- hash tag.
+-- ARGV[1] event id, ARGV[2] release time (RFC 3339, for the order event),
+-- ARGV[3] reason (user, admin or expired); then for claim i: ARGV[2+2i]
+-- claim id, ARGV[3+2i] its user (the record must name the same user).
+-- Reply: 3 values per claim {code, status, payload}: 0 released now (payload
+-- is the order event, also in the outbox under '<claim id>:released'), 1 no
+-- such claim of that user, 2 released before, 3 confirmed (never released),
+-- 4 not due (reason expired, deadline not reached), 5 frozen.
+local out = {}
+local n = (#ARGV - 3) / 2
+local function reply(code, status, payload)
+  table.insert(out, code)
+  table.insert(out, status)
+  table.insert(out, payload)
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  for _ = 1, n do reply(5, '', '') end
+  return out
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, n do
+  local id, user = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
+  local raw = redis.call('HGET', KEYS[2], id)
+  local rec = raw and cjson.decode(raw)
+  if not rec or rec['user'] ~= user then
+    reply(1, '', '')
+  elseif rec['status'] == 'released' then
+    reply(2, 'released', '')
+  elseif rec['status'] ~= 'pending' then
+    reply(3, rec['status'], '')
+  elseif ARGV[3] == 'expired' and tonumber(redis.call('ZSCORE', KEYS[5], id) or now + 1) > now then
+    reply(4, 'pending', '')
+  else
+    rec['status'] = 'released'
+    redis.call('HSET', KEYS[2], id, cjson.encode(rec))
+    redis.call('INCR', KEYS[1])
+    redis.call('SREM', KEYS[6 + i], id)
+    redis.call('ZREM', KEYS[5], id)
+    redis.call('HINCRBY', KEYS[4], 'released', 1)
+    local ev = cjson.encode({type = 'released', event = ARGV[1], claim_id = id, user = user, pos = rec['pos'], units = 1, at = ARGV[2], reason = ARGV[3], idem = rec['idem']})
+    redis.call('HSET', KEYS[3], id .. ':released', ev)
+    reply(0, 'released', ev)
+  end
+end
+return out

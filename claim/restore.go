@@ -1,0 +1,143 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+)
+
+// DefaultIdemTTL is how long an idempotency key is remembered when the
+// request does not say.
+const DefaultIdemTTL = 24 * time.Hour
+
+// restorePlan is what a rebuild writes into each bucket.
+type restorePlan struct {
+	gen                          string
+	stock, grantedB, releasedB   []int64
+	claims                       [][]restoreClaim // per bucket
+	granted, released, confirmed int
+	available, oversold          int64
+}
+
+type restoreClaim struct {
+	id, user, idem string
+	raw            []byte // the record as claim.lua writes it
+	deadline       int64  // ms
+	idemTTL        int64  // s
+}
+
+// storedRecord is a claim record as the scripts keep it.
+type storedRecord struct {
+	User   string `json:"user"`
+	Pos    int64  `json:"pos"`
+	AtMs   int64  `json:"at"`
+	Status string `json:"status"`
+	Idem   string `json:"idem,omitempty"`
+}
+
+// planRestore derives every bucket's state from the order events evs
+// (duplicates allowed) and the order worker's statuses: each distinct
+// granted claim is restored in the bucket its id names (the user's home
+// bucket), released if a released event exists, else confirmed if the
+// worker confirmed it, else pending with its expiry deadline; the units not
+// held by live claims are spread evenly over the buckets.
+func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string, now time.Time) *restorePlan {
+	n := cfg.Buckets
+	p := &restorePlan{
+		gen:   strconv.FormatInt(now.UnixNano(), 10),
+		stock: make([]int64, n), grantedB: make([]int64, n), releasedB: make([]int64, n),
+		claims: make([][]restoreClaim, n),
+	}
+	granted := map[string]OrderEvent{}
+	released := map[string]bool{}
+	for _, e := range evs {
+		switch e.Type {
+		case "granted":
+			if _, ok := granted[e.ClaimID]; !ok {
+				granted[e.ClaimID] = e
+			}
+		case "released":
+			released[e.ClaimID] = true
+		}
+	}
+	ttl := time.Duration(cfg.ClaimTTLSeconds) * time.Second
+	for id, g := range granted {
+		p.granted++
+		rec := storedRecord{User: g.User, Pos: g.Pos, AtMs: g.At.UnixMilli(), Status: "pending", Idem: g.Idem}
+		switch {
+		case released[id]:
+			rec.Status = "released"
+			p.released++
+		case statuses[id] == "confirmed":
+			rec.Status = "confirmed"
+			p.confirmed++
+		}
+		b, err := ParseClaimID(id)
+		if err != nil || b >= n {
+			continue // counted as sold; no bucket can hold its state
+		}
+		p.grantedB[b]++
+		if rec.Status == "released" {
+			p.releasedB[b]++
+		}
+		raw, _ := json.Marshal(rec) // a plain struct: cannot fail
+		c := restoreClaim{id: id, user: g.User, idem: g.Idem, raw: raw, deadline: g.At.Add(ttl).UnixMilli()}
+		if g.Idem != "" {
+			c.idemTTL = int64((DefaultIdemTTL - now.Sub(g.At)) / time.Second)
+		}
+		p.claims[b] = append(p.claims[b], c)
+	}
+	p.available = cfg.OnSale() - int64(p.granted) + int64(p.released)
+	if p.available < 0 {
+		p.oversold, p.available = -p.available, 0
+	}
+	for b := range n {
+		p.stock[b] = p.available / int64(n)
+		if int64(b) < p.available%int64(n) {
+			p.stock[b]++
+		}
+	}
+	return p
+}
+
+// restoreChunk is how many claims one restore_claims.lua call writes.
+const restoreChunk = 200
+
+// restoreEvent writes plan into every bucket of ev, each frozen by token.
+func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, token string) error {
+	for b := range p.stock {
+		k := bucketOf(ev, b)
+		ok, err := s.lua.restore.Run(ctx, s.rdb, []string{
+			k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.transfers(), k.applied(), k.parked(), k.gen(), k.frozen(),
+		}, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token).Int()
+		if err == nil && ok == 0 {
+			err = fmt.Errorf("bucket is no longer frozen by this rebuild")
+		}
+		if err != nil {
+			return fmt.Errorf("restore %s/%d: %w", ev, b, err)
+		}
+		claims := p.claims[b]
+		for len(claims) > 0 {
+			chunk := claims[:min(restoreChunk, len(claims))]
+			claims = claims[len(chunk):]
+			keys := []string{k.records(), k.expiry(), k.frozen()}
+			args := []any{token}
+			for _, c := range chunk {
+				keys = append(keys, k.userClaims(c.user), k.userHistory(c.user), k.idem(c.user, c.idem))
+				args = append(args, c.id, c.raw, c.deadline, max(c.idemTTL, 0))
+			}
+			ok, err := s.lua.restoreClaims.Run(ctx, s.rdb, keys, args...).Int()
+			if err == nil && ok == 0 {
+				err = fmt.Errorf("bucket is no longer frozen by this rebuild")
+			}
+			if err != nil {
+				return fmt.Errorf("restore claims %s/%d: %w", ev, b, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package claim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// OrdersBucket is the JetStream key-value bucket in which the order worker
+// records one Order per claim, keyed "<event>.<claim id>".
+const OrdersBucket = "anteroom-orders"
+
+// WorkerConsumer names the order worker's durable consumer.
+const WorkerConsumer = "anteroom-order-worker"
+
+// Order is the order worker's record of one claim. Status is confirmed or
+// released.
+type Order struct {
+	Event      string    `json:"event"`
+	ClaimID    string    `json:"claim_id"`
+	User       string    `json:"user"`
+	Pos        int64     `json:"pos"`
+	Status     string    `json:"status"`
+	GrantedAt  time.Time `json:"granted_at,omitzero"`
+	ReleasedAt time.Time `json:"released_at,omitzero"`
+}
+
+func orderKey(ev, id string) string { return ev + "." + id }
+
+// WorkerConfig tunes a Worker.
+type WorkerConfig struct {
+	// Replicas of the orders key-value bucket; match the stream's.
+	//
+	// Default: 1
+	Replicas int
+	// Concurrency bounds the messages handled at once.
+	//
+	// Default: 32
+	Concurrency int
+	// AckWait is how long JetStream waits for an acknowledgement before it
+	// redelivers.
+	//
+	// Default: 30s
+	AckWait time.Duration
+	// OnError receives errors of single messages (they are redelivered).
+	OnError func(error)
+}
+
+// Worker is the order worker: a durable JetStream consumer with explicit
+// acknowledgements on the order stream. For each granted event it records
+// the order in the OrdersBucket, deduplicated by claim id (Create fails when
+// the key exists), then marks the claim confirmed in Redis (only if it is
+// still pending); for each released event it marks the order released. A
+// message is acknowledged only after both, so a crash redelivers it, and
+// every step is idempotent. Redelivery and republishing after JetStream's
+// duplicate window therefore never record an order twice.
+type Worker struct {
+	store *Store
+	kv    jetstream.KeyValue
+	cons  jetstream.Consumer
+	cfg   WorkerConfig
+}
+
+// NewWorker creates (or binds to) the orders bucket and the durable
+// consumer.
+func NewWorker(ctx context.Context, store *Store, js jetstream.JetStream, cfg WorkerConfig) (*Worker, error) {
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 32
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	if cfg.OnError == nil {
+		cfg.OnError = func(error) {}
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: OrdersBucket, Description: "anteroom orders, one per claim", History: 1,
+		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("orders bucket: %w", err)
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
+		Durable: WorkerConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait,
+		DeliverPolicy: jetstream.DeliverAllPolicy, MaxAckPending: 4 * cfg.Concurrency,
+		FilterSubject: "anteroom.orders.>", Replicas: cfg.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("order consumer: %w", err)
+	}
+	return &Worker{store: store, kv: kv, cons: cons, cfg: cfg}, nil
+}
+
+// Run handles order events until ctx is done, then lets the messages in
+// hand finish and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	hctx := context.WithoutCancel(ctx)
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	cc, err := w.cons.Consume(func(m jetstream.Msg) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			mctx, cancel := context.WithTimeout(hctx, 10*time.Second)
+			defer cancel()
+			w.handle(mctx, m)
+		}()
+	}, jetstream.PullMaxMessages(2*w.cfg.Concurrency))
+	if err != nil {
+		return fmt.Errorf("order worker: %w", err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	<-cc.Closed()
+	wg.Wait()
+	return nil
+}
+
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
+	var oe OrderEvent
+	if err := json.Unmarshal(m.Data(), &oe); err != nil || oe.ClaimID == "" {
+		w.cfg.OnError(fmt.Errorf("order worker: undecodable message on %s: dropped", m.Subject()))
+		_ = m.Term()
+		return
+	}
+	var err error
+	switch oe.Type {
+	case "granted":
+		err = w.granted(ctx, oe)
+	case "released":
+		err = w.released(ctx, oe)
+	default:
+		w.cfg.OnError(fmt.Errorf("order worker: unknown event type %q: dropped", oe.Type))
+		_ = m.Term()
+		return
+	}
+	if err != nil {
+		w.cfg.OnError(fmt.Errorf("order worker: %s %s: %w", oe.Type, oe.ClaimID, err))
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	if err := m.Ack(); err != nil {
+		w.cfg.OnError(fmt.Errorf("order worker: ack %s: %w", oe.ClaimID, err))
+	}
+}
+
+// granted records the order once per claim id, then confirms the claim.
+func (w *Worker) granted(ctx context.Context, oe OrderEvent) error {
+	key := orderKey(oe.Event, oe.ClaimID)
+	raw, _ := json.Marshal(Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At})
+	_, err := w.kv.Create(ctx, key, raw)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// Seen before: a redelivery, or a republish after the duplicate
+		// window. Finish the confirmation unless the claim was released.
+		o, _, gerr := w.order(ctx, key)
+		if gerr != nil {
+			return gerr
+		}
+		if o.Status == "released" {
+			return nil
+		}
+	} else if err != nil {
+		return err
+	}
+	_, err = w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+	if errors.Is(err, ErrNotFound) {
+		// Redis lost the claim (a failover): a rebuild restores it from
+		// the stream, confirmed by the order recorded above.
+		return nil
+	}
+	return err
+}
+
+// released marks the order released, creating it when the released event
+// arrives before the granted one.
+func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
+	key := orderKey(oe.Event, oe.ClaimID)
+	for attempt := 0; attempt < 5; attempt++ {
+		o, rev, err := w.order(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			o = Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos}
+		} else if err != nil {
+			return err
+		}
+		if o.Status == "released" {
+			return nil
+		}
+		o.Status, o.ReleasedAt = "released", oe.At
+		raw, _ := json.Marshal(o)
+		if rev == 0 {
+			_, err = w.kv.Create(ctx, key, raw)
+		} else {
+			_, err = w.kv.Update(ctx, key, raw, rev)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("order %s changed concurrently", key)
+}
+
+func (w *Worker) order(ctx context.Context, key string) (Order, uint64, error) {
+	e, err := w.kv.Get(ctx, key)
+	if err != nil {
+		return Order{}, 0, err
+	}
+	var o Order
+	if err := json.Unmarshal(e.Value(), &o); err != nil {
+		return Order{}, 0, fmt.Errorf("order %s: decode: %w", key, err)
+	}
+	return o, e.Revision(), nil
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/crowd"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+)
+
+// loadgen simulates a crowd against running nodes, reports per-endpoint
+// throughput and latency, and reconciles against Redis and the order
+// stream when it can reach them.
+func loadgen(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	urls := fs.String("url", "http://127.0.0.1:8080", "comma-separated node base URLs")
+	ev := fs.String("event", "", "event id (created first with -create)")
+	users := fs.Int("users", 10000, "simulated shoppers")
+	abandon := fs.Float64("abandon", 0.1, "share who leave after joining")
+	conc := fs.Int("concurrency", 256, "requests in flight at most")
+	spread := fs.Duration("arrival", 2*time.Second, "spread of first arrivals")
+	maxPoll := fs.Duration("max-poll", 2*time.Second, "cap on the server's poll_after_ms")
+	limit := fs.Duration("duration", 2*time.Minute, "stop after this long")
+	create := fs.Bool("create", false, "create the event through the admin API first")
+	units := fs.Int64("units", 1000, "units for sale (with -create)")
+	rate := fs.Float64("rate", 2000, "admissions per second (with -create)")
+	perUser := fs.Int64("per-user", 1, "per-user limit (with -create)")
+	buckets := fs.Int("buckets", 1, "stock buckets (with -create)")
+	admin := fs.String("admin-token", getenv("ANTEROOM_ADMIN_TOKEN"), "admin token (ANTEROOM_ADMIN_TOKEN)")
+	redisURL := fs.String("redis-url", getenv("ANTEROOM_REDIS_URL"), "Redis to reconcile against (ANTEROOM_REDIS_URL)")
+	cluster := fs.String("redis-cluster-addrs", getenv("ANTEROOM_REDIS_CLUSTER_ADDRS"), "Redis Cluster to reconcile against")
+	natsURL := fs.String("nats-url", getenv("ANTEROOM_NATS_URL"), "NATS to reconcile against (ANTEROOM_NATS_URL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ev == "" {
+		return fmt.Errorf("loadgen needs -event")
+	}
+	targets := strings.Split(*urls, ",")
+	if *create {
+		now := time.Now().UTC().Truncate(time.Second)
+		if err := putEvent(ctx, targets[0], *admin, *ev, map[string]any{
+			"name": "loadgen " + *ev, "supply": *units, "per_user_limit": *perUser, "buckets": *buckets,
+			"prequeue_opens_at": now.Add(time.Second), "starts_at": now.Add(3 * time.Second),
+			"ends_at": now.Add(time.Hour), "random_window_seconds": 1, "admit_rate_per_second": *rate,
+		}); err != nil {
+			return err
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, *limit)
+	defer cancel()
+	res, err := crowd.Run(cctx, crowd.Config{
+		URLs: targets, Event: *ev, Users: *users, Abandon: *abandon, Concurrency: *conc,
+		ArrivalSpread: *spread, MaxPoll: *maxPoll, Replays: 2, ReplayShare: 0.05,
+		UserPrefix: fmt.Sprintf("lg%d-", time.Now().UnixNano()%1e6),
+		Progress:   func(s crowd.Stats) { progress(stdout, s, *units) },
+	})
+	fmt.Fprintln(stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: crowd stopped early: %v\n", err)
+	}
+	printEndpoints(stdout, res)
+	if *redisURL == "" && *cluster == "" || *natsURL == "" {
+		fmt.Fprintln(stdout, "\n(no -redis-url/-redis-cluster-addrs and -nats-url: skipping reconciliation against Redis and the stream)")
+		return err
+	}
+	var rdb redis.UniversalClient
+	if *cluster != "" {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*cluster, ",")})
+	} else {
+		opt, perr := redis.ParseURL(*redisURL)
+		if perr != nil {
+			return perr
+		}
+		rdb = redis.NewClient(opt)
+	}
+	defer rdb.Close()
+	nc, cerr := nats.Connect(*natsURL)
+	if cerr != nil {
+		return cerr
+	}
+	defer nc.Close()
+	js, jerr := jetstream.New(nc)
+	if jerr != nil {
+		return jerr
+	}
+	rep, rerr := reconcileWith(ctx, claim.NewStore(rdb), js, *ev, *units, *buckets, res)
+	if rerr != nil {
+		return rerr
+	}
+	rep.print(stdout)
+	if !rep.balanced() {
+		return fmt.Errorf("the report does not balance")
+	}
+	return err
+}
+
+func printEndpoints(w io.Writer, res crowd.Result) {
+	fmt.Fprintf(w, "\n%-8s %9s %10s %9s %9s %9s %9s\n", "endpoint", "requests", "req/s", "p50", "p95", "p99", "max")
+	names := make([]string, 0, len(res.Endpoints))
+	for n := range res.Endpoints {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		e := res.Endpoints[n]
+		fmt.Fprintf(w, "%-8s %9d %10.0f %9s %9s %9s %9s\n", n, e.Count, e.PerSecond,
+			e.P50.Round(10*time.Microsecond), e.P95.Round(10*time.Microsecond), e.P99.Round(10*time.Microsecond), e.Max.Round(100*time.Microsecond))
+	}
+}

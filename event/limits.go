@@ -1,0 +1,165 @@
+package event
+
+import (
+	"fmt"
+	"math"
+)
+
+// Limits are an event's edge protection: token-bucket rate limits for
+// join, claim and status, and the optional abuse defences. Every field may
+// change while the sale runs (PUT /admin/events/{id}); nodes apply a change
+// within a tick.
+//
+// In a Rate, per_second 0 takes the default listed on the field and any
+// negative value turns the limit off (stored as -1). Limits per IP are off
+// by default: behind carrier-grade NAT thousands of honest shoppers share
+// one address, so only staff who know their traffic should set them.
+type Limits struct {
+	// Join limits POST /events/{id}/join.
+	//
+	// Default: event off, ip off, device 1/s burst 5, user 1/s burst 5
+	Join Budget `json:"join"`
+	// Claim limits POST /events/{id}/claim.
+	//
+	// Default: event off, ip off, device 2/s burst 10, user 2/s burst 10
+	Claim Budget `json:"claim"`
+	// Status limits GET /events/{id}/status on each node separately,
+	// without Redis.
+	//
+	// Default: ip off, ticket 10/s burst 100
+	Status StatusBudget `json:"status"`
+	// PoW asks joiners for a proof of work.
+	PoW PoW `json:"pow"`
+	// InviteOnly admits to join only callers with a signed invite for
+	// this event and their user id (anteroom invite).
+	InviteOnly bool `json:"invite_only"`
+	// OneClaimPerDevice lets a device id (X-Device-ID, then required on
+	// claim) serve one user only in this event.
+	OneClaimPerDevice bool `json:"one_claim_per_device"`
+	// OneClaimPerPayment lets a payment fingerprint
+	// (X-Payment-Fingerprint, then required on claim) serve one user only
+	// in this event.
+	OneClaimPerPayment bool `json:"one_claim_per_payment"`
+}
+
+// Budget is one endpoint's limits per dimension. Event is shared by every
+// node (through Redis); IP, Device and User count one caller each.
+type Budget struct {
+	Event  Rate `json:"event"`
+	IP     Rate `json:"ip"`
+	Device Rate `json:"device"`
+	User   Rate `json:"user"`
+}
+
+// StatusBudget is the node-local limits of status polls.
+type StatusBudget struct {
+	IP     Rate `json:"ip"`
+	Ticket Rate `json:"ticket"`
+}
+
+// Rate is a token bucket: PerSecond requests per second sustained, Burst
+// at once. Burst 0 takes max(1, PerSecond).
+type Rate struct {
+	PerSecond float64 `json:"per_second"`
+	Burst     float64 `json:"burst"`
+}
+
+// Off is a Rate that limits nothing.
+var Off = Rate{PerSecond: -1}
+
+// On reports whether r limits anything.
+func (r Rate) On() bool { return r.PerSecond > 0 }
+
+// PoW configures the proof-of-work challenge of join.
+type PoW struct {
+	// Enabled requires a solved challenge (X-PoW) on join.
+	Enabled bool `json:"enabled"`
+	// Bits is the difficulty: leading zero bits of sha256(challenge ||
+	// nonce). Each bit doubles the work; 16 takes about a second on a
+	// phone.
+	//
+	// Default: 16
+	Bits int `json:"bits"`
+	// TTLSeconds is how long a challenge may be used.
+	//
+	// Default: 300
+	TTLSeconds int64 `json:"ttl_seconds"`
+}
+
+// Bounds of the limits.
+const (
+	MaxBurst   = 10_000_000
+	MaxPoWBits = 26
+)
+
+// Defaults fills zero fields with their defaults and writes every
+// negative rate as Off. It is idempotent.
+func (l *Limits) Defaults() {
+	l.Join.defaults(Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Rate{1, 5}})
+	l.Claim.defaults(Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Rate{2, 10}})
+	l.Status.IP.defaults(Off)
+	l.Status.Ticket.defaults(Rate{10, 100})
+	if l.PoW.Bits == 0 {
+		l.PoW.Bits = 16
+	}
+	if l.PoW.TTLSeconds == 0 {
+		l.PoW.TTLSeconds = 300
+	}
+}
+
+func (b *Budget) defaults(d Budget) {
+	b.Event.defaults(d.Event)
+	b.IP.defaults(d.IP)
+	b.Device.defaults(d.Device)
+	b.User.defaults(d.User)
+}
+
+func (r *Rate) defaults(d Rate) {
+	switch {
+	case r.PerSecond < 0:
+		*r = Off
+	case r.PerSecond == 0:
+		*r = d
+	case r.Burst == 0:
+		r.Burst = max(1, math.Ceil(r.PerSecond))
+	}
+}
+
+// Validate checks l (after Defaults) and returns an error wrapping
+// ErrInvalid that names the field.
+func (l *Limits) Validate() error {
+	rates := []struct {
+		name string
+		r    Rate
+	}{
+		{"join.event", l.Join.Event}, {"join.ip", l.Join.IP}, {"join.device", l.Join.Device}, {"join.user", l.Join.User},
+		{"claim.event", l.Claim.Event}, {"claim.ip", l.Claim.IP}, {"claim.device", l.Claim.Device}, {"claim.user", l.Claim.User},
+		{"status.ip", l.Status.IP}, {"status.ticket", l.Status.Ticket},
+	}
+	for _, f := range rates {
+		if err := f.r.validate(); err != "" {
+			return fmt.Errorf("%w: limits.%s: %s", ErrInvalid, f.name, err)
+		}
+	}
+	switch {
+	case l.PoW.Bits < 1 || l.PoW.Bits > MaxPoWBits:
+		return fmt.Errorf("%w: limits.pow.bits must be between 1 and %d", ErrInvalid, MaxPoWBits)
+	case l.PoW.TTLSeconds < 10 || l.PoW.TTLSeconds > 3600:
+		return fmt.Errorf("%w: limits.pow.ttl_seconds must be between 10 and 3600", ErrInvalid)
+	}
+	return nil
+}
+
+func (r Rate) validate() string {
+	switch {
+	case math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0) || math.IsNaN(r.Burst) || math.IsInf(r.Burst, 0):
+		return "must be a finite number"
+	case r.PerSecond == -1 && r.Burst == 0:
+		return ""
+	case !(r.PerSecond > 0) || r.PerSecond > MaxRate:
+		return fmt.Sprintf("per_second must be above 0 and at most %d, or -1 for off", MaxRate)
+	case r.Burst < 1 || r.Burst > MaxBurst:
+		return fmt.Sprintf("burst must be between 1 and %d", MaxBurst)
+	}
+	return ""
+}

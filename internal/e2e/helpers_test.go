@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/testenv"
+)
+
+// startNode starts a node on a free loopback port with its own
+// redis-server and NATS JetStream, and stops it on cleanup.
+func startNode(t *testing.T) *node.Node {
+	t.Helper()
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	cfg := node.Config{
+		Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start node: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Close(ctx); err != nil {
+			t.Errorf("close node: %v", err)
+		}
+	})
+	return n
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+// call sends one request and decodes a JSON answer.
+func call(t *testing.T, method, url string, hdr map[string]string, body []byte) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &a.body); err != nil {
+			t.Fatalf("%s %s: undecodable %q", method, url, raw)
+		}
+	}
+	return a
+}
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+// sale is an event configuration for the admin API, relative to now.
+type sale struct {
+	supply         int
+	mode           string
+	opensIn        time.Duration // prequeue_opens_at - now
+	startsIn       time.Duration // starts_at - now
+	window         int           // random_window_seconds
+	rate           float64
+	name           string
+	admissionTTL   int
+	perUserLimit   int
+	endsAfterStart time.Duration
+}
+
+func (s sale) json(now time.Time) []byte {
+	if s.mode == "" {
+		s.mode = "fcfs"
+	}
+	if s.name == "" {
+		s.name = "Launch sneaker drop"
+	}
+	if s.endsAfterStart == 0 {
+		s.endsAfterStart = time.Hour
+	}
+	now = now.UTC().Truncate(time.Second)
+	m := map[string]any{
+		"name": s.name, "supply": s.supply, "mode": s.mode,
+		"prequeue_opens_at": now.Add(s.opensIn), "starts_at": now.Add(s.startsIn), "ends_at": now.Add(s.startsIn + s.endsAfterStart),
+		"random_window_seconds": s.window, "admit_rate_per_second": s.rate,
+	}
+	if s.perUserLimit > 0 {
+		m["per_user_limit"] = s.perUserLimit
+	}
+	raw, _ := json.Marshal(m)
+	return raw
+}
+
+// createSale creates event id through the admin API.
+func createSale(t *testing.T, n *node.Node, id string, s sale) {
+	t.Helper()
+	a := call(t, http.MethodPut, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, s.json(time.Now()))
+	if a.status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", id, a.status, a.raw)
+	}
+}
+
+// admit joins user to ev over HTTP and polls until an admission token
+// arrives.
+func admit(t *testing.T, n *node.Node, ev, user string) string {
+	t.Helper()
+	base := n.URL() + "/events/" + ev
+	j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
+	if j.status != http.StatusOK {
+		t.Fatalf("join %s: %d %s", user, j.status, j.raw)
+	}
+	var token string
+	waitFor(t, "admission of "+user, 15*time.Second, func() bool {
+		s := call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + str(j.body, "ticket")}, nil)
+		token = str(s.body, "admission_token")
+		return token != ""
+	})
+	return token
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

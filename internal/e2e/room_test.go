@@ -1,0 +1,227 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+const (
+	joinEnabled  = `!document.getElementById("join").disabled`
+	claimVisible = `(() => { const b = document.getElementById("claim"); return !b.hidden && !b.disabled; })()`
+)
+
+// countdownSeconds reads the big countdown (hh:mm:ss) as seconds.
+func countdownSeconds(t *testing.T, s string) int {
+	t.Helper()
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) != 3 {
+		t.Fatalf("countdown %q: want hh:mm:ss", s)
+	}
+	total := 0
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatalf("countdown %q: %v", s, err)
+		}
+		total = total*60 + n
+	}
+	return total
+}
+
+// TestShopperJourney follows one shopper on a phone whose clock is seven
+// minutes slow: the countdown (from server time), the join button
+// unlocking, the shuffle window, admission, the claim and its status, and
+// the revealed seed in the fairness panel.
+func TestShopperJourney(t *testing.T) {
+	n := startNode(t)
+	browser := startBrowser(t)
+	createSale(t, n, "drop", sale{supply: 5, opensIn: 4 * time.Second, startsIn: 6 * time.Second, window: 2, rate: 50})
+
+	p := newTab(t, browser, "room", phoneW, phoneH, nil)
+	p.skewClock(-7 * time.Minute)
+	p.do(chromedp.Navigate(n.URL() + "/e/drop"))
+	p.waitJS("the countdown", `document.getElementById("cd").textContent.includes(":")`, 10*time.Second)
+	w := p.weight()
+	t.Logf("page weight of /e/drop: %d bytes transferred (document %d, assets %d in %d requests; API calls so far %d)",
+		w.Document+w.Assets, w.Document, w.Assets, w.Requests, w.API)
+	if w.Document+w.Assets > 50*1024 {
+		t.Errorf("the page transferred %d bytes, want under 50 KB", w.Document+w.Assets)
+	}
+	if got := p.text("cdLabel"); got != "Queue opens in" {
+		t.Errorf("countdown label %q, want %q", got, "Queue opens in")
+	}
+	if secs := countdownSeconds(t, p.text("cd")); secs > 10 {
+		t.Errorf("countdown shows %d s with the device clock 7 min slow, want at most 10 (from server time)", secs)
+	}
+	if eval[bool](p, joinEnabled) {
+		t.Errorf("join button enabled before the queue opens")
+	}
+	p.shot("countdown")
+
+	p.waitJS("the join button to unlock", joinEnabled, 10*time.Second)
+	p.do(chromedp.Click(chromedp.ID("join")))
+	p.waitJS("the queue card", `!document.getElementById("queue").hidden`, 10*time.Second)
+	if got := p.text("state"); got != "You're in the shuffle window" {
+		t.Errorf("state after joining in the window: %q", got)
+	}
+	p.shot("shuffle-window")
+
+	p.waitJS("admission", claimVisible, 20*time.Second)
+	t.Logf("time to first position: %.0f ms from clicking join (includes waiting for the 2 s shuffle window to close)",
+		eval[float64](p, `window.anteroom.firstPosition - window.anteroom.joinClick`))
+	if got := p.text("pos"); got != "1" {
+		t.Errorf("position %q, want 1", got)
+	}
+	p.shot("admitted")
+
+	p.do(chromedp.Click(chromedp.ID("claim")))
+	p.waitJS("the granted result", resultKind+` === "granted"`, 15*time.Second)
+	result := p.text("result")
+	claimID := eval[string](p, `JSON.parse(localStorage.getItem("anteroom_res_drop")).id`)
+	if !strings.Contains(result, "Claim "+claimID) || !strings.Contains(result, "Status: ") {
+		t.Errorf("granted result %q, want the claim id %s and its status", result, claimID)
+	}
+	look := call(t, http.MethodGet, n.URL()+"/events/drop/claims/"+claimID, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	if look.status != http.StatusOK {
+		t.Errorf("the page's claim %s is unknown to the server: %d %s", claimID, look.status, look.raw)
+	}
+	t.Logf("claim %s: page shows %q (server status %s)", claimID, result, str(look.body, "status"))
+	p.waitJS("the revealed seed", `!document.getElementById("reveal").hidden && document.getElementById("hash").textContent.startsWith("✓")`, 10*time.Second)
+	seed, commit := p.text("seed"), p.text("commit")
+	sum := sha256.Sum256(mustHex(t, seed))
+	if hex.EncodeToString(sum[:]) != commit {
+		t.Errorf("revealed seed %s does not hash to the commitment %s", seed, commit)
+	}
+	if got, want := p.text("cmd"), "anteroom verify --seed "+seed+" --window 1 --seq 1"; got != want {
+		t.Errorf("verify command %q, want %q", got, want)
+	}
+	p.shot("granted")
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatalf("seed %q: %v", s, err)
+	}
+	return b
+}
+
+// TestSoldOut: a shopper admitted to a sale whose last unit goes to someone
+// else first is told it is sold out; a newcomer sees it before joining.
+func TestSoldOut(t *testing.T) {
+	n := startNode(t)
+	browser := startBrowser(t)
+	createSale(t, n, "last", sale{supply: 1, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
+
+	p := newTab(t, browser, "room", phoneW, phoneH, nil)
+	p.do(chromedp.Navigate(n.URL() + "/e/last"))
+	p.waitJS("the join button", joinEnabled, 10*time.Second)
+	p.do(chromedp.Click(chromedp.ID("join")))
+	p.waitJS("admission", claimVisible, 15*time.Second)
+	t.Logf("time to first position: %.0f ms from clicking join to the position shown (no shuffle window)",
+		eval[float64](p, `window.anteroom.firstPosition - window.anteroom.joinClick`))
+
+	token := admit(t, n, "last", "alice")
+	a := call(t, http.MethodPost, n.URL()+"/events/last/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil)
+	if a.status != http.StatusCreated {
+		t.Fatalf("alice's claim: %d %s", a.status, a.raw)
+	}
+	eval[bool](p, `(document.getElementById("claim").click(), true)`)
+	p.waitJS("the sold-out result", resultKind+` === "sold_out"`, 15*time.Second)
+	if got := p.text("result"); !strings.HasPrefix(got, "Sold out.") {
+		t.Errorf("result %q, want the sold-out message", got)
+	}
+	if p.visible("claim") {
+		t.Errorf("claim button still shown after sold out")
+	}
+	p.shot("sold-out")
+
+	late := newTab(t, browser, "newcomer", phoneW, phoneH, nil)
+	late.do(chromedp.Navigate(n.URL() + "/e/last"))
+	late.waitJS("the sold-out result", resultKind+` === "sold_out"`, 10*time.Second)
+	if eval[bool](late, joinEnabled) {
+		t.Errorf("join button enabled on a sold-out sale")
+	}
+	late.shot("sold-out-newcomer")
+}
+
+// TestLotteryNotSelected: two shoppers register for a one-unit lottery;
+// the one drawn first claims it, the other is told "not selected".
+func TestLotteryNotSelected(t *testing.T) {
+	n := startNode(t)
+	browser := startBrowser(t)
+	createSale(t, n, "draw", sale{supply: 1, mode: "lottery", opensIn: -2 * time.Second, startsIn: 6 * time.Second, rate: 50})
+
+	tabs := []*tab{newTab(t, browser, "shopper-a", phoneW, phoneH, nil), newTab(t, browser, "shopper-b", phoneW, phoneH, nil)}
+	for _, p := range tabs {
+		p.do(chromedp.Navigate(n.URL() + "/e/draw"))
+		p.waitJS("the register button", joinEnabled, 10*time.Second)
+		if got := p.text("join"); got != "Register for the draw" {
+			t.Errorf("join button %q, want the lottery wording", got)
+		}
+		p.do(chromedp.Click(chromedp.ID("join")))
+		p.waitJS("registration", `document.getElementById("state").textContent === "You're registered for the draw"`, 10*time.Second)
+	}
+	tabs[0].shot("registered")
+
+	var winner, loser *tab
+	waitFor(t, "the draw to admit someone", 20*time.Second, func() bool {
+		for i, p := range tabs {
+			if eval[bool](p, claimVisible) {
+				winner, loser = p, tabs[1-i]
+				return true
+			}
+		}
+		return false
+	})
+	winner.do(chromedp.Click(chromedp.ID("claim")))
+	winner.waitJS("the granted result", resultKind+` === "granted"`, 10*time.Second)
+	winner.shot("winner")
+	loser.waitJS("the not-selected result", resultKind+` === "not_selected"`, 20*time.Second)
+	if got := loser.text("result"); !strings.HasPrefix(got, "Not selected.") {
+		t.Errorf("loser's result %q", got)
+	}
+	loser.waitJS("the revealed seed", `!document.getElementById("reveal").hidden`, 10*time.Second)
+	if got := loser.text("w"); got != "2" {
+		t.Errorf("window size shown %q, want 2", got)
+	}
+	loser.shot("not-selected")
+}
+
+// TestChinesePage: a browser asking for zh-CN gets the Chinese page, and
+// the switch turns it into English without a reload.
+func TestChinesePage(t *testing.T) {
+	n := startNode(t)
+	browser := startBrowser(t)
+	createSale(t, n, "cn", sale{supply: 10, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100, name: "限量球鞋首发"})
+
+	p := newTab(t, browser, "room-zh", phoneW, phoneH, map[string]any{"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.5"})
+	p.do(chromedp.Navigate(n.URL() + "/e/cn"))
+	p.waitJS("the join button", joinEnabled, 10*time.Second)
+	if got := eval[string](p, `document.documentElement.lang`); got != "zh-Hans" {
+		t.Errorf("html lang %q, want zh-Hans", got)
+	}
+	if got := p.text("join"); got != "加入排队" {
+		t.Errorf("join button %q, want 加入排队", got)
+	}
+	p.shot("zh-open")
+	p.do(chromedp.Click(chromedp.ID("join")))
+	p.waitJS("admission", claimVisible, 15*time.Second)
+	if got, want := p.text("state")+"|"+p.text("claim"), "轮到你了|立即领取"; got != want {
+		t.Errorf("admitted texts %q, want %q", got, want)
+	}
+	p.shot("zh-admitted")
+	p.do(chromedp.Click(chromedp.ID("lang")))
+	if got, want := p.text("state")+"|"+p.text("claim")+"|"+p.text("lang"), "It's your turn|Claim now|中文"; got != want {
+		t.Errorf("after the switch %q, want %q", got, want)
+	}
+	p.shot("switched-to-en")
+}

@@ -1,0 +1,309 @@
+package node_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/testenv"
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// TestIdentityHeader: the trusted gateway header names the caller; the
+// per-user limit and claim lookups key on it.
+func TestIdentityHeader(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "header"})
+	createSale(t, n, "hdr", openSale(10, 1, 0, 0, 1000))
+	ev := n.URL() + "/events/hdr"
+
+	alice := admit(t, n, "hdr", "alice")
+	if sub := str(payloadOf(t, alice), "sub"); sub != "alice" {
+		t.Fatalf("admission sub %q, want alice", sub)
+	}
+	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + alice}, nil)
+	if c.status != http.StatusCreated {
+		t.Fatalf("claim: %d %s", c.status, c.raw)
+	}
+	id := str(c.body, "claim_id")
+	again := admit(t, n, "hdr", "alice") // a new token, the same user
+	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + again, "Idempotency-Key": "second"}, nil), http.StatusConflict, "limit_reached")
+	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "bob", "Authorization": "Bearer " + again}, nil), http.StatusForbidden, "forbidden")
+	if a := call(t, http.MethodGet, ev+"/claims/"+id, map[string]string{"X-User-ID": "alice"}, nil); a.status != http.StatusOK {
+		t.Errorf("alice's lookup: %d %s", a.status, a.raw)
+	}
+	problemOK(t, call(t, http.MethodGet, ev+"/claims/"+id, map[string]string{"X-User-ID": "bob"}, nil), http.StatusNotFound, "not_found")
+	problemOK(t, call(t, http.MethodGet, ev+"/claims/"+id, nil, nil), http.StatusUnauthorized, "unauthenticated")
+
+	// Discovery without a URL issuer: the default iss, jwks_uri from the
+	// request, and never cached by a shared cache (the host is the client's).
+	d := call(t, http.MethodGet, n.URL()+"/.well-known/openid-configuration", nil, nil)
+	if d.status != http.StatusOK || str(d.body, "issuer") != "anteroom" || str(d.body, "jwks_uri") != n.URL()+"/.well-known/jwks.json" {
+		t.Errorf("discovery: %d %s", d.status, d.raw)
+	}
+	if cc := d.header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("discovery Cache-Control %q, want no-store when jwks_uri follows the request", cc)
+	}
+}
+
+// TestIdentityAnonymous: a visitor cookie is minted on join, names the
+// caller afterwards, and is the only way to see one's claims.
+func TestIdentityAnonymous(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous"})
+	createSale(t, n, "anon", openSale(10, 1, 0, 0, 1000))
+	ev := n.URL() + "/events/anon"
+
+	j := call(t, http.MethodPost, ev+"/join", nil, nil)
+	if j.status != http.StatusOK {
+		t.Fatalf("join: %d %s", j.status, j.raw)
+	}
+	visitor, line := cookieOf(j, "anteroom_visitor")
+	if visitor == "" {
+		t.Fatalf("join set no visitor cookie: %v", j.header.Values("Set-Cookie"))
+	}
+	low := strings.ToLower(line)
+	for _, attr := range []string{"httponly", "samesite=lax", "path=/", "max-age="} {
+		if !strings.Contains(low, attr) {
+			t.Errorf("visitor cookie %q lacks %s", line, attr)
+		}
+	}
+	if strings.Contains(low, "secure") {
+		t.Errorf("visitor cookie %q is Secure over plain HTTP", line)
+	}
+	mine := map[string]string{"Cookie": "anteroom_visitor=" + visitor}
+
+	// The cookie brings back the same queue place and is not replaced.
+	again := call(t, http.MethodPost, ev+"/join", mine, nil)
+	if again.status != http.StatusOK || str(again.body, "ticket") != str(j.body, "ticket") {
+		t.Errorf("second join: %d %s, want the same ticket", again.status, again.raw)
+	}
+	if v, _ := cookieOf(again, "anteroom_visitor"); v != "" {
+		t.Errorf("second join replaced a valid visitor cookie")
+	}
+	// Under TLS (here: a TLS-terminating proxy's header) the cookie is Secure.
+	tls := call(t, http.MethodPost, ev+"/join", map[string]string{"X-Forwarded-Proto": "https"}, nil)
+	if _, l := cookieOf(tls, "anteroom_visitor"); !strings.Contains(strings.ToLower(l), "secure") {
+		t.Errorf("visitor cookie under TLS %q is not Secure", l)
+	}
+	// A tampered cookie on join: a fresh visitor, not the victim.
+	tampered := flip(visitor, 0)
+	fresh := call(t, http.MethodPost, ev+"/join", map[string]string{"Cookie": "anteroom_visitor=" + tampered}, nil)
+	other, _ := cookieOf(fresh, "anteroom_visitor")
+	if fresh.status != http.StatusOK || other == "" || other == visitor || str(fresh.body, "ticket") == str(j.body, "ticket") {
+		t.Fatalf("join with a tampered cookie: %d %s cookie %q, want a new visitor", fresh.status, fresh.raw, other)
+	}
+	theirs := map[string]string{"Cookie": "anteroom_visitor=" + other}
+
+	// Status with the ticket cookie, then the claim with the visitor cookie.
+	ticketCookie := "anteroom_t_anon=" + str(j.body, "ticket")
+	var token string
+	waitFor(t, "admission", 10*time.Second, func() bool {
+		s := call(t, http.MethodGet, ev+"/status", map[string]string{"Cookie": ticketCookie + "; anteroom_visitor=" + visitor}, nil)
+		token = str(s.body, "admission_token")
+		return token != ""
+	})
+	if sub := str(payloadOf(t, token), "sub"); sub != strings.Split(visitor, ".")[0] {
+		t.Fatalf("admission sub %q, want the visitor id of %q", sub, visitor)
+	}
+	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": theirs["Cookie"]}, nil), http.StatusForbidden, "forbidden")
+	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": mine["Cookie"]}, nil)
+	if c.status != http.StatusCreated {
+		t.Fatalf("claim: %d %s", c.status, c.raw)
+	}
+	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": mine["Cookie"], "Idempotency-Key": "another"}, nil), http.StatusConflict, "limit_reached")
+
+	look := ev + "/claims/" + str(c.body, "claim_id")
+	if a := call(t, http.MethodGet, look, mine, nil); a.status != http.StatusOK || str(a.body, "claim_id") != str(c.body, "claim_id") {
+		t.Errorf("own lookup: %d %s", a.status, a.raw)
+	}
+	problemOK(t, call(t, http.MethodGet, look, theirs, nil), http.StatusNotFound, "not_found")
+	problemOK(t, call(t, http.MethodGet, look, map[string]string{"Cookie": "anteroom_visitor=" + tampered}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, call(t, http.MethodGet, look, map[string]string{"Cookie": "anteroom_visitor=garbage"}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, call(t, http.MethodGet, look, map[string]string{"X-User-ID": strings.Split(visitor, ".")[0]}, nil), http.StatusUnauthorized, "unauthenticated")
+}
+
+// flip changes the character at i of s to another base64url character.
+func flip(s string, i int) string {
+	b := []byte(s)
+	if b[i] == 'A' {
+		b[i] = 'B'
+	} else {
+		b[i] = 'A'
+	}
+	return string(b)
+}
+
+// shop plays the shop's identity provider: its keys and the JWKS file
+// anteroom reads.
+type shop struct {
+	rsa  *rsa.PrivateKey
+	ec   *ecdsa.PrivateKey
+	file string
+}
+
+func newShop(t *testing.T) *shop {
+	t.Helper()
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &shop{rsa: rk, ec: ek, file: filepath.Join(t.TempDir(), "shop-jwks.json")}
+	s.publish(t,
+		jose.JSONWebKey{Key: &rk.PublicKey, KeyID: "rsa-1", Algorithm: "RS256", Use: "sig"},
+		jose.JSONWebKey{Key: &ek.PublicKey, KeyID: "ec-1", Algorithm: "ES256", Use: "sig"},
+	)
+	return s
+}
+
+// publish writes keys as the JWKS file, atomically (as a secret volume or
+// a config management tool would).
+func (s *shop) publish(t *testing.T, keys ...jose.JSONWebKey) {
+	t.Helper()
+	data, err := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := s.file + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, s.file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// userClaims are a valid shop token's claims for user, with overrides.
+func userClaims(user string, over jwt.MapClaims) jwt.MapClaims {
+	now := time.Now()
+	c := jwt.MapClaims{
+		"iss": "https://shop.example", "aud": "anteroom", "sub": user,
+		"iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(),
+	}
+	for k, v := range over {
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// TestIdentityJWT: the shop's own user token (RS256 or ES256, from a JWKS
+// file) names the caller; X-User-ID never does.
+func TestIdentityJWT(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	s := newShop(t)
+	n := startNode(t, node.Config{
+		RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file,
+		UserIssuer: "https://shop.example", UserAudience: "anteroom", KeyReload: 50 * time.Millisecond,
+	})
+	createSale(t, n, "jwt", openSale(10, 1, 0, 0, 1000))
+	ev := n.URL() + "/events/jwt"
+	join := func(hdr map[string]string) answer { return call(t, http.MethodPost, ev+"/join", hdr, nil) }
+
+	alice := sign(t, jwt.SigningMethodRS256, s.rsa, "rsa-1", userClaims("alice", nil))
+	bob := sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("bob", nil))
+
+	ja := join(map[string]string{"X-User-Token": alice})
+	if ja.status != http.StatusOK {
+		t.Fatalf("join with an RS256 user token: %d %s", ja.status, ja.raw)
+	}
+	jb := join(map[string]string{"X-User-Token": "Bearer " + bob})
+	if jb.status != http.StatusOK || str(jb.body, "ticket") == str(ja.body, "ticket") {
+		t.Fatalf("join with an ES256 user token: %d %s", jb.status, jb.raw)
+	}
+	// A spoofed X-User-ID counts for nothing: alone it is 401, next to
+	// alice's token the caller is alice.
+	spoof := join(map[string]string{"X-User-ID": "alice"})
+	problemOK(t, spoof, http.StatusUnauthorized, "unauthenticated")
+	mixed := join(map[string]string{"X-User-Token": alice, "X-User-ID": "bob"})
+	if mixed.status != http.StatusOK || str(mixed.body, "ticket") != str(ja.body, "ticket") {
+		t.Errorf("alice's token with X-User-ID bob: %d %s, want alice's ticket", mixed.status, mixed.raw)
+	}
+
+	_, _, foreign := mustEd25519(t)
+	rejected := map[string]map[string]string{
+		"token in Authorization":   {"Authorization": "Bearer " + alice},
+		"expired":                  {"X-User-Token": sign(t, jwt.SigningMethodRS256, s.rsa, "rsa-1", userClaims("alice", jwt.MapClaims{"exp": time.Now().Add(-time.Minute).Unix(), "iat": time.Now().Add(-time.Hour).Unix()}))},
+		"without exp":              {"X-User-Token": sign(t, jwt.SigningMethodRS256, s.rsa, "rsa-1", userClaims("alice", jwt.MapClaims{"exp": nil}))},
+		"without sub":              {"X-User-Token": sign(t, jwt.SigningMethodRS256, s.rsa, "rsa-1", userClaims("alice", jwt.MapClaims{"sub": nil}))},
+		"another issuer":           {"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("alice", jwt.MapClaims{"iss": "https://evil.example"}))},
+		"another audience":         {"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("alice", jwt.MapClaims{"aud": "elsewhere"}))},
+		"unknown key":              {"X-User-Token": sign(t, jwt.SigningMethodEdDSA, foreign, "ed-1", userClaims("alice", nil))},
+		"alg none":                 {"X-User-Token": unsignedJWT(t, map[string]any{"alg": "none", "kid": "rsa-1"}, userClaims("alice", nil))},
+		"tampered":                 {"X-User-Token": alice[:strings.LastIndex(alice, ".")] + "." + strings.Repeat("A", 342)},
+		"garbage":                  {"X-User-Token": "garbage"},
+		"an anteroom queue ticket": {"X-User-Token": str(ja.body, "ticket")},
+		"sub unusable as a user":   {"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("has space", nil))},
+	}
+	for name, hdr := range rejected {
+		t.Run(name, func(t *testing.T) { problemOK(t, join(hdr), http.StatusUnauthorized, "unauthenticated") })
+	}
+
+	// The admission token carries the verified user; claims and lookups
+	// check the caller against it.
+	token := pollAdmission(t, n, "jwt", str(ja.body, "ticket"))
+	if sub := str(payloadOf(t, token), "sub"); sub != "alice" {
+		t.Fatalf("admission sub %q, want alice", sub)
+	}
+	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "X-User-Token": bob}, nil), http.StatusForbidden, "forbidden")
+	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "X-User-Token": alice, "X-User-ID": "bob"}, nil)
+	if c.status != http.StatusCreated {
+		t.Fatalf("alice's claim: %d %s", c.status, c.raw)
+	}
+	// The per-user limit binds alice, whatever token she comes back with.
+	second := pollAdmission(t, n, "jwt", str(mixed.body, "ticket"))
+	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + second, "X-User-Token": alice, "Idempotency-Key": "again"}, nil), http.StatusConflict, "limit_reached")
+	look := ev + "/claims/" + str(c.body, "claim_id")
+	if a := call(t, http.MethodGet, look, map[string]string{"X-User-Token": alice}, nil); a.status != http.StatusOK {
+		t.Errorf("alice's lookup: %d %s", a.status, a.raw)
+	}
+	problemOK(t, call(t, http.MethodGet, look, map[string]string{"X-User-Token": bob}, nil), http.StatusNotFound, "not_found")
+	problemOK(t, call(t, http.MethodGet, look, map[string]string{"X-User-ID": "alice"}, nil), http.StatusUnauthorized, "unauthenticated")
+
+	// The shop rotates its keys: the node picks up the new file.
+	ek2, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := sign(t, jwt.SigningMethodES256, ek2, "ec-2", userClaims("carol", nil))
+	problemOK(t, join(map[string]string{"X-User-Token": carol}), http.StatusUnauthorized, "unauthenticated")
+	s.publish(t,
+		jose.JSONWebKey{Key: &s.ec.PublicKey, KeyID: "ec-1", Algorithm: "ES256", Use: "sig"},
+		jose.JSONWebKey{Key: &ek2.PublicKey, KeyID: "ec-2", Algorithm: "ES256", Use: "sig"},
+	)
+	waitFor(t, "the node to reload the shop's keys", 5*time.Second, func() bool {
+		return join(map[string]string{"X-User-Token": carol}).status == http.StatusOK
+	})
+	problemOK(t, join(map[string]string{"X-User-Token": alice}), http.StatusUnauthorized, "unauthenticated") // rsa-1 was dropped
+}
+
+// mustEd25519 returns a fresh Ed25519 key pair and the private key as any.
+func mustEd25519(t *testing.T) (ed25519.PublicKey, ed25519.PrivateKey, any) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pub, priv, priv
+}

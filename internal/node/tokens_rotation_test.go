@@ -1,0 +1,114 @@
+package node_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/testenv"
+)
+
+// TestKeyRotationEndToEnd rotates and retires the signing keys of a
+// running node with the `anteroom keys` command, as an operator would: a
+// token signed before the rotation keeps working until its key is retired,
+// the JWKS lists both keys in between, and after retirement the old key
+// is gone and its tokens are refused with 401 without touching the stock.
+func TestKeyRotationEndToEnd(t *testing.T) {
+	bin := buildAnteroom(t)
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	keyDir := t.TempDir()
+	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, KeyReload: 50 * time.Millisecond})
+	createSale(t, n, "rot", openSale(10, 1, 0, 0, 1000))
+	claimURL := n.URL() + "/events/rot/claim"
+	claimWith := func(token string) answer {
+		return call(t, http.MethodPost, claimURL, map[string]string{"Authorization": "Bearer " + token}, nil)
+	}
+
+	before := jwksOf(t, n)
+	if len(before) != 1 {
+		t.Fatalf("JWKS before rotation: %v, want one key", before)
+	}
+	oldKid := before[0]
+	alice := admit(t, n, "rot", "alice")
+	carol := admit(t, n, "rot", "carol")
+	if kidOf(t, alice) != oldKid {
+		t.Fatalf("alice's token kid %s, want %s", kidOf(t, alice), oldKid)
+	}
+
+	out := anteroomCmd(t, bin, "keys", "rotate", "-signing-keys", keyDir)
+	newKid, _, _ := strings.Cut(strings.TrimPrefix(out, "active "), "\n")
+	if len(newKid) != 43 || newKid == oldKid || !strings.Contains(out, "previous "+oldKid) {
+		t.Fatalf("keys rotate printed %q", out)
+	}
+	waitFor(t, "the node to reload the rotated keys", 5*time.Second, func() bool {
+		return slices.Equal(jwksOf(t, n), []string{newKid, oldKid})
+	})
+	list := anteroomCmd(t, bin, "keys", "list", "-signing-keys", keyDir)
+	if !strings.Contains(list, newKid+"  active") || !strings.Contains(list, oldKid+"  verify-only") {
+		t.Errorf("keys list:\n%s", list)
+	}
+
+	// Signed before the rotation, presented after: accepted.
+	if a := claimWith(alice); a.status != http.StatusCreated {
+		t.Fatalf("claim with a pre-rotation token: %d %s", a.status, a.raw)
+	}
+	bob := admit(t, n, "rot", "bob")
+	if kidOf(t, bob) != newKid {
+		t.Errorf("bob's token kid %s, want the new key %s", kidOf(t, bob), newKid)
+	}
+
+	// Mistakes an operator can make are refused and change nothing.
+	for _, args := range [][]string{
+		{"keys", "retire", "-signing-keys", keyDir},
+		{"keys", "retire", "-signing-keys", keyDir, "-max-age", "-1s"},
+		{"keys", "list", "-signing-keys", keyDir + "-typo"},
+		{"keys", "retire", "-signing-keys", keyDir + "-typo", "-max-age", "1ms"},
+		{"keys", "rotate", "-signing-keys", keyDir, "extra"},
+		{"keys", "turn"},
+		{"keys"},
+	} {
+		if out := anteroomFails(t, bin, args...); !strings.Contains(out, "anteroom:") {
+			t.Errorf("anteroom %s: %q, want an error message", strings.Join(args, " "), out)
+		}
+	}
+	if kids := jwksOf(t, n); !slices.Equal(kids, []string{newKid, oldKid}) {
+		t.Fatalf("JWKS after refused commands: %v", kids)
+	}
+
+	// A max-age covering the tokens keeps the old key.
+	if out := anteroomCmd(t, bin, "keys", "retire", "-signing-keys", keyDir, "-max-age", "1h"); !strings.Contains(out, "nothing to retire") {
+		t.Errorf("keys retire -max-age 1h printed %q", out)
+	}
+	// A tiny one removes it (tests only: in production the max-age is at
+	// least the longest admission TTL + reload interval + leeway).
+	out = anteroomCmd(t, bin, "keys", "retire", "-signing-keys", keyDir, "-max-age", "1ms")
+	if !strings.Contains(out, "retired "+oldKid) {
+		t.Fatalf("keys retire -max-age 1ms printed %q", out)
+	}
+	waitFor(t, "the node to drop the retired key", 5*time.Second, func() bool {
+		return slices.Equal(jwksOf(t, n), []string{newKid})
+	})
+
+	ctx := context.Background()
+	before1, err := n.Claims.Totals(ctx, "rot", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problemOK(t, claimWith(carol), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, claimWith(alice), http.StatusUnauthorized, "unauthenticated") // not even a replay
+	after, err := n.Claims.Totals(ctx, "rot", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Granted != before1.Granted || after.Remaining != before1.Remaining || after.Granted != 1 {
+		t.Errorf("stock after refused tokens: granted %d remaining %d, want %d and %d with 1 granted", after.Granted, after.Remaining, before1.Granted, before1.Remaining)
+	}
+	if a := claimWith(bob); a.status != http.StatusCreated {
+		t.Errorf("claim with a post-rotation token: %d %s", a.status, a.raw)
+	}
+}

@@ -1,0 +1,117 @@
+package limit
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// health tracks whether Redis answers well enough to keep the buckets. It
+// moves between two states:
+//
+//   - healthy: every decision goes to Redis. A failed call, or SlowCalls
+//     calls in a row slower than SlowAfter, switch to degraded.
+//   - degraded: decisions are node-local; a ProbeFraction of them (at
+//     most one at a time, so few requests ever wait on a sick Redis) and
+//     every heartbeat also try Redis. RecoverAfter good calls in a row
+//     switch back.
+//
+// "In a row" is counted across goroutines: any good call resets the count
+// of slow ones and any bad call the count of good ones.
+type health struct {
+	cfg *Config
+
+	degraded atomic.Bool
+	probing  atomic.Bool // a probe is in flight
+	slowRun  atomic.Int64
+	goodRun  atomic.Int64
+
+	redisDecisions, localDecisions, allowed, denied atomic.Uint64
+	errors, slow, probes, degradations, recoveries  atomic.Uint64
+	nodes                                           atomic.Int64
+}
+
+// useRedis reports whether a decision should go to Redis, and whether that
+// call is a probe made while degraded; a probe must be ended with
+// endProbe.
+func (h *health) useRedis() (use, probe bool) {
+	if !h.degraded.Load() {
+		return true, false
+	}
+	if rand.Float64() < h.cfg.ProbeFraction && h.probing.CompareAndSwap(false, true) {
+		h.probes.Add(1)
+		return true, true
+	}
+	return false, false
+}
+
+func (h *health) endProbe() { h.probing.Store(false) }
+
+// observe records the outcome of one Redis call that took d.
+func (h *health) observe(err error, d time.Duration) {
+	switch {
+	case err != nil:
+		h.errors.Add(1)
+		h.goodRun.Store(0)
+		h.degrade()
+	case d > h.cfg.SlowAfter:
+		h.slow.Add(1)
+		h.goodRun.Store(0)
+		if h.slowRun.Add(1) >= int64(h.cfg.SlowCalls) {
+			h.degrade()
+		}
+	default:
+		h.slowRun.Store(0)
+		if h.degraded.Load() && h.goodRun.Add(1) >= int64(h.cfg.RecoverAfter) {
+			h.recover()
+		}
+	}
+}
+
+func (h *health) degrade() {
+	h.slowRun.Store(0)
+	if h.degraded.CompareAndSwap(false, true) {
+		h.degradations.Add(1)
+	}
+}
+
+func (h *health) recover() {
+	h.goodRun.Store(0)
+	if h.degraded.CompareAndSwap(true, false) {
+		h.recoveries.Add(1)
+	}
+}
+
+// Stats are a Limiter's counters since it was made, for metrics. All
+// counters only grow.
+type Stats struct {
+	// Degraded is true while decisions are node-local.
+	Degraded bool
+	// HealthyNodes is the last number of nodes seen in the heartbeat set
+	// (at least 1): shared budgets are split by it when degraded.
+	HealthyNodes int
+	// RedisDecisions and LocalDecisions count Allow calls decided by
+	// Redis and by node-local buckets.
+	RedisDecisions, LocalDecisions uint64
+	// Allowed and Denied count Allow outcomes.
+	Allowed, Denied uint64
+	// RedisErrors counts failed Redis calls (timeouts included);
+	// SlowCalls those slower than Config.SlowAfter.
+	RedisErrors, SlowCalls uint64
+	// Probes counts decisions sent to Redis while degraded.
+	Probes uint64
+	// Degradations and Recoveries count switches to and from degraded.
+	Degradations, Recoveries uint64
+}
+
+func (h *health) stats() Stats {
+	return Stats{
+		Degraded: h.degraded.Load(), HealthyNodes: h.healthyNodes(),
+		RedisDecisions: h.redisDecisions.Load(), LocalDecisions: h.localDecisions.Load(),
+		Allowed: h.allowed.Load(), Denied: h.denied.Load(),
+		RedisErrors: h.errors.Load(), SlowCalls: h.slow.Load(), Probes: h.probes.Load(),
+		Degradations: h.degradations.Load(), Recoveries: h.recoveries.Load(),
+	}
+}
+
+func (h *health) healthyNodes() int { return int(max(h.nodes.Load(), 1)) }

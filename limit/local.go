@@ -1,0 +1,124 @@
+package limit
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"time"
+)
+
+// Local is a set of in-memory token buckets, one per key, with the same
+// arithmetic as bucket.lua. The Limiter uses it when Redis is slow or down;
+// the edge uses it on its own for limits that must never cost a Redis
+// round trip (status polls).
+//
+// Memory is bounded: a bucket that has refilled is worth nothing, so it is
+// dropped when room is needed, which changes no decision. Only when more
+// than the bound of keys are all partly spent at once (a flood of distinct
+// keys) are some of them dropped early, which forgives those callers.
+//
+// A Local is safe for concurrent use. Time is passed in, so tests step
+// through instants. The zero value is not usable: use NewLocal.
+type Local struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [localShards]localShard
+}
+
+const localShards = 32
+
+type localShard struct {
+	mu sync.Mutex
+	m  map[string]*localBucket
+}
+
+type localBucket struct {
+	tokens float64
+	last   time.Time
+	limit  Limit
+}
+
+// NewLocal returns an empty set that keeps at most about maxKeys buckets.
+//
+// Default: 100,000 keys when maxKeys < 1.
+func NewLocal(maxKeys int) *Local {
+	if maxKeys < 1 {
+		maxKeys = 100_000
+	}
+	l := &Local{seed: maphash.MakeSeed(), perShard: max(1, maxKeys/localShards)}
+	for i := range l.shards {
+		l.shards[i].m = make(map[string]*localBucket)
+	}
+	return l
+}
+
+// Take spends one token of key's bucket, shaped l, at now. It returns
+// whether the token was there, the tokens left, and, when refused, how long
+// until one is. An unlimited l always allows.
+func (l *Local) Take(key string, lim Limit, now time.Time) (ok bool, left float64, retry time.Duration) {
+	if lim.Unlimited() {
+		return true, math.Inf(1), 0
+	}
+	burst := lim.burst()
+	sh := &l.shards[maphash.String(l.seed, key)%localShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b := sh.m[key]
+	if b == nil {
+		if len(sh.m) >= l.perShard {
+			sh.evict(now, l.perShard)
+		}
+		b = &localBucket{tokens: burst, last: now}
+		sh.m[key] = b
+	}
+	b.limit = lim
+	tokens := b.level(now)
+	if now.After(b.last) {
+		b.last = now
+	}
+	if tokens < 1 {
+		b.tokens = tokens
+		need := time.Duration(math.Ceil((1 - tokens) * 1000 / lim.Rate))
+		return false, tokens, need * time.Millisecond
+	}
+	b.tokens = tokens - 1
+	return true, b.tokens, 0
+}
+
+// level is the bucket's tokens at now, refilled and capped by its limit.
+func (b *localBucket) level(now time.Time) float64 {
+	t := b.tokens
+	if d := now.Sub(b.last); d > 0 {
+		t += d.Seconds() * b.limit.Rate
+	}
+	return min(t, b.limit.burst())
+}
+
+// Len returns the number of buckets held.
+func (l *Local) Len() int {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// evict makes room in a full shard: first every bucket that has refilled
+// (lossless), then, if that is not enough, a quarter of the shard chosen by
+// map order.
+func (sh *localShard) evict(now time.Time, bound int) {
+	for k, b := range sh.m {
+		if b.level(now) >= b.limit.burst() {
+			delete(sh.m, k)
+		}
+	}
+	for k := range sh.m {
+		if len(sh.m) < bound*3/4 {
+			break
+		}
+		delete(sh.m, k)
+	}
+}

@@ -1,0 +1,85 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sales is what the collectors read the node's view of every sale from:
+// admission.Snapshots. All must be cheap (no Redis) and safe for concurrent
+// use.
+type Sales interface {
+	All() []*admission.Sale
+}
+
+func saleDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, []string{"event"}, nil)
+}
+
+// The node's view of each sale, refreshed every tick (100 ms). Every node
+// reports the same figures for the queue (they come from Redis); aggregate
+// across nodes with max, not sum.
+var (
+	joinedDesc    = saleDesc("anteroom_queue_joined_total", "People who joined the sale's queue.")
+	admittedDesc  = saleDesc("anteroom_admitted_total", "Queue positions admitted so far: min(frontier, joined). rate() of it is the admission rate.")
+	frontierDesc  = saleDesc("anteroom_queue_frontier", "The admission frontier F: positions at or below it are admitted (can run ahead of joined).")
+	lengthDesc    = saleDesc("anteroom_queue_length", "People waiting: joined minus admitted.")
+	noShowsDesc   = saleDesc("anteroom_noshows_total", "Admitted positions whose holder never fetched an admission token within the grace period.")
+	remainingDesc = saleDesc("anteroom_stock_remaining", "Units left for sale, as of the node's last refresh.")
+	rateDesc      = saleDesc("anteroom_admission_measured_rate", "Admissions per second the frontier actually advanced at, smoothed.")
+	configRate    = saleDesc("anteroom_admission_configured_rate", "Admissions per second the sale is configured for (admit_rate_per_second) in this node's view.")
+	pausedDesc    = saleDesc("anteroom_sale_paused", "1 while the sale is paused in this node's view, else 0.")
+	soldOutDesc   = saleDesc("anteroom_sale_sold_out", "1 once the sale's stock is exhausted, else 0.")
+	viewAgeDesc   = saleDesc("anteroom_sale_view_age_seconds", "Age of this node's view of the sale; stays near the refresh tick while Redis answers.")
+)
+
+// saleCollector reports the node's view of every sale on each scrape.
+type saleCollector struct {
+	sales Sales
+	now   func() time.Time
+}
+
+func newSaleCollector(s Sales) *saleCollector { return &saleCollector{sales: s, now: time.Now} }
+
+// Describe sends the descriptors of every sale metric.
+func (c *saleCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{joinedDesc, admittedDesc, frontierDesc, lengthDesc, noShowsDesc,
+		remainingDesc, rateDesc, configRate, pausedDesc, soldOutDesc, viewAgeDesc} {
+		ch <- d
+	}
+}
+
+// Collect reads the current view; no Redis.
+func (c *saleCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	for _, s := range c.sales.All() {
+		ev := s.Config.ID
+		admitted := min(int64(s.Frontier), s.Joined)
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, ev)
+		}
+		counter := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, ev)
+		}
+		counter(joinedDesc, float64(s.Joined))
+		counter(admittedDesc, float64(max(admitted, 0)))
+		counter(noShowsDesc, float64(s.NoShows))
+		gauge(frontierDesc, s.Frontier)
+		gauge(lengthDesc, float64(max(s.Joined-admitted, 0)))
+		gauge(remainingDesc, float64(max(s.Remaining, 0)))
+		gauge(rateDesc, s.Rate)
+		gauge(configRate, s.Config.AdmitRatePerSecond)
+		gauge(pausedDesc, boolValue(s.Config.Paused))
+		gauge(soldOutDesc, boolValue(s.SoldOut))
+		gauge(viewAgeDesc, max(now.Sub(s.Refreshed).Seconds(), 0))
+	}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,2 +1,0 @@
-package queue
-const permMinK = 4

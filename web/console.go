@@ -1,0 +1,129 @@
+package web
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/subtle"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+	"github.com/gofiber/fiber/v2"
+)
+
+// sessionJSON answers sign-in and GET /admin/session: the console keeps the
+// CSRF token in memory and sends it back on every change.
+type sessionJSON struct {
+	CSRFToken string    `json:"csrf_token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// signIn exchanges the admin token for a console session cookie.
+func (s *Server) signIn(c *fiber.Ctx) error {
+	if s.cfg.AdminToken == "" {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+	}
+	if !strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
+		return badRequest("sign in with a JSON body {\"token\": ...}")
+	}
+	var in struct {
+		Token string `json:"token"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(c.Body()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return badRequest("malformed sign-in JSON: %s", jsonProblem(err))
+	}
+	if subtle.ConstantTimeCompare([]byte(in.Token), []byte(s.cfg.AdminToken)) != 1 {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "that is not the admin token")
+	}
+	sess, err := newSession(s.now(), sessionTTL)
+	if err != nil {
+		return err
+	}
+	key := sessionKey(s.cfg.AdminToken)
+	c.Cookie(s.sessionCookie(c, sess.encode(key), sess.expires))
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC()})
+}
+
+// sessionInfo returns the CSRF token of a valid session, so a reloaded
+// console can carry on.
+func (s *Server) sessionInfo(c *fiber.Ctx) error {
+	if s.cfg.AdminToken == "" {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+	}
+	key := sessionKey(s.cfg.AdminToken)
+	sess, ok := parseSession(key, c.Cookies(sessionCookie), s.now())
+	if !ok {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "not signed in")
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC()})
+}
+
+// signOut clears the session cookie. With a valid session it needs the
+// CSRF token like any other change; a stale cookie is simply cleared.
+func (s *Server) signOut(c *fiber.Ctx) error {
+	if s.cfg.AdminToken != "" {
+		if _, ok := parseSession(sessionKey(s.cfg.AdminToken), c.Cookies(sessionCookie), s.now()); ok {
+			if err := s.staffAuth(c); err != nil {
+				return err
+			}
+		}
+	}
+	c.Cookie(s.sessionCookie(c, "", time.Unix(0, 0)))
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+func (s *Server) sessionCookie(c *fiber.Ctx, value string, expires time.Time) *fiber.Cookie {
+	maxAge := int(time.Until(expires) / time.Second)
+	if value == "" {
+		maxAge = 0 // the past Expires deletes it
+	}
+	return &fiber.Cookie{
+		Name: sessionCookie, Value: value, Path: sessionPath, Expires: expires, MaxAge: maxAge,
+		HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https",
+	}
+}
+
+// eventSummaryJSON is one row of the staff event list. It never carries the
+// seed.
+type eventSummaryJSON struct {
+	ID             string      `json:"id"`
+	Name           string      `json:"name"`
+	State          event.Phase `json:"state"`
+	Mode           event.Mode  `json:"mode"`
+	Paused         bool        `json:"paused"`
+	SoldOut        bool        `json:"sold_out"`
+	Supply         int64       `json:"supply"`
+	Remaining      int64       `json:"remaining"`
+	Joined         int64       `json:"joined"`
+	Admitted       int64       `json:"admitted"`
+	StartsAt       time.Time   `json:"starts_at"`
+	WindowClosesAt time.Time   `json:"window_closes_at"`
+	Version        int64       `json:"version"`
+}
+
+// listEvents lists every sale in the node's view, newest start first.
+func (s *Server) listEvents(c *fiber.Ctx) error {
+	now := s.now()
+	all := s.deps.Sales.All()
+	out := make([]eventSummaryJSON, 0, len(all))
+	for _, sale := range all {
+		cfg := &sale.Config
+		out = append(out, eventSummaryJSON{
+			ID: cfg.ID, Name: cfg.Name, State: cfg.PhaseAt(now, sale.SoldOut), Mode: cfg.Mode,
+			Paused: cfg.Paused, SoldOut: sale.SoldOut, Supply: cfg.OnSale(), Remaining: sale.Remaining,
+			Joined: sale.Joined, Admitted: min(int64(sale.Frontier), sale.Joined),
+			StartsAt: cfg.StartsAt, WindowClosesAt: cfg.WindowEnd(), Version: cfg.Version,
+		})
+	}
+	slices.SortFunc(out, func(a, b eventSummaryJSON) int {
+		return cmp.Or(b.StartsAt.Compare(a.StartsAt), strings.Compare(a.ID, b.ID))
+	})
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"events": out})
+}

@@ -1,0 +1,97 @@
+package web
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// proxies is the set of trusted proxies (Config.TrustedProxies).
+type proxies []netip.Prefix
+
+// parseProxies reads addresses ("10.0.0.1") and CIDR ranges
+// ("10.0.0.0/8"). It returns the first entry it cannot read.
+func parseProxies(list []string) (proxies, string) {
+	var out proxies
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, s
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, ""
+}
+
+// ValidTrustedProxies returns an error naming the first entry of list that
+// is neither an IP address nor a CIDR range.
+func ValidTrustedProxies(list []string) error {
+	if _, bad := parseProxies(list); bad != "" {
+		return fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
+	}
+	return nil
+}
+
+func (p proxies) trusts(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, pr := range p {
+		if pr.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientIP is the address the limits count: the peer's, unless the peer is
+// a trusted proxy. Then it is the rightmost X-Forwarded-For entry that is
+// not itself a trusted proxy: proxies append the address they saw, so
+// everything left of that entry was written by the client and may be
+// forged. (fiber's own ProxyHeader takes the leftmost entry, which a client
+// behind an appending load balancer chooses freely; so the edge does not
+// set it.) An entry that is not an address ends the walk at the last
+// trusted hop.
+func (p proxies) clientIP(c *fiber.Ctx) string {
+	peer, ok := netip.AddrFromSlice(c.Context().RemoteIP())
+	if !ok {
+		return c.Context().RemoteIP().String()
+	}
+	peer = peer.Unmap()
+	if len(p) == 0 || !p.trusts(peer) {
+		return peer.String()
+	}
+	xff := c.Get(fiber.HeaderXForwardedFor)
+	for xff != "" {
+		var entry string
+		if i := strings.LastIndexByte(xff, ','); i >= 0 {
+			xff, entry = xff[:i], xff[i+1:]
+		} else {
+			xff, entry = "", xff
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(entry))
+		if err != nil {
+			if host, _, herr := net.SplitHostPort(strings.TrimSpace(entry)); herr == nil {
+				a, err = netip.ParseAddr(host)
+			}
+		}
+		if err != nil {
+			break
+		}
+		if a = a.Unmap(); !p.trusts(a) {
+			return a.String()
+		}
+		peer = a
+	}
+	return peer.String()
+}

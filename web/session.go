@@ -1,0 +1,142 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Console sessions. The staff console signs in once with the admin token
+// and then holds a stateless session cookie:
+//
+//	nonce "." expiry (unix seconds) "." HMAC-SHA256(key, nonce "." expiry)
+//
+// where key is derived from the admin token, so rotating the token signs
+// every console out and no server keeps session state. The cookie is
+// HttpOnly, SameSite=Strict, scoped to /admin and Secure under TLS.
+//
+// A cookie is ambient authority, so every state change made with it must
+// also carry the session's CSRF token in the X-CSRF-Token header. The token
+// is HMAC(key, "csrf" nonce): bound to the session, handed to the console in
+// the JSON of sign-in (and of GET /admin/session after a reload), which
+// another origin cannot read. It is compared in constant time.
+const (
+	sessionCookie = "anteroom_admin"
+	sessionPath   = "/admin"
+	sessionTTL    = 8 * time.Hour
+	csrfHeader    = "X-CSRF-Token"
+)
+
+// session is one signed-in console.
+type session struct {
+	nonce   string
+	expires time.Time
+}
+
+// sessionKey derives the signing key of console sessions from the admin
+// token.
+func sessionKey(adminToken string) []byte {
+	m := hmac.New(sha256.New, []byte(adminToken))
+	m.Write([]byte("anteroom console session v1"))
+	return m.Sum(nil)
+}
+
+func mac(key []byte, parts ...string) string {
+	m := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// newSession starts a session that expires ttl after now.
+func newSession(now time.Time, ttl time.Duration) (session, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return session{}, err
+	}
+	return session{nonce: base64.RawURLEncoding.EncodeToString(b[:]), expires: now.Add(ttl).Truncate(time.Second)}, nil
+}
+
+// encode returns the cookie value of s signed with key.
+func (s session) encode(key []byte) string {
+	exp := strconv.FormatInt(s.expires.Unix(), 10)
+	return s.nonce + "." + exp + "." + mac(key, "session", s.nonce, exp)
+}
+
+// csrf returns the CSRF token bound to s.
+func (s session) csrf(key []byte) string { return mac(key, "csrf", s.nonce) }
+
+// parseSession verifies a cookie value; ok is false for a malformed,
+// forged or expired one.
+func parseSession(key []byte, raw string, now time.Time) (s session, ok bool) {
+	if len(raw) > 200 {
+		return session{}, false
+	}
+	nonce, rest, ok1 := strings.Cut(raw, ".")
+	exp, sig, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || len(nonce) != 22 {
+		return session{}, false
+	}
+	if !hmac.Equal([]byte(sig), []byte(mac(key, "session", nonce, exp))) {
+		return session{}, false
+	}
+	sec, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || !now.Before(time.Unix(sec, 0)) {
+		return session{}, false
+	}
+	return session{nonce: nonce, expires: time.Unix(sec, 0)}, true
+}
+
+// safeMethod reports whether an HTTP method changes nothing.
+func safeMethod(m string) bool {
+	return m == fiber.MethodGet || m == fiber.MethodHead || m == fiber.MethodOptions
+}
+
+// staffAuth authorises a staff request: the admin bearer token, or a
+// console session cookie plus, on every state change, its CSRF token. It
+// answers nil or the problem to return (401 unauthenticated, 403
+// forbidden).
+func (s *Server) staffAuth(c *fiber.Ctx) error {
+	if s.cfg.AdminToken == "" {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+	}
+	if tok := bearer(c); tok != "" {
+		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
+			return nil
+		}
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin bearer token is wrong")
+	}
+	raw := c.Cookies(sessionCookie)
+	if raw == "" {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token or a console session")
+	}
+	key := sessionKey(s.cfg.AdminToken)
+	sess, ok := parseSession(key, raw, s.now())
+	if !ok {
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid or expired; sign in again")
+	}
+	if safeMethod(c.Method()) {
+		return nil
+	}
+	if subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(sess.csrf(key))) != 1 {
+		return problem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+csrfHeader+" header")
+	}
+	return nil
+}
+
+// requireStaff is staffAuth as a middleware.
+func (s *Server) requireStaff(c *fiber.Ctx) error {
+	if err := s.staffAuth(c); err != nil {
+		return err
+	}
+	return c.Next()
+}
