@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -175,7 +174,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		}
 	}
 	if r.WindowFrozen && r.Window > 0 && sale.Perm.Size() != r.Window {
-		seed, err := hex.DecodeString(cfg.Seed)
+		seed, err := queue.ParseSeedHex(cfg.Seed)
 		if err != nil {
 			return nil, fmt.Errorf("event %s: seed: %w", id, err)
 		}

@@ -68,10 +68,11 @@ const permRounds = 12
 // Round function: keyed SipHash-2-4, a short-input PRF, with round keys
 // derived once by HMAC-SHA256, rather than one HMAC-SHA256 per round.
 // Measured on a 2-core amd64 with SHA-NI, one HMAC-SHA256 costs 180 ns with
-// precomputed pads and 680 ns with crypto/hmac.New (5-10x more under -race);
-// SipHash costs about 15 ns. Apply takes about 200 ns for W = 10^6 and
-// 310 ns for W = 10^7 (BenchmarkApply), where HMAC rounds would take 2-4 µs,
-// and the exhaustive tests stay within seconds under -race. The seed's
+// precomputed pads and 680 ns with crypto/hmac.New, about 10x more under
+// -race; one SipHash costs about 15 ns. Apply takes about 200 ns for
+// W = 10^6 and 310 ns for W = 10^7 (BenchmarkApply), where HMAC rounds would
+// take 2-4 µs even with precomputed pads, and the exhaustive tests of every
+// window up to 2,000 take seconds under -race instead of minutes. The seed's
 // secrecy needs no more: it is revealed when the window closes, which is
 // also when positions are first shown; fairness rests on the commitment,
 // published before anyone joins, and on π being uniform, which the tests
@@ -84,8 +85,8 @@ const permRounds = 12
 //
 // Like any Feistel network with halves of 2 or more bits, E is an even
 // permutation, so a window's order is slightly more often an even than an
-// odd permutation of its members. This changes no member's chances, nor any
-// statistic of fewer than W-1 members.
+// odd permutation of its members. Parity alone changes no member's chances,
+// nor any statistic of fewer than W-1 members.
 type Permutation struct {
 	w    int64                 // window size W; 0 for the zero value
 	k    uint                  // half width in bits, 1..32
@@ -169,7 +170,7 @@ func (p Permutation) GoString() string { return p.String() }
 func (p Permutation) encrypt(x uint64) uint64 {
 	l, r := x>>p.k, x&p.mask
 	for i := range permRounds {
-		l, r = r, r^(permSipHash(p.keys[i][0], p.keys[i][1], r)&p.mask)
+		l, r = r, l^(permSipHash(p.keys[i][0], p.keys[i][1], r)&p.mask)
 	}
 	return l<<p.k | r
 }

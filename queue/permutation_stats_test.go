@@ -24,7 +24,11 @@ func TestPermutationSpearman(t *testing.T) {
 			p := permMust(t, permTestSeed(add), w)
 			var sumD2 int64
 			for x := int64(1); x <= w; x++ {
-				d := p.Apply(x) - x
+				pos := p.Apply(x)
+				if pos < 1 || pos > w {
+					t.Fatalf("Apply(%d) = %d, want in 1..%d", x, pos, w)
+				}
+				d := pos - x
 				sumD2 += d * d
 			}
 			// seq and position are both ranks 1..W, so no ranking is needed.
@@ -58,6 +62,9 @@ func TestPermutationEarlyArrivalsSpread(t *testing.T) {
 			var deciles [10]int
 			for x := tt.first; x < tt.first+n; x++ {
 				pos := p.Apply(x)
+				if pos < 1 || pos > w {
+					t.Fatalf("Apply(%d) = %d, want in 1..%d", x, pos, w)
+				}
 				sum += pos
 				deciles[(pos-1)*10/w]++
 			}
@@ -94,7 +101,11 @@ func TestPermutationFairAcrossSeeds(t *testing.T) {
 		}
 		p := permMust(t, seed, w)
 		for x := int64(1); x <= w; x++ {
-			counts[x-1][p.Apply(x)-1]++
+			pos := p.Apply(x)
+			if pos < 1 || pos > w {
+				t.Fatalf("seed %x: Apply(%d) = %d, want in 1..%d", seed, x, pos, w)
+			}
+			counts[x-1][pos-1]++
 		}
 	}
 	want := float64(seeds) / w
