@@ -62,6 +62,7 @@ func TestBadInput(t *testing.T) {
 		{"status without ticket", "GET", "/events/good/status", nil, nil, 401, "unauthenticated"},
 		{"status garbage ticket", "GET", "/events/good/status", map[string]string{"Authorization": "Bearer garbage"}, nil, 401, "unauthenticated"},
 		{"status forged ticket", "GET", "/events/good/status", map[string]string{"Authorization": "Bearer " + forged}, nil, 401, "unauthenticated"},
+		{"status garbage cookie", "GET", "/events/good/status", map[string]string{"Cookie": "anteroom_t_good=garbage"}, nil, 401, "unauthenticated"},
 		{"status other event's ticket", "GET", "/events/good/status", map[string]string{"Authorization": "Bearer " + otherTicket}, nil, 403, "forbidden"},
 		{"claim without token", "POST", "/events/good/claim", nil, nil, 401, "unauthenticated"},
 		{"claim garbage token", "POST", "/events/good/claim", map[string]string{"Authorization": "Bearer a.b.c"}, nil, 401, "unauthenticated"},
