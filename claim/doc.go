@@ -90,7 +90,9 @@
 // received. Rebuilder.Rebuild then: pauses the event; freezes every bucket
 // (every script on a frozen bucket refuses, on every node, whatever its
 // snapshot says); publishes every outbox entry; reads all order events of
-// the event from the stream; and rewrites each bucket from them: claim
+// the event from the stream, adding (and republishing) any claim the
+// promoted Redis holds that the stream lacks, so a unit is never counted
+// free that someone holds; and rewrites each bucket from them: claim
 // records (released if a released event exists, confirmed if the worker
 // recorded the order, else pending with its deadline), each user's held
 // claims, history and idempotency keys, stats, and stock = its share of

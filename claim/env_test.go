@@ -22,7 +22,7 @@ type env struct {
 
 // newEnv connects to rdb and to the NATS server at natsURL, creates the
 // order stream with replicas, and builds a Service with opts.
-func newEnv(t *testing.T, rdb redis.UniversalClient, natsURL string, replicas int, opts ...Option) *env {
+func newEnv(t testing.TB, rdb redis.UniversalClient, natsURL string, replicas int, opts ...Option) *env {
 	t.Helper()
 	nc, err := nats.Connect(natsURL, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
@@ -49,6 +49,14 @@ func singleRedis(t *testing.T, opts ...Option) *env {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	return newEnv(t, r.Client(t), ns.URL(), 1, opts...)
+}
+
+// singleRedisB is singleRedis for benchmarks.
+func singleRedisB(b *testing.B, opts ...Option) *env {
+	b.Helper()
+	r := testenv.StartRedis(b)
+	ns := testenv.StartNATS(b)
+	return newEnv(b, r.Client(b), ns.URL(), 1, opts...)
 }
 
 // run starts the Service's background loop with short periods until the

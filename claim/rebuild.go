@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -48,8 +49,10 @@ type Report struct {
 	// Before and After are the Redis totals around the rebuild.
 	Before Totals `json:"before"`
 	After  Totals `json:"after"`
-	// Published counts outbox entries published before the stream was read.
-	Published int `json:"published"`
+	// Published counts outbox entries published before the stream was read;
+	// Republished the events of claims Redis held and the stream lacked.
+	Published   int `json:"published"`
+	Republished int `json:"republished"`
 	// Granted and Released count distinct claims on the stream; Confirmed
 	// those the order worker recorded.
 	Granted   int `json:"granted"`
@@ -131,11 +134,25 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	if err != nil {
 		return nil, err
 	}
+	evs = append(evs, flushed...)
+	// Claims Redis holds that the stream lacks (it lost them, or they are
+	// older than its history): republished, and counted either way.
+	lost, err := r.svc.missing(ctx, Sale{ID: cfg.ID, Buckets: cfg.Buckets}, seenOf(evs), nil, 0, math.MaxInt)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.svc.publishMany(ctx, cfg.ID, lost); err != nil {
+		return nil, fmt.Errorf("rebuild %s: republish: %w", cfg.ID, err)
+	}
+	for _, m := range lost {
+		evs = append(evs, m.ev)
+	}
+	rep.Republished = len(lost)
 	statuses, err := OrderStatuses(ctx, r.js, cfg.ID)
 	if err != nil {
 		return nil, err
 	}
-	plan := planRestore(cfg, append(evs, flushed...), statuses, r.now())
+	plan := planRestore(cfg, evs, statuses, r.now())
 	rep.Granted, rep.Released, rep.Confirmed = plan.granted, plan.released, plan.confirmed
 	rep.Available, rep.Oversold = plan.available, plan.oversold
 	return plan, nil

@@ -77,24 +77,46 @@ func (s *Service) republishMissing(ctx context.Context, sale Sale, boxed map[str
 	if err != nil {
 		return 0, err
 	}
+	msgs, err := s.missing(ctx, sale, seenOf(evs), boxed, s.reconcileAge, max)
+	if err != nil {
+		return 0, err
+	}
+	done, err := s.publishMany(ctx, sale.ID, msgs)
+	total := 0
+	for _, ok := range done {
+		if ok {
+			total++
+		}
+	}
+	return total, err
+}
+
+// seenOf returns the message ids of evs.
+func seenOf(evs []OrderEvent) map[string]bool {
 	seen := make(map[string]bool, len(evs))
 	for i := range evs {
 		seen[evs[i].msgID()] = true
 	}
-	young := s.now().Add(-s.reconcileAge).UnixMilli()
-	total := 0
+	return seen
+}
+
+// missing returns, rebuilt from sale's claim records, the order events
+// (at most max) whose message ids are neither seen on the stream nor boxed
+// in an outbox, skipping claims younger than minAge.
+func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string]bool, minAge time.Duration, max int) ([]message, error) {
+	young := s.now().Add(-minAge).UnixMilli()
+	var msgs []message
 	for b := range sale.Buckets {
 		recs, err := s.store.rdb.HGetAll(ctx, bucketOf(sale.ID, b).records()).Result()
 		if err != nil {
-			return total, fmt.Errorf("reconcile %s/%d: %w", sale.ID, b, err)
+			return nil, fmt.Errorf("records %s/%d: %w", sale.ID, b, err)
 		}
-		var msgs []message
 		for id, raw := range recs {
 			rec, err := decodeRecord(id, []byte(raw))
 			if err != nil {
-				return total, err
+				return nil, err
 			}
-			if rec.AtMs > young || len(msgs)+total >= max {
+			if (minAge > 0 && rec.AtMs > young) || len(msgs) >= max {
 				continue
 			}
 			oe := OrderEvent{Type: "granted", Event: sale.ID, ClaimID: id, User: rec.User, Pos: rec.Pos, Units: 1,
@@ -107,17 +129,8 @@ func (s *Service) republishMissing(ctx context.Context, sale Sale, boxed map[str
 				msgs = append(msgs, encoded(oe))
 			}
 		}
-		done, err := s.publishMany(ctx, sale.ID, msgs)
-		for _, ok := range done {
-			if ok {
-				total++
-			}
-		}
-		if err != nil {
-			return total, err
-		}
 	}
-	return total, nil
+	return msgs, nil
 }
 
 func encoded(oe OrderEvent) message {

@@ -149,7 +149,8 @@ func (s *Service) sweep(ctx context.Context, sale Sale, age time.Duration, onErr
 }
 
 // publishOutbox publishes the entries of bucket b's outbox at least age
-// old, removes the acknowledged ones, and returns them.
+// old (every entry when age is 0, whatever clock wrote it), removes the
+// acknowledged ones, and returns them.
 func (s *Service) publishOutbox(ctx context.Context, ev string, b int, age time.Duration) ([]OrderEvent, error) {
 	entries, err := s.store.outboxEntries(ctx, ev, b)
 	if err != nil {
@@ -161,7 +162,7 @@ func (s *Service) publishOutbox(ctx context.Context, ev string, b int, age time.
 		if err := json.Unmarshal([]byte(payload), &oe); err != nil {
 			return nil, fmt.Errorf("outbox %s/%d: entry %s: %w", ev, b, id, err)
 		}
-		if s.now().Sub(oe.At) >= age {
+		if age <= 0 || s.now().Sub(oe.At) >= age {
 			msgs = append(msgs, message{id: id, payload: payload, ev: oe})
 		}
 	}

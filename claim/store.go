@@ -34,6 +34,7 @@ var (
 // user already holds.
 type LimitError struct{ Held []string }
 
+// Error says the limit was reached; the held ids are in Held.
 func (e *LimitError) Error() string { return ErrLimitReached.Error() }
 
 // Unwrap makes errors.Is(err, ErrLimitReached) true.

@@ -15,7 +15,7 @@ func TestLimitsDefaults(t *testing.T) {
 		Join:   Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Rate{1, 5}},
 		Claim:  Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Rate{2, 10}},
 		Status: StatusBudget{IP: Off, Ticket: Rate{10, 100}},
-		PoW:    PoW{Bits: 16, TTLSeconds: 300},
+		PoW:    PoW{Bits: 15, TTLSeconds: 300},
 	}
 	if l != want {
 		t.Fatalf("defaults\n got %+v\nwant %+v", l, want)
@@ -81,7 +81,7 @@ func TestLimitsPartialUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.Limits
-	if l.Join.IP != (Rate{5, 5}) || l.Join.User != (Rate{1, 5}) || !l.PoW.Enabled || l.PoW.Bits != 16 || !l.InviteOnly || l.OneClaimPerDevice {
+	if l.Join.IP != (Rate{5, 5}) || l.Join.User != (Rate{1, 5}) || !l.PoW.Enabled || l.PoW.Bits != 15 || !l.InviteOnly || l.OneClaimPerDevice {
 		t.Fatalf("after the update: %+v", l)
 	}
 	raw, _ := json.Marshal(c.Limits)

@@ -14,7 +14,7 @@ import (
 )
 
 // client is a limiter's own client on rdb's server, closed with the test.
-func client(t *testing.T, rdb redis.UniversalClient) redis.UniversalClient {
+func client(t testing.TB, rdb redis.UniversalClient) redis.UniversalClient {
 	t.Helper()
 	c, err := limit.ClientFor(rdb)
 	if err != nil {

@@ -8,6 +8,10 @@
 // publish, a Redis call, a rate-limit decision — is pushed through the
 // methods of Metrics, each a few atomic operations.
 //
+// Figures that other packages already count — the rate limiter's Stats,
+// the order worker's lag — are read from them at scrape time once the node
+// hands them over (WatchLimiter, WatchOrderLag).
+//
 // Every name starts with anteroom_, carries its unit (seconds) where it has
 // one, and counters end in _total; TestLint holds the set to promlint.
 package metrics
@@ -57,7 +61,6 @@ type Metrics struct {
 	publishDuration *prometheus.HistogramVec
 	redisDuration   *prometheus.HistogramVec
 	redisSlow       *prometheus.CounterVec
-	limitDecisions  *prometheus.CounterVec
 	watched         *watched
 }
 
@@ -78,7 +81,7 @@ func New(reg *prometheus.Registry, cfg Config) (*Metrics, error) {
 		cfg.OnError = func(error) {}
 	}
 	m := &Metrics{
-		reg: reg, slow: cfg.SlowRedis, watched: &watched{},
+		reg: reg, slow: cfg.SlowRedis, watched: &watched{timeout: cfg.ScrapeTimeout, onErr: cfg.OnError},
 		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "anteroom_http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route template, method and status code.",
@@ -102,10 +105,6 @@ func New(reg *prometheus.Registry, cfg Config) (*Metrics, error) {
 			Name: "anteroom_redis_slow_calls_total",
 			Help: "Redis commands or pipelines slower than the slow-call threshold, by command.",
 		}, []string{"command"}),
-		limitDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "anteroom_ratelimit_decisions_total",
-			Help: "Rate-limit decisions at the edge, by scope (ip, device, user, event, status) and result (pass or reject).",
-		}, []string{"scope", "result"}),
 	}
 	return m, errors.Join(
 		reg.Register(collectors.NewGoCollector()),
@@ -115,7 +114,6 @@ func New(reg *prometheus.Registry, cfg Config) (*Metrics, error) {
 		reg.Register(m.publishDuration),
 		reg.Register(m.redisDuration),
 		reg.Register(m.redisSlow),
-		reg.Register(m.limitDecisions),
 		reg.Register(m.watched),
 		registerIf(reg, cfg.Sales != nil, func() prometheus.Collector { return newSaleCollector(cfg.Sales) }),
 		registerIf(reg, cfg.Sales != nil && cfg.Claims != nil, func() prometheus.Collector {
@@ -171,17 +169,4 @@ func (m *Metrics) ObservePublish(d time.Duration, err error) {
 		result = "error"
 	}
 	m.publishDuration.WithLabelValues(result).Observe(d.Seconds())
-}
-
-// LimitDecision counts one rate-limit decision in scope (ip, device, user,
-// event, status): passed or rejected.
-func (m *Metrics) LimitDecision(scope string, passed bool) {
-	if m == nil {
-		return
-	}
-	result := "reject"
-	if passed {
-		result = "pass"
-	}
-	m.limitDecisions.WithLabelValues(scope, result).Inc()
 }

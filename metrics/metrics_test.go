@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -22,6 +23,11 @@ import (
 type fakeSales struct{ all func() []*admission.Sale }
 
 func (f fakeSales) All() []*admission.Sale { return f.all() }
+
+// fakeLimiter is a hand-written fake of the rate limiter.
+type fakeLimiter struct{ s limit.Stats }
+
+func (f fakeLimiter) Stats() limit.Stats { return f.s }
 
 // fakeClaims is a hand-written fake of the claim store.
 type fakeClaims struct {
@@ -52,10 +58,10 @@ func newMetrics(t *testing.T, claims metrics.Claims) (*metrics.Metrics, *prometh
 	m.TokenIssued("spring")
 	m.ObservePublish(2*time.Millisecond, nil)
 	m.ObservePublish(time.Second, errors.New("no responders"))
-	m.LimitDecision("ip", true)
-	m.LimitDecision("user", false)
-	m.WatchOrderLag(func() time.Duration { return 1500 * time.Millisecond })
-	m.WatchLimiter(func() bool { return true })
+	m.WatchOrderLag(func(context.Context) (*claim.Lag, error) {
+		return &claim.Lag{Pending: 4, AckPending: 2, OldestSeconds: 1.5}, nil
+	})
+	m.WatchLimiter(fakeLimiter{limit.Stats{Degraded: true, HealthyNodes: 3, Allowed: 90, Denied: 10, RedisDecisions: 60, LocalDecisions: 40, Degradations: 1}})
 	return m, reg
 }
 
@@ -159,9 +165,14 @@ func TestScrapeValues(t *testing.T) {
 		{"anteroom_outbox_depth", []string{"event", "spring"}, 1},
 		{"anteroom_claim_totals_errors_total", nil, 0},
 		{"anteroom_order_lag_seconds", nil, 1.5},
+		{"anteroom_order_events_pending", nil, 4},
+		{"anteroom_order_events_ack_pending", nil, 2},
 		{"anteroom_ratelimit_degraded", nil, 1},
-		{"anteroom_ratelimit_decisions_total", []string{"scope", "ip", "result", "pass"}, 1},
-		{"anteroom_ratelimit_decisions_total", []string{"scope", "user", "result", "reject"}, 1},
+		{"anteroom_ratelimit_healthy_nodes", nil, 3},
+		{"anteroom_ratelimit_degradations_total", nil, 1},
+		{"anteroom_ratelimit_decisions_total", []string{"result", "pass"}, 90},
+		{"anteroom_ratelimit_decisions_total", []string{"result", "reject"}, 10},
+		{"anteroom_ratelimit_backend_decisions_total", []string{"backend", "local"}, 40},
 		{"anteroom_admission_tokens_issued_total", []string{"event", "spring"}, 1},
 		{"anteroom_jetstream_publish_duration_seconds", []string{"result", "ok"}, 1},
 		{"anteroom_jetstream_publish_duration_seconds", []string{"result", "error"}, 1},
@@ -240,12 +251,25 @@ func TestRedisHook(t *testing.T) {
 	}
 }
 
+// TestOrderLagWithoutWorker leaves the order-lag figures out until a
+// worker has run, rather than reporting a zero lag.
+func TestOrderLagWithoutWorker(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.WatchOrderLag(func(context.Context) (*claim.Lag, error) { return nil, nil })
+	if _, ok := gather(t, reg)["anteroom_order_lag_seconds"]; ok {
+		t.Error("order lag reported without a worker")
+	}
+}
+
 func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *metrics.Metrics
 	m.ObserveRequest("/", "GET", 200, time.Millisecond)
 	m.TokenIssued("x")
 	m.ObservePublish(time.Millisecond, nil)
-	m.LimitDecision("ip", true)
-	m.WatchOrderLag(func() time.Duration { return 0 })
-	m.WatchLimiter(func() bool { return false })
+	m.WatchOrderLag(func(context.Context) (*claim.Lag, error) { return nil, nil })
+	m.WatchLimiter(fakeLimiter{})
 }

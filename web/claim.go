@@ -43,6 +43,9 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	if cfg.Paused {
 		return retryLater("paused", "the sale is paused; your admission stays valid", 5)
 	}
+	if err := s.guardClaim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
+		return err
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	res, err := s.deps.Claims.Claim(ctx, claim.Request{

@@ -29,9 +29,10 @@ const (
 	langChinese = "zh-Hans"
 )
 
-// pageCSP allows the pages' own inline script and style and same-origin
-// requests only. The pages build every dynamic text with textContent.
-const pageCSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// pageCSP allows the pages' own inline script and style, same-origin
+// scripts (the proof-of-work solver) and same-origin requests only. The
+// pages build every dynamic text with textContent.
+const pageCSP = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 func setPageHeaders(c *fiber.Ctx) {
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)

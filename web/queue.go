@@ -35,6 +35,9 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.guardJoin(c, cfg, user); err != nil { // invite, proof of work, rate limits
+		return err
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd()})

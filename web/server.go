@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
@@ -88,12 +89,25 @@ type Deps struct {
 	// OrderLag reads how far the order worker trails the stream, for the
 	// admin view; nil (or a nil Lag) leaves it out.
 	OrderLag func(ctx context.Context) (*claim.Lag, error)
+	// Limiter keeps the distributed rate limits of join and claim
+	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
+	Limiter limiter
+	// Reservations bind device ids and payment fingerprints to one user
+	// per event (*limit.Reservations), for events that ask for it.
+	Reservations reserver
+	// EdgeSecret keys proof-of-work challenges and invites: the ticket
+	// secret, the same on every node.
+	//
+	// Default: a random secret of this process (challenges and invites
+	// then verify on this node only)
+	EdgeSecret []byte
 }
 
 // Config tunes the edge.
 type Config struct {
-	// AdminToken authorises the admin API as a bearer token. Empty
-	// disables the admin API.
+	// AdminToken authorises the admin API as a bearer token, and signs
+	// the staff console in (POST /admin/session) to a session cookie.
+	// Empty disables the admin API and the console.
 	AdminToken string
 	// Timeout bounds every Redis or NATS call a request makes.
 	//
@@ -125,6 +139,22 @@ type Config struct {
 	//
 	// Default: 1s
 	SlowRequest time.Duration
+	// TrustedProxies are addresses or CIDR ranges of proxies whose
+	// X-Forwarded-For names the client (see clientIP); from any other
+	// peer the header is ignored. Check entries with ValidTrustedProxies.
+	//
+	// Default: none
+	TrustedProxies []string
+	// MaxInFlight caps the requests in progress on this node; more are
+	// answered 503 degraded with Retry-After.
+	//
+	// Default: DefaultMaxInFlight
+	MaxInFlight int
+	// GlobalJoin and GlobalClaim are the deployment's total budgets of
+	// joins and claims per second over all events and nodes.
+	//
+	// Default: unlimited
+	GlobalJoin, GlobalClaim limit.Limit
 }
 
 // Server holds the handlers' dependencies.
@@ -134,6 +164,7 @@ type Server struct {
 	now  func() time.Time
 	// routes labels requests with their route template.
 	routes *routeTemplates
+	edge   *edge // rate limits and abuse defences, see limits.go
 }
 
 // BodyLimit is the largest request body accepted.
@@ -158,6 +189,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 		cfg.SigningAlgorithms = []string{"EdDSA"}
 	}
 	s := &Server{deps: deps, cfg: cfg, now: time.Now}
+	s.edge = newEdge(&cfg, &deps)
 	app := fiber.New(fiber.Config{
 		AppName:               "anteroom",
 		BodyLimit:             BodyLimit,
@@ -170,10 +202,15 @@ func New(cfg Config, deps Deps) *fiber.App {
 		// plus the cookies a browser sends on the shop's domain. The
 		// token verifiers bound their own input below that.
 		ReadBufferSize: HeaderLimit,
+		// X-Forwarded-Proto and the host are believed from these
+		// proxies only; the client IP is read by clientIP.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          cfg.TrustedProxies,
 	})
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
 	app.Use(requestid.New())
+	app.Use(s.entryCap)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
@@ -183,9 +220,10 @@ func New(cfg Config, deps Deps) *fiber.App {
 
 	ev := app.Group("/events/:id", s.loadEvent)
 	ev.Get("/", s.publicEvent)
+	ev.Get("/challenge", s.challenge)
 	ev.Post("/join", s.join)
-	ev.Get("/status", s.status)
-	ev.Post("/claim", s.claim)
+	ev.Get("/status", s.earlyBird, s.statusLimit, s.status)
+	ev.Post("/claim", s.earlyBird, s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
 	ev.Get("/claims", s.listClaims)
 	ev.Post("/claims/:claim_id/release", s.releaseClaim)
@@ -202,6 +240,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Delete("/admin/session", s.signOut)
 	app.Get("/admin/events", s.requireStaff, s.listEvents)
 	app.Get("/admin/", s.consolePage)
+	app.Get("/assets/pow.js", s.powScript)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

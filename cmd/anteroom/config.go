@@ -45,6 +45,10 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 	accessLog := fs.String("access-log", env("ACCESS_LOG", "errors"), "access log: off, errors (5xx and slow requests) or all (ANTEROOM_ACCESS_LOG)")
 	slowRequest := fs.String("slow-request", env("SLOW_REQUEST", "1s"), "requests at least this slow are logged by -access-log errors (ANTEROOM_SLOW_REQUEST)")
 	slowRedis := fs.String("slow-redis", env("SLOW_REDIS", "50ms"), "Redis calls at least this slow count in anteroom_redis_slow_calls_total (ANTEROOM_SLOW_REDIS)")
+	proxies := fs.String("trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For is believed (ANTEROOM_TRUSTED_PROXIES)")
+	inFlight := fs.String("max-in-flight", env("MAX_IN_FLIGHT", "4096"), "requests in progress on this node before it answers 503 degraded (ANTEROOM_MAX_IN_FLIGHT)")
+	globalJoin := fs.String("global-join-rate", env("GLOBAL_JOIN_RATE", "0"), "joins per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_JOIN_RATE)")
+	globalClaim := fs.String("global-claim-rate", env("GLOBAL_CLAIM_RATE", "0"), "claims per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_CLAIM_RATE)")
 	return func() (node.Config, error) {
 		cfg := node.Config{
 			Addr: *addr, RedisURL: *redisURL, NATSURL: *natsURL, DataDir: *dataDir, AdminToken: *admin,
@@ -87,6 +91,9 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 			}
 			*d.to = v
 		}
+		if err := edgeFlags(&cfg, *proxies, *inFlight, *globalJoin, *globalClaim); err != nil {
+			return cfg, err
+		}
 		cfg.Log = newLogger(logTo, *logFormat, slog.LevelInfo)
 		return cfg, nil
 	}
@@ -98,4 +105,29 @@ func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// edgeFlags reads the edge protection flags into cfg.
+func edgeFlags(cfg *node.Config, proxies, inFlight, globalJoin, globalClaim string) error {
+	for _, p := range strings.Split(proxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.TrustedProxies = append(cfg.TrustedProxies, p)
+		}
+	}
+	n, err := strconv.Atoi(inFlight)
+	if err != nil || n < 1 {
+		return fmt.Errorf("max in flight %q: want a positive integer", inFlight)
+	}
+	cfg.MaxInFlight = n
+	for _, r := range []struct {
+		name, value string
+		to          *float64
+	}{{"global join rate", globalJoin, &cfg.GlobalJoinRate}, {"global claim rate", globalClaim, &cfg.GlobalClaimRate}} {
+		v, err := strconv.ParseFloat(r.value, 64)
+		if err != nil || !(v >= 0) {
+			return fmt.Errorf("%s %q: want a number of requests per second, 0 for unlimited", r.name, r.value)
+		}
+		*r.to = v
+	}
+	return nil
 }

@@ -5,6 +5,9 @@
 //	anteroom verify     recompute a queue position from the revealed seed
 //	anteroom keys       rotate, retire or list the admission signing keys
 //	anteroom natsd      run a NATS server with JetStream (loopback clusters)
+//	anteroom worker     run the order worker (confirms claims from the order stream)
+//	anteroom reconcile  rebuild an event's stock and claims from the order stream
+//	anteroom invite     print a signed invite of one user to an invite-only event
 //	anteroom help       show this help
 //
 // Configuration comes from ANTEROOM_* environment variables and matching
@@ -43,6 +46,9 @@ commands:
   verify   recompute a queue position from a revealed seed
   keys     rotate, retire or list the admission signing keys (anteroom keys help)
   natsd    run a NATS server with JetStream (for a loopback cluster; anteroom natsd -h)
+  worker   run the order worker: record orders, confirm claims (anteroom worker -h)
+  reconcile  rebuild an event's stock and claims from the order stream after a Redis failover
+  invite   print a signed invite of one user to an invite-only event (anteroom invite -h)
 `
 
 // run is the whole program; main only supplies the process's environment.
@@ -64,6 +70,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return keys(args[1:], getenv, time.Now, stdout, stderr)
 	case "natsd":
 		return natsd(ctx, args[1:], stdout, stderr)
+	case "worker":
+		return worker(ctx, args[1:], getenv, stdout, stderr)
+	case "reconcile":
+		return reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
+	case "invite":
+		return invite(args[1:], getenv, time.Now, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

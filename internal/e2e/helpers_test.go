@@ -15,14 +15,18 @@ import (
 )
 
 // startNode starts a node on a free loopback port with its own
-// redis-server and NATS JetStream, and stops it on cleanup.
-func startNode(t *testing.T) *node.Node {
+// redis-server and NATS JetStream, and stops it on cleanup. identity is
+// the caller identity mode ("" for the default, header).
+func startNode(t *testing.T, identity ...string) *node.Node {
 	t.Helper()
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	cfg := node.Config{
 		Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if len(identity) > 0 {
+		cfg.Identity = identity[0]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -83,8 +87,7 @@ type sale struct {
 	window         int           // random_window_seconds
 	rate           float64
 	name           string
-	admissionTTL   int
-	perUserLimit   int
+	pow            int // proof-of-work bits on join; 0: none
 	endsAfterStart time.Duration
 }
 
@@ -104,8 +107,8 @@ func (s sale) json(now time.Time) []byte {
 		"prequeue_opens_at": now.Add(s.opensIn), "starts_at": now.Add(s.startsIn), "ends_at": now.Add(s.startsIn + s.endsAfterStart),
 		"random_window_seconds": s.window, "admit_rate_per_second": s.rate,
 	}
-	if s.perUserLimit > 0 {
-		m["per_user_limit"] = s.perUserLimit
+	if s.pow > 0 {
+		m["limits"] = map[string]any{"pow": map[string]any{"enabled": true, "bits": s.pow}}
 	}
 	raw, _ := json.Marshal(m)
 	return raw

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
@@ -38,9 +39,13 @@ func countdownSeconds(t *testing.T, s string) int {
 // TestShopperJourney follows one shopper on a phone whose clock is seven
 // minutes slow: the countdown (from server time), the join button
 // unlocking, the shuffle window, admission, the claim and its status, and
-// the revealed seed in the fairness panel.
+// the revealed seed in the fairness panel. The node runs the order worker,
+// so the claim goes from pending to confirmed.
 func TestShopperJourney(t *testing.T) {
 	n := startNode(t)
+	if err := n.StartWorker(context.Background()); err != nil {
+		t.Fatalf("order worker: %v", err)
+	}
 	browser := startBrowser(t)
 	createSale(t, n, "drop", sale{supply: 5, opensIn: 4 * time.Second, startsIn: 6 * time.Second, window: 2, rate: 50})
 
@@ -83,16 +88,17 @@ func TestShopperJourney(t *testing.T) {
 
 	p.do(chromedp.Click(chromedp.ID("claim")))
 	p.waitJS("the granted result", resultKind+` === "granted"`, 15*time.Second)
-	result := p.text("result")
+	t.Logf("claim answered: %q", p.text("result"))
+	p.shot("granted")
+	p.waitJS("the confirmed order", `document.getElementById("result").textContent.includes("Status: confirmed.")`, 20*time.Second)
 	claimID := eval[string](p, `JSON.parse(localStorage.getItem("anteroom_res_drop")).id`)
-	if !strings.Contains(result, "Claim "+claimID) || !strings.Contains(result, "Status: ") {
-		t.Errorf("granted result %q, want the claim id %s and its status", result, claimID)
+	if result := p.text("result"); !strings.Contains(result, "Claim "+claimID) {
+		t.Errorf("granted result %q, want the claim id %s", result, claimID)
 	}
 	look := call(t, http.MethodGet, n.URL()+"/events/drop/claims/"+claimID, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
-	if look.status != http.StatusOK {
-		t.Errorf("the page's claim %s is unknown to the server: %d %s", claimID, look.status, look.raw)
+	if look.status != http.StatusOK || str(look.body, "status") != "confirmed" {
+		t.Errorf("the server's view of claim %s: %d %s, want confirmed", claimID, look.status, look.raw)
 	}
-	t.Logf("claim %s: page shows %q (server status %s)", claimID, result, str(look.body, "status"))
 	p.waitJS("the revealed seed", `!document.getElementById("reveal").hidden && document.getElementById("hash").textContent.startsWith("✓")`, 10*time.Second)
 	seed, commit := p.text("seed"), p.text("commit")
 	sum := sha256.Sum256(mustHex(t, seed))
@@ -102,7 +108,7 @@ func TestShopperJourney(t *testing.T) {
 	if got, want := p.text("cmd"), "anteroom verify --seed "+seed+" --window 1 --seq 1"; got != want {
 		t.Errorf("verify command %q, want %q", got, want)
 	}
-	p.shot("granted")
+	p.shot("confirmed")
 }
 
 func mustHex(t *testing.T, s string) []byte {
@@ -197,11 +203,12 @@ func TestLotteryNotSelected(t *testing.T) {
 }
 
 // TestChinesePage: a browser asking for zh-CN gets the Chinese page, and
-// the switch turns it into English without a reload.
+// the switch turns it into English without a reload. The sale asks for a
+// proof of work on join, which the page solves by itself.
 func TestChinesePage(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "cn", sale{supply: 10, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100, name: "限量球鞋首发"})
+	createSale(t, n, "cn", sale{supply: 10, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100, name: "限量球鞋首发", pow: 12})
 
 	p := newTab(t, browser, "room-zh", phoneW, phoneH, map[string]any{"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.5"})
 	p.do(chromedp.Navigate(n.URL() + "/e/cn"))
@@ -214,7 +221,11 @@ func TestChinesePage(t *testing.T) {
 	}
 	p.shot("zh-open")
 	p.do(chromedp.Click(chromedp.ID("join")))
-	p.waitJS("admission", claimVisible, 15*time.Second)
+	p.waitJS("admission", claimVisible, 20*time.Second)
+	t.Logf("time to first position with a 12-bit proof of work: %.0f ms", eval[float64](p, `window.anteroom.firstPosition - window.anteroom.joinClick`))
+	if !eval[bool](p, `performance.getEntriesByType("resource").some((r) => r.name.endsWith("/assets/pow.js"))`) {
+		t.Errorf("the page joined a proof-of-work sale without loading the solver")
+	}
 	if got, want := p.text("state")+"|"+p.text("claim"), "轮到你了|立即领取"; got != want {
 		t.Errorf("admitted texts %q, want %q", got, want)
 	}

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/web"
 )
 
@@ -107,6 +109,25 @@ type Config struct {
 	//
 	// Default: 50ms
 	SlowRedis time.Duration
+	// TrustedProxies are addresses or CIDR ranges of the proxies in front
+	// of the node whose X-Forwarded-For names the client.
+	//
+	// Default: none (the peer is the client)
+	TrustedProxies []string
+	// MaxInFlight caps requests in progress on this node; more get 503
+	// degraded.
+	//
+	// Default: web.DefaultMaxInFlight
+	MaxInFlight int
+	// GlobalJoinRate and GlobalClaimRate cap joins and claims per second
+	// over every event and node together (burst: one second's worth).
+	//
+	// Default: 0, unlimited
+	GlobalJoinRate, GlobalClaimRate float64
+	// Limiter tunes how rate limiting degrades when Redis is slow.
+	//
+	// Default: limit.Config's defaults
+	Limiter limit.Config
 	// Log is the node's logger.
 	//
 	// Default: slog.Default()
@@ -175,6 +196,12 @@ func (c *Config) validate() error {
 	}
 	if c.TicketSecret != nil && len(c.TicketSecret) < 32 {
 		return errors.New("ticket secret must be at least 32 bytes")
+	}
+	if err := web.ValidTrustedProxies(c.TrustedProxies); err != nil {
+		return err
+	}
+	if c.MaxInFlight < 0 || !(c.GlobalJoinRate >= 0 && c.GlobalJoinRate <= event.MaxRate) || !(c.GlobalClaimRate >= 0 && c.GlobalClaimRate <= event.MaxRate) {
+		return fmt.Errorf("max in flight and global rates must be between 0 and %d", event.MaxRate)
 	}
 	return nil
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/metrics"
 	"github.com/anteroom/anteroom/web"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -39,6 +41,13 @@ func newOps(cfg *Config, back *backends, snaps *admission.Snapshots, claims *cla
 	}
 	back.rdb.AddHook(m.RedisHook())
 	return &ops{metrics: m, backend: back.ready}, nil
+}
+
+// watch hands the rate limiter and the order worker's lag to the metrics,
+// read at scrape time.
+func (o *ops) watch(l *limit.Limiter, js jetstream.JetStream) {
+	o.metrics.WatchLimiter(l)
+	o.metrics.WatchOrderLag(func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) })
 }
 
 // ready fails while the node is draining or a backend does not answer.

@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
@@ -34,6 +35,7 @@ type Node struct {
 	wg       sync.WaitGroup
 	serveErr chan error
 	ops      *ops
+	loops    context.Context // the background loops' lifetime, ended by Close
 
 	// AdminToken is the admin bearer token in force.
 	AdminToken string
@@ -43,6 +45,9 @@ type Node struct {
 	Claims    *claim.Store
 	Snapshots *admission.Snapshots
 	JS        jetstream.JetStream
+	// Limiter keeps the rate limits; its Degraded and Stats are for
+	// metrics.
+	Limiter *limit.Limiter
 }
 
 // Start connects or starts the backends, wires the services, starts the
@@ -106,28 +111,42 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := claim.NewService(claims, timedPublisher{pub: claim.NewPublisher(js), observe: o.metrics.ObservePublish})
+	svc := claim.NewService(claims, timedPublisher{pub: claim.NewPublisher(js), observe: o.metrics.ObservePublish},
+		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(snaps)), claim.WithStream(js))
 	if err := snaps.Refresh(sctx); err != nil {
 		cfg.Log.Warn("first refresh", "err", err)
 	}
 	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience})
+	limitRDB, err := limit.ClientFor(back.rdb) // a pool of its own that honours deadlines
+	if err != nil {
+		return nil, err
+	}
+	limiter := limit.New(limitRDB, cfg.Limiter)
+	o.watch(limiter, js)
 	app := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
+		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
+		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
+		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 	}, web.Deps{
+		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
 		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: tickets,
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
 		Observe: o.observe(), Metrics: o.metrics.Handler(),
+		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
+		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
+		_ = limitRDB.Close()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	n := &Node{
-		cfg: cfg, back: back, app: app, ln: ln, cancel: stop, serveErr: make(chan error, 1), ops: o,
-		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js,
+		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o,
+		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js, Limiter: limiter,
 	}
 	logErr := func(what string) func(error) {
 		return func(err error) { cfg.Log.Warn(what, "err", err) }
@@ -138,7 +157,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
 		})
 		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, logErr("keys")) })
+		n.goLoop(func() { limiter.NewHeartbeat(nodeID(), 0).Run(lctx, logErr("limit heartbeat")) })
 	}
+	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
 	go func() { n.serveErr <- app.Listener(ln) }()
 	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity)
 	return n, nil
@@ -150,6 +171,33 @@ func (n *Node) goLoop(f func()) {
 		defer n.wg.Done()
 		f()
 	}()
+}
+
+// claimBatch is how many concurrent claims for one bucket may share one
+// script call.
+const claimBatch = 32
+
+func bucketStockOf(s *admission.Snapshots) func(ev string) []int64 {
+	return func(ev string) []int64 {
+		if sale, ok := s.Get(ev); ok {
+			return sale.BucketStock
+		}
+		return nil
+	}
+}
+
+// StartWorker runs the order worker inside this node, as `anteroom worker`
+// runs it in its own process, until Close.
+func (n *Node) StartWorker(ctx context.Context) error {
+	w, err := claim.NewWorker(ctx, n.Claims, n.JS, claim.WorkerConfig{
+		Replicas: n.cfg.StreamReplicas,
+		OnError:  func(err error) { n.cfg.Log.Warn("order worker", "err", err) },
+	})
+	if err != nil {
+		return err
+	}
+	n.goLoop(func() { _ = w.Run(n.loops) })
+	return nil
 }
 
 func salesOf(s *admission.Snapshots) func() []claim.Sale {
@@ -207,6 +255,14 @@ func adminToken(cfg *Config) (string, error) {
 	return tok, nil
 }
 
+// nodeID names this process in the limiter's heartbeat set.
+func nodeID() string {
+	host, _ := os.Hostname()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return host + "-" + hex.EncodeToString(b[:])
+}
+
 // URL is the node's base URL.
 func (n *Node) URL() string {
 	addr := n.ln.Addr().(*net.TCPAddr)
@@ -219,6 +275,43 @@ func (n *Node) URL() string {
 
 // Redis returns the node's Redis client.
 func (n *Node) Redis() redis.UniversalClient { return n.back.rdb }
+
+// Clients are a deployment's Redis and JetStream, for the commands that
+// work beside the nodes (worker, reconcile).
+type Clients struct {
+	Redis redis.UniversalClient
+	JS    jetstream.JetStream
+	back  *backends
+}
+
+// Connect opens cfg's Redis and NATS (never embedded ones: another process
+// could not share them) and checks that the order stream exists (a node
+// creates it; Connect never changes it).
+func Connect(ctx context.Context, cfg Config) (*Clients, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.NATSURL == "" || (cfg.RedisURL == "" && len(cfg.RedisClusterAddrs) == 0) {
+		return nil, errors.New("set ANTEROOM_REDIS_URL (or ANTEROOM_REDIS_CLUSTER_ADDRS) and ANTEROOM_NATS_URL: the nodes' servers")
+	}
+	back, err := openBackends(ctx, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(back.nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err == nil {
+		_, err = js.Stream(ctx, claim.StreamName)
+	}
+	if err != nil {
+		back.close()
+		return nil, fmt.Errorf("order stream %s: %w", claim.StreamName, err)
+	}
+	return &Clients{Redis: back.rdb, JS: js, back: back}, nil
+}
+
+// Close closes the connections.
+func (c *Clients) Close() { c.back.close() }
 
 // Close drains the node: stops accepting, finishes in-flight requests
 // (their claims are published and acknowledged), stops the loops, flushes

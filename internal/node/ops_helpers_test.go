@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,13 +10,13 @@ import (
 	"time"
 )
 
-// remote is a node known only by its URL: a process started by a test.
-type remote struct {
+// opsRemote is a node known only by its URL: a process started by a test.
+type opsRemote struct {
 	url, admin string
 }
 
 // create creates an event through the admin API.
-func (n *remote) create(t *testing.T, id string, sale map[string]any) {
+func (n *opsRemote) create(t *testing.T, id string, sale map[string]any) {
 	t.Helper()
 	raw, _ := json.Marshal(sale)
 	a := call(t, http.MethodPut, n.url+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.admin}, raw)
@@ -26,7 +27,7 @@ func (n *remote) create(t *testing.T, id string, sale map[string]any) {
 
 // admit joins user to ev and polls until an admission token arrives. Safe
 // to call from several goroutines.
-func (n *remote) admit(t *testing.T, ev, user string) string {
+func (n *opsRemote) admit(t *testing.T, ev, user string) string {
 	base := n.url + "/events/" + ev
 	j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
 	if j.status != http.StatusOK {
@@ -45,8 +46,27 @@ func (n *remote) admit(t *testing.T, ev, user string) string {
 	return ""
 }
 
-// decodeJSON decodes and closes a response body.
-func decodeJSON(resp *http.Response, v any) error {
+// opsHTTP sends one request and decodes a JSON object answer.
+func opsHTTP(tb testing.TB, method, url string, hdr map[string]string, body []byte) (int, map[string]any) {
+	tb.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", method, url, err)
+	}
+	var out map[string]any
+	_ = opsDecodeJSON(resp, &out)
+	return resp.StatusCode, out
+}
+
+// opsDecodeJSON decodes and closes a response body.
+func opsDecodeJSON(resp *http.Response, v any) error {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {

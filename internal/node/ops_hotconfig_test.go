@@ -11,16 +11,16 @@ import (
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
-// propagation is how soon an admin change made on one node must show on
+// opsPropagation is how soon an admin change made on one node must show on
 // every other node (each refreshes its view every 100 ms).
-const propagation = time.Second
+const opsPropagation = time.Second
 
-// within polls cond until it holds or propagation has passed since from.
-func within(t *testing.T, from time.Time, what string, cond func() bool) {
+// within polls cond until it holds or opsPropagation has passed since from.
+func opsWithin(t *testing.T, from time.Time, what string, cond func() bool) {
 	t.Helper()
 	for !cond() {
-		if time.Since(from) > propagation {
-			t.Fatalf("%s: not seen within %v of the change", what, propagation)
+		if time.Since(from) > opsPropagation {
+			t.Fatalf("%s: not seen within %v of the change", what, opsPropagation)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -28,7 +28,7 @@ func within(t *testing.T, from time.Time, what string, cond func() bool) {
 }
 
 // put sends an admin change to n and returns when it was answered.
-func put(t *testing.T, n *node.Node, id string, change map[string]any) time.Time {
+func opsPut(t *testing.T, n *node.Node, id string, change map[string]any) time.Time {
 	t.Helper()
 	raw, _ := json.Marshal(change)
 	a := call(t, http.MethodPut, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw)
@@ -70,19 +70,19 @@ func TestOpsHotConfigReachesEveryNode(t *testing.T) {
 	}
 
 	// Rate: B's own view carries the new rate, and the queue moves.
-	at := put(t, a, "hot", map[string]any{"admit_rate_per_second": 5000})
-	within(t, at, "rate on B's view", func() bool {
-		return series(scrape(t, b), `anteroom_admission_configured_rate{event="hot"}`) == "5000"
+	at := opsPut(t, a, "hot", map[string]any{"admit_rate_per_second": 5000})
+	opsWithin(t, at, "rate on B's view", func() bool {
+		return opsSeries(opsScrape(t, b), `anteroom_admission_configured_rate{event="hot"}`) == "5000"
 	})
 	var token string
-	within(t, at, "last joiner admitted on B", func() bool {
+	opsWithin(t, at, "last joiner admitted on B", func() bool {
 		token = str(status().body, "admission_token")
 		return token != ""
 	})
 
 	// Pause: B's public JSON shows it, and B refuses claims.
-	at = put(t, a, "hot", map[string]any{"paused": true})
-	within(t, at, "pause on B's public JSON", func() bool {
+	at = opsPut(t, a, "hot", map[string]any{"paused": true})
+	opsWithin(t, at, "pause on B's public JSON", func() bool {
 		paused, _ := call(t, http.MethodGet, base, nil, nil).body["paused"].(bool)
 		return paused
 	})
@@ -90,13 +90,13 @@ func TestOpsHotConfigReachesEveryNode(t *testing.T) {
 	if c := call(t, http.MethodPost, base+"/claim", claimHdr, nil); c.status != http.StatusServiceUnavailable || str(c.body, "code") != "paused" {
 		t.Errorf("claim on B while paused: %d %s, want 503 paused", c.status, c.raw)
 	}
-	if series(scrape(t, b), `anteroom_sale_paused{event="hot"}`) != "1" {
+	if opsSeries(opsScrape(t, b), `anteroom_sale_paused{event="hot"}`) != "1" {
 		t.Error("B's metrics do not show the pause")
 	}
 
 	// Resume: B takes claims again.
-	at = put(t, a, "hot", map[string]any{"paused": false})
-	within(t, at, "resume on B", func() bool {
+	at = opsPut(t, a, "hot", map[string]any{"paused": false})
+	opsWithin(t, at, "resume on B", func() bool {
 		return call(t, http.MethodPost, base+"/claim", claimHdr, nil).status == http.StatusCreated
 	})
 }

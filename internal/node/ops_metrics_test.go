@@ -14,7 +14,7 @@ import (
 )
 
 // scrape fetches a node's /metrics.
-func scrape(t *testing.T, n *node.Node) string {
+func opsScrape(t *testing.T, n *node.Node) string {
 	t.Helper()
 	resp, err := http.Get(n.URL() + "/metrics")
 	if err != nil {
@@ -30,7 +30,7 @@ func scrape(t *testing.T, n *node.Node) string {
 
 // series returns the value of the first exposition line that starts with
 // prefix (a name with labels in their exposition order), or "".
-func series(text, prefix string) string {
+func opsSeries(text, prefix string) string {
 	for _, line := range strings.Split(text, "\n") {
 		if rest, ok := strings.CutPrefix(line, prefix+" "); ok {
 			return rest
@@ -55,8 +55,8 @@ func TestOpsMetrics(t *testing.T) {
 	}
 	var text string
 	waitFor(t, "the view to count the grant", 10*time.Second, func() bool {
-		text = scrape(t, n)
-		return series(text, `anteroom_stock_remaining{event="metered"}`) == "9"
+		text = opsScrape(t, n)
+		return opsSeries(text, `anteroom_stock_remaining{event="metered"}`) == "9"
 	})
 	for prefix, want := range map[string]string{
 		`anteroom_claims_granted_total{event="metered"}`:                                                     "1",
@@ -70,15 +70,15 @@ func TestOpsMetrics(t *testing.T) {
 		`anteroom_http_request_duration_seconds_count{method="POST",route="/events/:id/join",status="200"}`:  "1",
 		`anteroom_jetstream_publish_duration_seconds_count{result="ok"}`:                                     "1",
 	} {
-		if got := series(text, prefix); got != want {
+		if got := opsSeries(text, prefix); got != want {
 			t.Errorf("%s = %q, want %q", prefix, got, want)
 		}
 	}
 	// At least one token (alice may poll again before the claim).
-	if got := series(text, `anteroom_admission_tokens_issued_total{event="metered"}`); got == "" || got == "0" {
+	if got := opsSeries(text, `anteroom_admission_tokens_issued_total{event="metered"}`); got == "" || got == "0" {
 		t.Errorf("tokens issued = %q, want at least 1", got)
 	}
-	if series(text, `anteroom_redis_call_duration_seconds_count{command="evalsha"}`) == "" {
+	if opsSeries(text, `anteroom_redis_call_duration_seconds_count{command="evalsha"}`) == "" {
 		t.Error("no evalsha timed by the Redis hook")
 	}
 	if strings.Contains(text, `route="/events/metered`) {

@@ -63,7 +63,7 @@ func TestIdentityHeader(t *testing.T) {
 func TestIdentityAnonymous(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous"})
+	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous", TrustedProxies: []string{"127.0.0.1"}})
 	createSale(t, n, "anon", openSale(10, 1, 0, 0, 1000))
 	ev := n.URL() + "/events/anon"
 
@@ -94,7 +94,7 @@ func TestIdentityAnonymous(t *testing.T) {
 	if v, _ := cookieOf(again, "anteroom_visitor"); v != "" {
 		t.Errorf("second join replaced a valid visitor cookie")
 	}
-	// Under TLS (here: a TLS-terminating proxy's header) the cookie is Secure.
+	// Behind a TLS-terminating proxy the cookie is Secure.
 	tls := call(t, http.MethodPost, ev+"/join", map[string]string{"X-Forwarded-Proto": "https"}, nil)
 	if _, l := cookieOf(tls, "anteroom_visitor"); !strings.Contains(strings.ToLower(l), "secure") {
 		t.Errorf("visitor cookie under TLS %q is not Secure", l)

@@ -11,7 +11,7 @@
 // hash itself, so candidates are hashed in batches awaited together.
 "use strict";
 (function (global) {
-  const BATCH = 256;
+  const BATCH = 1024;
 
   function hasZeroBits(buf, bits) {
     const b = new Uint8Array(buf);

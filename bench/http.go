@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+const conns = 64
+
+// measureStatus compares status polls (waiting users, verified ticket, no
+// Redis) with the minimal fiber handler.
+func measureStatus(ctx context.Context, s *stack, r *report) error {
+	if err := s.createEvent(ctx, "bstatus", 10, 0.001, nil); err != nil {
+		return err
+	}
+	tickets, err := s.joinMany(ctx, "bstatus", "s", 20000)
+	if err != nil {
+		return err
+	}
+	script, err := luaTickets(s.dir, tickets)
+	if err != nil {
+		return err
+	}
+	ceil, err := runWrk(s.ceilURL+"/", conns, r.d, "")
+	if err != nil {
+		return err
+	}
+	st, err := runWrk(s.nodeURL+"/events/bstatus/status", conns, r.d, script)
+	if err != nil {
+		return err
+	}
+	r.command(ceil.Command)
+	r.command(st.Command + "   # 20,000 tickets of waiting users, round robin")
+	r.peaks["ceiling"], r.peaks["status"] = ceil.RPS, st.RPS
+	ratio := st.RPS / ceil.RPS
+	r.add("status requests/s vs minimal fiber handler", fmt.Sprintf("%.0f/s", st.RPS), fmt.Sprintf("%.0f/s", ceil.RPS), ratio, "≥ 0.8", ratio >= 0.8)
+	if st.Non2xx > 0 {
+		r.note(fmt.Sprintf("status: %d non-2xx answers during the wrk run", st.Non2xx))
+	}
+	s.tickets = tickets
+	return nil
+}
+
+// measureJoin compares joins (one Redis script each, a fresh user every
+// request) with the same ceiling.
+func measureJoin(ctx context.Context, s *stack, r *report) error {
+	if err := s.createEvent(ctx, "bjoin", 10, 1, nil); err != nil {
+		return err
+	}
+	script, err := luaJoins(s.dir)
+	if err != nil {
+		return err
+	}
+	j, err := runWrk(s.nodeURL+"/events/bjoin/join", conns, r.d, script)
+	if err != nil {
+		return err
+	}
+	r.command(j.Command + "   # a fresh X-User-ID per request")
+	ceil := r.peaks["ceiling"]
+	ratio := j.RPS / ceil
+	r.peaks["join"] = j.RPS
+	r.add("join requests/s vs minimal fiber handler", fmt.Sprintf("%.0f/s", j.RPS), fmt.Sprintf("%.0f/s", ceil), ratio, "≥ 0.5", ratio >= 0.5)
+	if j.Non2xx > 0 {
+		r.note(fmt.Sprintf("join: %d non-2xx answers during the wrk run", j.Non2xx))
+	}
+	return nil
+}
+
+// measureCurve measures throughput against concurrency for the ceiling,
+// status and join, for the chart.
+func measureCurve(ctx context.Context, s *stack, r *report) error {
+	if len(s.tickets) == 0 {
+		return fmt.Errorf("no tickets (status step failed)")
+	}
+	script, err := luaTickets(s.dir, s.tickets)
+	if err != nil {
+		return err
+	}
+	joins, err := luaJoins(s.dir)
+	if err != nil {
+		return err
+	}
+	d := max(r.d/3, 2*time.Second)
+	targets := []struct{ name, url, script string }{
+		{"fiber ceiling", s.ceilURL + "/", ""},
+		{"status", s.nodeURL + "/events/bstatus/status", script},
+		{"join", s.nodeURL + "/events/bjoin/join", joins},
+	}
+	for _, t := range targets {
+		c := curve{name: t.name}
+		for _, n := range []int{2, 8, 32, 128, 512} {
+			res, err := runWrk(t.url, n, d, t.script)
+			if err != nil {
+				return err
+			}
+			c.points = append(c.points, [2]float64{float64(n), res.RPS})
+		}
+		r.curves = append(r.curves, c)
+	}
+	r.command(fmt.Sprintf("wrk -t2 -c{2,8,32,128,512} -d%ds --latency …   # the chart", int(d.Seconds())))
+	return nil
+}

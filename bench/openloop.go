@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// openLoop sends rate requests per second for d at fixed instants, whatever
+// the server's speed, and measures each latency from its scheduled instant
+// (no coordinated omission). next returns the i-th request's path and
+// headers.
+func openLoop(ctx context.Context, s *stack, method string, rate float64, d time.Duration, next func(i int) (string, map[string]string)) ([]time.Duration, int, error) {
+	total := int(rate * d.Seconds())
+	interval := time.Duration(float64(time.Second) / rate)
+	lat := make([]time.Duration, total)
+	failed := make([]bool, total)
+	sem := make(chan struct{}, 2048)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range total {
+		at := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(at); wait > 0 {
+			time.Sleep(wait)
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			path, hdr := next(i)
+			code, _, err := s.do(ctx, method, path, hdr, nil)
+			lat[i] = time.Since(at)
+			failed[i] = err != nil || code >= 500 || code == http.StatusTooManyRequests
+		}()
+	}
+	wg.Wait()
+	bad := 0
+	for _, f := range failed {
+		if f {
+			bad++
+		}
+	}
+	slices.Sort(lat)
+	return lat, bad, nil
+}
+
+func pct(l []time.Duration, p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	return l[min(int(p*float64(len(l))), len(l)-1)]
+}
+
+// measureOpenLoop reports p99 latency of status and claim at 50% and 80%
+// of their measured closed-loop peaks.
+func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
+	d := max(r.d, 5*time.Second)
+	for _, share := range []float64{0.5, 0.8} {
+		if peak := r.peaks["status"]; peak > 0 && len(s.tickets) > 0 {
+			rate := peak * share
+			lat, bad, err := openLoop(ctx, s, http.MethodGet, rate, d, func(i int) (string, map[string]string) {
+				return "/events/bstatus/status", map[string]string{"Authorization": "Bearer " + s.tickets[i%len(s.tickets)]}
+			})
+			if err != nil {
+				return err
+			}
+			p99 := pct(lat, 0.99)
+			goal, met := "—", true
+			if share == 0.5 {
+				goal, met = "≤ 10 ms", p99 <= 10*time.Millisecond
+			}
+			r.add(fmt.Sprintf("status p99 at %.0f%% of peak (%.0f/s, open loop)", share*100, rate), p99.Round(10*time.Microsecond).String(),
+				fmt.Sprintf("p50 %s", pct(lat, 0.5).Round(10*time.Microsecond)), 0, goal, met && bad == 0)
+		}
+		if peak := r.peaks["claim"]; peak > 0 && s.claimNext < len(s.claimTokens) {
+			rate := peak * share
+			toks := s.claimTokens[s.claimNext:]
+			n := min(int(rate*d.Seconds()), len(toks))
+			lat, bad, err := openLoop(ctx, s, http.MethodPost, rate, time.Duration(float64(n)/rate*float64(time.Second)), func(i int) (string, map[string]string) {
+				return "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i]}
+			})
+			if err != nil {
+				return err
+			}
+			s.claimNext += n
+			r.add(fmt.Sprintf("claim p99 at %.0f%% of peak (%.0f/s, open loop)", share*100, rate), pct(lat, 0.99).Round(10*time.Microsecond).String(),
+				fmt.Sprintf("p50 %s", pct(lat, 0.5).Round(10*time.Microsecond)), 0, "—", bad == 0)
+		}
+	}
+	r.command(fmt.Sprintf("open loop: requests at fixed instants for %s, latency from the scheduled instant", d))
+	return nil
+}

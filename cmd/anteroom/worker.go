@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/node"
+)
+
+// worker runs the order worker against the deployment's Redis and NATS
+// until interrupted: it records one order per claim and confirms claims.
+// Run one or more beside the nodes; they share one durable consumer.
+func worker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	build := nodeFlags(fs, getenv, stderr)
+	concurrency := fs.Int("concurrency", 32, "order events handled at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := build()
+	if err != nil {
+		return err
+	}
+	c, err := node.Connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := claim.NewWorker(ctx, claim.NewStore(c.Redis), c.JS, claim.WorkerConfig{
+		Replicas: cfg.StreamReplicas, Concurrency: *concurrency,
+		OnError: func(err error) { cfg.Log.Warn("order worker", "err", err) },
+	})
+	if err != nil {
+		return err
+	}
+	cfg.Log.Info("order worker running", "consumer", claim.WorkerConsumer, "orders", claim.OrdersBucket)
+	err = w.Run(ctx)
+	cfg.Log.Info("order worker stopped")
+	return err
+}

@@ -1,0 +1,174 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/tokens"
+)
+
+// BenchmarkClaimHTTP measures granted claims per second end to end —
+// HTTP, admission token verification, the claim script on a real
+// redis-server, the order event published to JetStream and acknowledged
+// before the 201 — with 128 concurrent clients, and in the same run the
+// rate redis-benchmark reaches with EVALSHA of the same claim script on
+// the same redis-server (one granted claim per call, 50 connections). It
+// reports both and their ratio.
+//
+//	go test -run '^$' -bench BenchmarkClaimHTTP -benchtime 20000x ./internal/node/
+func BenchmarkClaimHTTP(b *testing.B) {
+	r := testenv.StartRedis(b)
+	ns := testenv.StartNATS(b)
+	dir := b.TempDir()
+	n := startNodeB(b, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir})
+	sale := openSale(100_000_000, 1, 0, 0, 1000)
+	sale["buckets"] = 4
+	raw, _ := json.Marshal(sale)
+	if a := rawCall(http.MethodPut, n.URL()+"/admin/events/bench", "Bearer "+n.AdminToken, "", raw); a != http.StatusCreated {
+		b.Fatalf("create sale: %d", a)
+	}
+	keys, err := tokens.OpenKeyDir(filepath.Join(dir, "keys"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{})
+	toks := make([]string, b.N)
+	for i := range toks {
+		if toks[i], _, err = issuer.Issue("bench", fmt.Sprint("h", i), int64(i+1), time.Hour, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DialContext: (&net.Dialer{}).DialContext}}
+	var next, failed atomic.Int64
+	b.SetParallelism(64)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1) - 1
+			req, _ := http.NewRequest(http.MethodPost, n.URL()+"/events/bench/claim", http.NoBody)
+			req.Header.Set("Authorization", "Bearer "+toks[i])
+			resp, err := client.Do(req)
+			if err != nil {
+				failed.Add(1)
+				continue
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				failed.Add(1)
+			}
+		}
+	})
+	httpRate := float64(b.N) / time.Since(start).Seconds()
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d claims failed", f, b.N)
+	}
+	evalsha := redisBenchmarkEvalsha(b, r)
+	b.ReportMetric(httpRate, "claims/s")
+	b.ReportMetric(evalsha, "evalsha/s")
+	b.ReportMetric(httpRate/evalsha, "ratio")
+}
+
+// redisBenchmarkEvalsha loads claim/claim.lua into r and returns the
+// requests per second redis-benchmark reaches with EVALSHA of it: one
+// grant per call for a random user.
+func redisBenchmarkEvalsha(b *testing.B, r *testenv.Redis) float64 {
+	b.Helper()
+	bin, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		b.Skip("redis-benchmark not found (Debian package redis-tools)")
+	}
+	src, err := os.ReadFile("../../claim/claim.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	c := r.Client(b)
+	sha, err := c.ScriptLoad(ctx, string(src)).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	tag := "ar:{rb#0}:"
+	if err := c.Set(ctx, tag+"stock", 1_000_000_000, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	payload := `{"type":"granted","event":"rb","claim_id":"0-__rand_int__","user":"__rand_int__","pos":1,"units":1,"at":"2026-01-01T00:00:00Z","idem":"k"}`
+	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(portOf(r.Addr())), "-n", "50000", "-c", "50", "-r", "100000000", "-q",
+		"EVALSHA", sha, "9",
+		tag + "stock", tag + "claims", tag + "outbox", tag + "stats", tag + "exp", tag + "frozen",
+		tag + "uc:__rand_int__", tag + "ua:__rand_int__", tag + "idem:__rand_int__",
+		"__rand_int__", "1", "0-__rand_int__", payload, "1", "k", "86400", "900000"}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`([0-9.]+) requests per second`).FindAllSubmatch(out, -1)
+	if len(m) == 0 {
+		b.Fatalf("redis-benchmark: no rate in %q", out)
+	}
+	rate, _ := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+	if granted, _ := c.HGet(ctx, tag+"stats", "granted").Int(); granted < 25_000 {
+		b.Fatalf("redis-benchmark granted only %d claims: the script did not run as a claim", granted)
+	}
+	return rate
+}
+
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// startNodeB starts a node for a benchmark.
+func startNodeB(b *testing.B, cfg node.Config) *node.Node {
+	b.Helper()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := node.Start(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = n.Close(ctx)
+	})
+	return n
+}
+
+func rawCall(method, url, auth, user string, body []byte) int {
+	req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if user != "" {
+		req.Header.Set("X-User-ID", user)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}

@@ -1,0 +1,262 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"hash/maphash"
+	"math"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/limit"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Edge protection, cheapest rejection first: the node-local entry cap
+// (entryCap), early birds (earlyBird), node-local status limits
+// (statusLimit), then on join invites and proofs of work (µs, no Redis)
+// and on join and claim the distributed token buckets (one or two Redis
+// round trips), and on claim the device and payment reservations.
+
+// Consumer-side interfaces of the edge limits.
+type (
+	// limiter keeps the distributed token buckets; *limit.Limiter.
+	limiter interface {
+		Allow(ctx context.Context, rules ...limit.Rule) limit.Decision
+	}
+	// reserver binds device ids and payment fingerprints to one user per
+	// event; *limit.Reservations.
+	reserver interface {
+		Reserve(ctx context.Context, kind, ev, value, user string, ttl time.Duration) error
+	}
+)
+
+// Headers a caller may send to be limited per device and per payment.
+const (
+	DeviceHeader  = "X-Device-ID"
+	PaymentHeader = "X-Payment-Fingerprint"
+)
+
+// DefaultMaxInFlight is Config.MaxInFlight's default.
+const DefaultMaxInFlight = 4096
+
+var callerValuePattern = regexp.MustCompile(`^[A-Za-z0-9._:+/=-]{1,128}$`)
+
+// edge is the state of one app's edge protection.
+type edge struct {
+	maxInFlight int64
+	inFlight    atomic.Int64
+	proxies     proxies
+	status      *limit.Local
+	seed        maphash.Seed
+	pow         powKey
+	invites     *Invites
+}
+
+func newEdge(cfg *Config, deps *Deps) *edge {
+	secret := deps.EdgeSecret
+	if len(secret) < 32 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret)
+	}
+	e := &edge{maxInFlight: int64(cfg.MaxInFlight), status: limit.NewLocal(0), seed: maphash.MakeSeed(), pow: newPoWKey(secret)}
+	if e.maxInFlight <= 0 {
+		e.maxInFlight = DefaultMaxInFlight
+	}
+	e.proxies, _ = parseProxies(cfg.TrustedProxies)
+	e.invites, _ = NewInvites(secret)
+	return e
+}
+
+// entryCap answers 503 degraded once MaxInFlight requests are in progress
+// on this node: a cheap shield for the process itself. Liveness probes
+// pass, so an overloaded node is not restarted for being busy.
+func (s *Server) entryCap(c *fiber.Ctx) error {
+	if c.Path() == "/healthz" {
+		return c.Next()
+	}
+	if s.edge.inFlight.Add(1) > s.edge.maxInFlight {
+		s.edge.inFlight.Add(-1)
+		return retryLater("degraded", "this node is at capacity; retry shortly", 1)
+	}
+	defer s.edge.inFlight.Add(-1)
+	return c.Next()
+}
+
+// earlyBird refuses every request for an event before its pre-queue opens,
+// without Redis: no ticket can exist yet, so none can be polled or used.
+func (s *Server) earlyBird(c *fiber.Ctx) error {
+	cfg := &saleOf(c).Config
+	if now := s.now(); now.Before(cfg.PrequeueOpensAt) {
+		p := problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
+		p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
+		return p
+	}
+	return c.Next()
+}
+
+// statusLimit limits status polls per IP and per ticket with node-local
+// buckets: status never costs a Redis round trip.
+func (s *Server) statusLimit(c *fiber.Ctx) error {
+	cfg := &saleOf(c).Config
+	lim := cfg.Limits
+	lim.Defaults()
+	now := s.now()
+	if lim.Status.IP.On() {
+		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+s.edge.proxies.clientIP(c), toLimit(lim.Status.IP), now); !ok {
+			return rateLimited("status polls from this address", retry)
+		}
+	}
+	if lim.Status.Ticket.On() {
+		raw := bearer(c)
+		if raw == "" {
+			raw = c.Cookies(ticketCookie(cfg.ID))
+		}
+		if raw != "" {
+			key := "st:t:" + cfg.ID + ":" + strconv.FormatUint(maphash.String(s.edge.seed, raw), 36)
+			if ok, _, retry := s.edge.status.Take(key, toLimit(lim.Status.Ticket), now); !ok {
+				return rateLimited("status polls with this ticket", retry)
+			}
+		}
+	}
+	return c.Next()
+}
+
+// guardJoin runs join's defences for user: invite, proof of work, then
+// the distributed rate limits.
+func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
+	lim := cfg.Limits
+	lim.Defaults()
+	now := s.now()
+	if lim.InviteOnly && s.edge.invites.Verify(c.Get(InviteHeader), cfg.ID, user, now) != nil {
+		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+InviteHeader)
+		p.Title = "Invitation required"
+		return p
+	}
+	if lim.PoW.Enabled {
+		if p := s.edge.pow.verify(c.Get(PoWHeader), cfg.ID, user, lim.PoW.Bits, now); p != nil {
+			return p
+		}
+	}
+	device, err := callerValue(c, DeviceHeader)
+	if err != nil {
+		return err
+	}
+	return s.rateLimit(c, "join", cfg.ID, lim.Join, s.cfg.GlobalJoin, device, user)
+}
+
+// guardClaim runs claim's defences for user: the distributed rate limits,
+// then the one-claim-per-device and per-payment reservations.
+func (s *Server) guardClaim(c *fiber.Ctx, cfg *event.Config, user string) error {
+	lim := cfg.Limits
+	lim.Defaults()
+	device, err := callerValue(c, DeviceHeader)
+	if err != nil {
+		return err
+	}
+	payment, err := callerValue(c, PaymentHeader)
+	if err != nil {
+		return err
+	}
+	if err := s.rateLimit(c, "claim", cfg.ID, lim.Claim, s.cfg.GlobalClaim, device, user); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		on                bool
+		kind, header, val string
+	}{
+		{lim.OneClaimPerDevice, limit.KindDevice, DeviceHeader, device},
+		{lim.OneClaimPerPayment, limit.KindPayment, PaymentHeader, payment},
+	} {
+		if !r.on {
+			continue
+		}
+		if r.val == "" {
+			return badRequest("this sale allows one claim per %s: send %s", r.kind, r.header)
+		}
+		if err := s.reserve(c, cfg, r.kind, r.val, user); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reserve binds a device or payment value to user for the rest of the sale
+// (and a day).
+func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user string) error {
+	if s.deps.Reservations == nil {
+		return retryLater("degraded", "one claim per "+kind+" is not available on this node", 5)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	ttl := max(cfg.EndsAt.Sub(s.now())+24*time.Hour, time.Hour)
+	err := s.deps.Reservations.Reserve(ctx, kind, cfg.ID, value, user, ttl)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, limit.ErrTaken):
+		return problem(fiber.StatusConflict, "limit_reached", "this "+kind+" has already been used by another account in this sale")
+	}
+	s.cfg.Log.Warn("reservation failed", "request_id", requestID(c), "kind", kind, "err", err)
+	return retryLater("degraded", "a backing service is not answering; retry with the same Idempotency-Key", 1)
+}
+
+// rateLimit checks the distributed buckets of one budget ("join",
+// "claim"): global, event, the caller's IP, device (when sent) and user.
+func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, global limit.Limit, device, user string) error {
+	if s.deps.Limiter == nil {
+		return nil
+	}
+	var buf [5]limit.Rule
+	rules := append(buf[:0],
+		limit.Rule{Budget: budget, Dim: limit.Global, Limit: global},
+		limit.Rule{Budget: budget, Dim: limit.Event, Event: ev, Limit: toLimit(b.Event)},
+		limit.Rule{Budget: budget, Dim: limit.User, Event: ev, Value: user, Limit: toLimit(b.User)})
+	if b.IP.On() {
+		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: s.edge.proxies.clientIP(c), Limit: toLimit(b.IP)})
+	}
+	if device != "" {
+		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.Device, Event: ev, Value: device, Limit: toLimit(b.Device)})
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if d := s.deps.Limiter.Allow(ctx, rules...); !d.Allowed {
+		return rateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
+	}
+	return nil
+}
+
+// rateLimited is the 429 answer; what names the exhausted budget.
+func rateLimited(what string, retry time.Duration) *Problem {
+	p := problem(fiber.StatusTooManyRequests, "rate_limited", "too many "+what+"; retry after Retry-After seconds")
+	p.RetryAfter = seconds(retry)
+	return p
+}
+
+// seconds rounds d up to whole seconds, at least 1, for Retry-After.
+func seconds(d time.Duration) int {
+	return int(max(math.Ceil(d.Seconds()), 1))
+}
+
+func toLimit(r event.Rate) limit.Limit {
+	if !r.On() {
+		return limit.Limit{}
+	}
+	return limit.Limit{Rate: r.PerSecond, Burst: r.Burst}
+}
+
+// callerValue returns an optional caller-supplied header, validated.
+func callerValue(c *fiber.Ctx, name string) (string, error) {
+	v := c.Get(name)
+	if v == "" {
+		return "", nil
+	}
+	if !callerValuePattern.MatchString(v) {
+		return "", badRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", name)
+	}
+	return v, nil
+}
