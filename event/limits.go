@@ -17,7 +17,9 @@ import (
 type Limits struct {
 	// Join limits POST /events/{id}/join.
 	//
-	// Default: event off, ip off, device 1/s burst 5, user 1/s burst 5
+	// Default: event off, ip off, device 1/s burst 5, user off (join is
+	// idempotent per user, and keeping join at one Redis round trip
+	// matters more; turn it on for events that need it)
 	Join Budget `json:"join"`
 	// Claim limits POST /events/{id}/claim.
 	//
@@ -96,7 +98,7 @@ const (
 // Defaults fills zero fields with their defaults and writes every
 // negative rate as Off. It is idempotent.
 func (l *Limits) Defaults() {
-	l.Join.defaults(Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Rate{1, 5}})
+	l.Join.defaults(Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Off})
 	l.Claim.defaults(Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Rate{2, 10}})
 	l.Status.IP.defaults(Off)
 	l.Status.Ticket.defaults(Rate{10, 100})

@@ -12,7 +12,7 @@ func TestLimitsDefaults(t *testing.T) {
 	c := valid()
 	l := c.Limits
 	want := Limits{
-		Join:   Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Rate{1, 5}},
+		Join:   Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Off},
 		Claim:  Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Rate{2, 10}},
 		Status: StatusBudget{IP: Off, Ticket: Rate{10, 100}},
 		PoW:    PoW{Bits: 15, TTLSeconds: 300},
@@ -81,7 +81,7 @@ func TestLimitsPartialUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.Limits
-	if l.Join.IP != (Rate{5, 5}) || l.Join.User != (Rate{1, 5}) || !l.PoW.Enabled || l.PoW.Bits != 15 || !l.InviteOnly || l.OneClaimPerDevice {
+	if l.Join.IP != (Rate{5, 5}) || l.Join.User != Off || !l.PoW.Enabled || l.PoW.Bits != 15 || !l.InviteOnly || l.OneClaimPerDevice {
 		t.Fatalf("after the update: %+v", l)
 	}
 	raw, _ := json.Marshal(c.Limits)

@@ -58,7 +58,7 @@ func (c *saleCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the current view; no Redis.
 func (c *saleCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
-	for _, s := range c.sales.All() {
+	for _, s := range live(c.sales, now) {
 		ev := s.Config.ID
 		admitted := min(int64(s.Frontier), s.Joined)
 		gauge := func(d *prometheus.Desc, v float64) {
@@ -79,6 +79,23 @@ func (c *saleCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(soldOutDesc, boolValue(s.SoldOut))
 		gauge(viewAgeDesc, max(now.Sub(s.Refreshed).Seconds(), 0))
 	}
+}
+
+// Retired is how long after a sale's end its metrics are still reported:
+// long enough for dashboards to show the end, short enough that months of
+// sales do not grow every scrape (and its Redis reads) without bound.
+const Retired = time.Hour
+
+// live returns the sales that have not ended more than Retired ago.
+func live(sales Sales, now time.Time) []*admission.Sale {
+	all := sales.All()
+	out := all[:0:0]
+	for _, s := range all {
+		if end := s.Config.EndsAt; end.IsZero() || now.Before(end.Add(Retired)) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func boolValue(b bool) float64 {
@@ -130,7 +147,7 @@ func (c *claimCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *claimCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	for _, s := range c.sales.All() {
+	for _, s := range live(c.sales, time.Now()) {
 		ev := s.Config.ID
 		t, err := c.claims.Totals(ctx, ev, s.Config.Buckets)
 		if err != nil {

@@ -49,7 +49,11 @@ func sale(id string, joined int64, frontier float64) *admission.Sale {
 func newMetrics(t *testing.T, claims metrics.Claims) (*metrics.Metrics, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	sales := fakeSales{all: func() []*admission.Sale { return []*admission.Sale{sale("spring", 100, 60.5), sale("autumn", 10, 25)} }}
+	old := sale("winter", 5, 5)
+	old.Config.EndsAt = time.Now().Add(-metrics.Retired - time.Minute) // long over: not reported
+	sales := fakeSales{all: func() []*admission.Sale {
+		return []*admission.Sale{sale("spring", 100, 60.5), sale("autumn", 10, 25), old}
+	}}
 	m, err := metrics.New(reg, metrics.Config{Sales: sales, Claims: claims, SlowRedis: time.Nanosecond})
 	if err != nil {
 		t.Fatalf("new: %v", err)
@@ -181,6 +185,11 @@ func TestScrapeValues(t *testing.T) {
 		got, ok := value(fams, c.name, c.labels...)
 		if !ok || got != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	for _, name := range []string{"anteroom_queue_joined_total", "anteroom_claims_granted_total"} {
+		if _, ok := value(fams, name, "event", "winter"); ok {
+			t.Errorf("%s reported for a sale that ended long ago", name)
 		}
 	}
 	if age, ok := value(fams, "anteroom_sale_view_age_seconds", "event", "spring"); !ok || age < 0 {

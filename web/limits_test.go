@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -187,6 +188,7 @@ func TestRateLimitedAnswer(t *testing.T) {
 	}}
 	l := event.Limits{}
 	l.Join.IP = event.Rate{PerSecond: 3}
+	l.Join.User = event.Rate{PerSecond: 1, Burst: 5}
 	app := limApp(t, Config{GlobalJoin: limit.Limit{Rate: 50}}, limSale(l), Deps{Limiter: deny})
 	a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", DeviceHeader: "dev-1"}, nil)
 	if a.status != 429 || a.code() != "rate_limited" || a.header.Get("Retry-After") != "3" || !strings.Contains(a.body["detail"].(string), "device") {
@@ -250,6 +252,47 @@ func TestClientIP(t *testing.T) {
 		h(&ctx)
 		if got := string(ctx.Response.Body()); got != tc.want {
 			t.Errorf("peer %s X-Forwarded-For %q: got %s, want %s", tc.peer, tc.xff, got, tc.want)
+		}
+	}
+}
+
+type (
+	limAdmitter struct {
+		admitter
+		user string
+	}
+	limReserver struct {
+		reserve func(kind, value, user string) error
+	}
+)
+
+func (f limAdmitter) Verify(_, ev string, _ time.Time) (tokens.Admission, error) {
+	return tokens.Admission{Event: ev, User: f.user, Pos: 1, ID: "jti-1"}, nil
+}
+func (f limReserver) Reserve(_ context.Context, kind, _, value, user string, _ time.Duration) error {
+	return f.reserve(kind, value, user)
+}
+
+// TestReservationAnswers: another user's device is 409 limit_reached; a
+// reservation store that fails is 503 degraded with Retry-After, never a
+// claim made without the check.
+func TestReservationAnswers(t *testing.T) {
+	l := event.Limits{OneClaimPerDevice: true}
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{limit.ErrTaken, 409, "limit_reached"},
+		{errors.New("redis: connection refused"), 503, "degraded"},
+	} {
+		app := limApp(t, Config{}, limSale(l), Deps{
+			Admitter:     limAdmitter{user: "bob"},
+			Reservations: limReserver{reserve: func(string, string, string) error { return tc.err }},
+		})
+		a := limDo(t, app, "POST", "/events/ev/claim", map[string]string{"Authorization": "Bearer t", DeviceHeader: "phone-1"}, nil)
+		if a.status != tc.status || a.code() != tc.code || (tc.status == 503 && a.header.Get("Retry-After") == "") {
+			t.Errorf("reservation error %v: %d %v, want %d %s", tc.err, a.status, a.body, tc.status, tc.code)
 		}
 	}
 }

@@ -87,12 +87,15 @@ until_ok() {
 	die "$what: not ready after ${secs}s"
 }
 
-# free_port: a loopback port nothing listens on, not handed out before.
+# free_port: a loopback port nothing listens on, not handed out before,
+# below the kernel's ephemeral range (a port some outgoing connection
+# holds cannot be bound, and no probe sees it).
+ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 used=" "
 free_port() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 40000))
+		p=$((10000 + RANDOM % (ephemeral - 10000)))
 		case "$used" in *" $p "*) continue ;; esac
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			used="$used$p "
@@ -116,7 +119,7 @@ for i in 1 2 3; do
 	p=$(free_port)
 	redis_ports+=("$p")
 	mkdir -p "$work/redis-$i"
-	start "redis-$i" redis-server "$ROOT/deploy/redis/redis.conf" --port "$p" --bind 127.0.0.1 \
+	start "redis-$i" redis-server "$ROOT/deploy/redis/redis.conf" --port "$p" --cluster-port "$(free_port)" --bind 127.0.0.1 \
 		--dir "$work/redis-$i" --logfile "$work/redis-$i/redis.log" --appendonly no --save ''
 done
 for p in "${redis_ports[@]}"; do until_ok "redis :$p" 10 redis-cli -p "$p" ping; done
