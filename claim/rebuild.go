@@ -63,8 +63,9 @@ type Report struct {
 	Available int64 `json:"available"`
 	// Oversold is above 0 only if the stream holds more live grants than
 	// units on sale.
-	Oversold int64         `json:"oversold"`
-	Took     time.Duration `json:"took_ns"`
+	Oversold int64 `json:"oversold"`
+	// Seconds is how long the rebuild took.
+	Seconds float64 `json:"seconds"`
 }
 
 // freezeAbandoned is when another rebuild's freeze counts as abandoned.
@@ -111,7 +112,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	if rep.After, err = r.svc.store.Totals(ctx, ev, cfg.Buckets); err != nil {
 		return rep, err
 	}
-	rep.Took = r.now().Sub(start)
+	rep.Seconds = r.now().Sub(start).Seconds()
 	return rep, nil
 }
 

@@ -132,11 +132,14 @@ func registerIf(reg *prometheus.Registry, ok bool, c func() prometheus.Collector
 // Handler serves the registry in the Prometheus exposition formats. A
 // collector that fails leaves its metrics out; the rest are still served.
 func (m *Metrics) Handler() http.Handler {
+	// No Timeout option: it derives a context from the request's, and
+	// behind fiber's adaptor that is fasthttp's RequestCtx, whose Done
+	// races with server shutdown. The collectors bound their own reads
+	// (Config.ScrapeTimeout).
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
 		Registry:            m.reg,
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
-		Timeout:             5 * time.Second,
 	})
 }
 
