@@ -23,6 +23,7 @@ missing=()
 have_cmd redis-server || missing+=(redis-server)
 have_cmd redis-cli || missing+=(redis-tools)
 have_cmd chromium || missing+=(chromium)
+have_cmd curl || missing+=(curl ca-certificates)
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
 	missing+=("$CJK_FONT")
 fi

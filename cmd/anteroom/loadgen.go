@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,13 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 			return err
 		}
 	}
+	// Every node must serve the event before the crowd arrives: a node
+	// learns of a new event on its next refresh.
+	for _, u := range targets {
+		if err := waitForEvent(ctx, u, *ev); err != nil {
+			return err
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, *limit)
 	defer cancel()
 	res, err := crowd.Run(cctx, crowd.Config{
@@ -102,6 +110,24 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("the report does not balance")
 	}
 	return err
+}
+
+func waitForEvent(ctx context.Context, base, ev string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events/"+ev, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s does not serve event %s", base, ev)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func printEndpoints(w io.Writer, res crowd.Result) {
