@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,10 +40,11 @@ type crowdConfig struct {
 	// TwinShare is the share of users whose first claim is sent twice at
 	// once with the same key.
 	TwinShare float64
-	// Timeout bounds each request, as a client's own timeout.
+	// Timeouts bound each request, as a client's own timeout: user i
+	// uses Timeouts[i % len(Timeouts)].
 	//
 	// Default: 2s
-	Timeout time.Duration
+	Timeouts []time.Duration
 	// MaxPoll caps the server's poll_after_ms.
 	//
 	// Default: 1s
@@ -73,8 +75,8 @@ type crowd struct {
 }
 
 func newCrowd(cfg crowdConfig) *crowd {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 2 * time.Second
+	if len(cfg.Timeouts) == 0 {
+		cfg.Timeouts = []time.Duration{2 * time.Second}
 	}
 	if cfg.MaxPoll <= 0 {
 		cfg.MaxPoll = time.Second
@@ -84,7 +86,7 @@ func newCrowd(cfg crowdConfig) *crowd {
 	}
 	return &crowd{
 		cfg: cfg, byKey: map[string]string{}, outcomes: map[string]int{},
-		client: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
+		client: &http.Client{Transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
 			MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second,
 		}},
@@ -151,7 +153,9 @@ func (a answer) kind() string {
 	return strconv.Itoa(a.status)
 }
 
-func (c *crowd) do(ctx context.Context, method, url string, hdr map[string]string) answer {
+func (c *crowd) do(ctx context.Context, timeout time.Duration, method, url string, hdr map[string]string) answer {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
 	if err != nil {
 		return answer{err: err}
@@ -204,16 +208,17 @@ func retryable(a answer) bool {
 	return a.err != nil || a.status == http.StatusTooManyRequests || a.status >= 500
 }
 
-// node is a shopper's current node; it moves to the next one when the
+// route is a shopper's current node; it moves to the next one when the
 // node does not answer.
-type node struct {
-	urls []string
-	i    int
+type route struct {
+	urls    []string
+	i       int
+	timeout time.Duration
 }
 
-func (n *node) url() string { return n.urls[n.i%len(n.urls)] }
+func (n *route) url() string { return n.urls[n.i%len(n.urls)] }
 
-func (n *node) failed(a answer) {
+func (n *route) failed(a answer) {
 	if a.err != nil && len(n.urls) > 1 {
 		n.i++
 	}
@@ -221,12 +226,12 @@ func (n *node) failed(a answer) {
 
 // user plays one shopper: join, poll, claim Keys times.
 func (c *crowd) user(ctx context.Context, id string, i int) {
-	at := &node{urls: c.cfg.URLs, i: i}
+	at := &route{urls: c.cfg.URLs, i: i, timeout: c.cfg.Timeouts[i%len(c.cfg.Timeouts)]}
 	who := map[string]string{"X-User-ID": id}
 	path := "/events/" + c.cfg.Event
 	var ticket string
 	for ticket == "" {
-		a := c.do(ctx, http.MethodPost, at.url()+path+"/join", who)
+		a := c.do(ctx, at.timeout, http.MethodPost, at.url()+path+"/join", who)
 		if ctx.Err() != nil {
 			return
 		}
@@ -249,7 +254,7 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 	auth := map[string]string{"Authorization": "Bearer " + ticket}
 	var token string
 	for token == "" {
-		a := c.do(ctx, http.MethodGet, at.url()+path+"/status", auth)
+		a := c.do(ctx, at.timeout, http.MethodGet, at.url()+path+"/status", auth)
 		if ctx.Err() != nil {
 			return
 		}
@@ -289,7 +294,7 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 		final := make([]string, copies)
 		var wg sync.WaitGroup
 		for j := range copies {
-			own := &node{urls: at.urls, i: at.i + j} // a twin goes to another node when there is one
+			own := &route{urls: at.urls, i: at.i + j, timeout: at.timeout} // a twin goes to another node when there is one
 			wg.Go(func() { final[j] = c.claim(ctx, id, key, token, own) })
 		}
 		wg.Wait()
@@ -302,11 +307,11 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 // claim sends one claim until it has a final answer, retrying with the
 // same Idempotency-Key. It returns "granted", "limit", "sold_out", or ""
 // when it gave up.
-func (c *crowd) claim(ctx context.Context, user, key, token string, at *node) string {
+func (c *crowd) claim(ctx context.Context, user, key, token string, at *route) string {
 	hdr := map[string]string{"X-User-ID": user, "Authorization": "Bearer " + token, "Idempotency-Key": key}
 	for {
 		url := at.url()
-		a := c.do(ctx, http.MethodPost, url+"/events/"+c.cfg.Event+"/claim", hdr)
+		a := c.do(ctx, at.timeout, http.MethodPost, url+"/events/"+c.cfg.Event+"/claim", hdr)
 		if ctx.Err() != nil {
 			return ""
 		}
@@ -359,7 +364,7 @@ func (c *crowd) claimOutcomes() map[string]int {
 	defer c.mu.Unlock()
 	out := map[string]int{}
 	for k, n := range c.outcomes {
-		if rest, ok := stringsCutPrefix(k, "claim "); ok {
+		if rest, ok := strings.CutPrefix(k, "claim "); ok {
 			out[rest] += n
 		}
 	}
@@ -404,24 +409,17 @@ func outcomesLine(m map[string]int) string {
 func refusals(m map[string]int) (honest, timeouts, unreachable, dishonest int) {
 	for k, n := range m {
 		switch {
-		case len(k) >= 3 && (k[:3] == "503" || k[:3] == "429"):
+		case strings.HasPrefix(k, "503") || strings.HasPrefix(k, "429"):
 			honest += n
 		case k == "timeout":
 			timeouts += n
-		case k == "connection refused/reset" || k == "connection closed":
+		case strings.HasPrefix(k, "connection"):
 			unreachable += n
-		case len(k) >= 3 && k[0] == '5':
+		case strings.HasPrefix(k, "5"):
 			dishonest += n
 		}
 	}
 	return
-}
-
-func stringsCutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
 
 // sleep waits d or until ctx ends; it reports whether d passed.

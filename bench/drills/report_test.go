@@ -22,18 +22,18 @@ import (
 
 // row is one drill's result, one JSON line in ANTEROOM_DRILLS_OUT.
 type row struct {
-	Order   int        `json:"order"`
-	Drill   string     `json:"drill"`
-	Fault   string     `json:"fault"`
-	Verdict string     `json:"verdict"`
-	Summary string     `json:"summary"`
+	Order   int         `json:"order"`
+	Drill   string      `json:"drill"`
+	Fault   string      `json:"fault"`
+	Verdict string      `json:"verdict"`
+	Summary string      `json:"summary"`
 	Figures [][2]string `json:"figures"`
-	Checks  []check    `json:"checks"`
-	Notes   []string   `json:"notes,omitempty"`
-	Started time.Time  `json:"started"`
-	Seconds float64    `json:"seconds"`
-	Machine string     `json:"machine"`
-	Command string     `json:"command"`
+	Checks  []check     `json:"checks"`
+	Notes   []string    `json:"notes,omitempty"`
+	Started time.Time   `json:"started"`
+	Seconds float64     `json:"seconds"`
+	Machine string      `json:"machine"`
+	Command string      `json:"command"`
 }
 
 // resultFile appends rows; safe for concurrent use.

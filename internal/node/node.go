@@ -116,7 +116,10 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err := snaps.Refresh(sctx); err != nil {
 		cfg.Log.Warn("first refresh", "err", err)
 	}
-	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience})
+	// The nodes share the ticket secret, so they verify each other's
+	// admission tokens by MAC instead of the Ed25519 signature (the fast
+	// path, see tokens.AdmissionMACKey); gateways still check signatures.
+	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience, MACKey: tokens.AdmissionMACKey(secret)})
 	limitRDB, err := limit.ClientFor(back.rdb) // a pool of its own that honours deadlines
 	if err != nil {
 		return nil, err
