@@ -13,7 +13,7 @@ func TestLimitsDefaults(t *testing.T) {
 	l := c.Limits
 	want := Limits{
 		Join:   Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Off},
-		Claim:  Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Rate{2, 10}},
+		Claim:  Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Off},
 		Status: StatusBudget{IP: Off, Ticket: Rate{10, 100}},
 		PoW:    PoW{Bits: 15, TTLSeconds: 300},
 	}
