@@ -42,7 +42,7 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 	env := []string{
 		"ANTEROOM_ADDR=127.0.0.1:" + fmt.Sprint(np), "ANTEROOM_REDIS_URL=redis://" + s.redisAddr,
 		"ANTEROOM_DATA_DIR=" + filepath.Join(dir, "data"), "ANTEROOM_ADMIN_TOKEN=" + benchAdmin,
-		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s", "ANTEROOM_STATUS_LIMITS=off",
+		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
 	}
 	if s.node, err = startHTTP(dir, "anteroom", bin, np, "/healthz", env, "serve"); err != nil {
 		s.stop()

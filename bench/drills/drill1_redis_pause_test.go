@@ -31,7 +31,7 @@ func TestDrill1RedisPause(t *testing.T) {
 	n := dp.startNode(t, "node", loopback(t), node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
 	const ev = "pause"
 	spec := saleSpec{supply: 500, limit: 2, rate: 12, buckets: 4}
-	dp.createSale(t, n.URL(), ev, spec)
+	dp.createSale(t, ev, spec, n.URL())
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()

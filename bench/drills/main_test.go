@@ -21,11 +21,14 @@
 package drills
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) {
@@ -47,6 +50,9 @@ func runDrills(m *testing.M) int {
 		out = filepath.Join(dir, "rows.jsonl")
 	}
 	results = &resultFile{path: out}
+	// go-redis logs every failed dial of the in-process nodes to stderr;
+	// the nodes' own logs (in each drill's directory) carry the errors.
+	redis.SetLogger(quiet{})
 	start := time.Now()
 	code := m.Run()
 	elapsed := time.Since(start)
@@ -70,3 +76,8 @@ func runDrills(m *testing.M) int {
 	}
 	return code
 }
+
+// quiet drops go-redis's internal log lines.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}

@@ -228,9 +228,11 @@ type saleSpec struct {
 	buckets int
 }
 
-// createSale creates the sale through the admin API of the node at base.
-func (dp *deployment) createSale(t *testing.T, base, id string, s saleSpec) {
+// createSale creates the sale through the admin API of the first node and
+// waits until every node shows it (nodes re-read sales every 100 ms).
+func (dp *deployment) createSale(t *testing.T, id string, s saleSpec, bases ...string) {
 	t.Helper()
+	base := bases[0]
 	now := time.Now().UTC().Truncate(time.Second)
 	body, _ := json.Marshal(map[string]any{
 		"name": "drill " + id, "supply": s.supply, "per_user_limit": s.limit, "buckets": s.buckets,
@@ -239,6 +241,22 @@ func (dp *deployment) createSale(t *testing.T, base, id string, s saleSpec) {
 	})
 	if status, raw := dp.adminCall(base, http.MethodPut, "/admin/events/"+id, body); status != http.StatusCreated {
 		t.Fatalf("create sale %s: %d %s", id, status, raw)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, b := range bases {
+		for {
+			resp, err := http.Get(b + "/events/" + id)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sale %s not visible on %s", id, b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

@@ -134,7 +134,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
-		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: tickets,
+		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
 		Observe: o.observe(), Metrics: o.metrics.Handler(),

@@ -1,0 +1,85 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/tokens"
+)
+
+// countingTickets is a hand-written fake: one func field per method.
+type countingTickets struct {
+	verify func(raw, event string) (tokens.Ticket, error)
+}
+
+func (f countingTickets) Sign(tokens.Ticket) (string, error) { return "", nil }
+func (f countingTickets) Verify(raw, event string) (tokens.Ticket, error) {
+	return f.verify(raw, event)
+}
+
+func TestTicketCache(t *testing.T) {
+	calls := 0
+	c := NewTicketCache(countingTickets{verify: func(raw, event string) (tokens.Ticket, error) {
+		calls++
+		switch {
+		case raw != "good":
+			return tokens.Ticket{}, tokens.ErrInvalid
+		case event != "ev":
+			return tokens.Ticket{}, tokens.ErrWrongEvent
+		}
+		return tokens.Ticket{Event: "ev", User: "u", Seq: 3}, nil
+	}}, 1024)
+	for range 3 {
+		if tk, err := c.Verify("good", "ev"); err != nil || tk.Seq != 3 {
+			t.Fatalf("got %+v, %v", tk, err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("verified %d times, want once", calls)
+	}
+	if _, err := c.Verify("good", "other"); !errors.Is(err, tokens.ErrWrongEvent) {
+		t.Errorf("cached ticket for another event: %v, want ErrWrongEvent", err)
+	}
+	for range 2 {
+		if _, err := c.Verify("bad", "ev"); !errors.Is(err, tokens.ErrInvalid) {
+			t.Errorf("bad ticket: %v", err)
+		}
+	}
+	if calls != 4 {
+		t.Errorf("refusals were cached: %d calls, want 4", calls)
+	}
+	// Bounded: many distinct tickets never grow the cache past its limit.
+	many := NewTicketCache(countingTickets{verify: func(raw, event string) (tokens.Ticket, error) {
+		return tokens.Ticket{Event: event}, nil
+	}}, 1024)
+	for i := range 50_000 {
+		if _, err := many.Verify(fmt.Sprint("t", i), "ev"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for i := range many.shards {
+		total += len(many.shards[i].m)
+	}
+	if total > 1024 {
+		t.Errorf("cache holds %d tickets, want at most 1024", total)
+	}
+}
+
+// TestAppendStatus checks the hand-written encoder against encoding/json.
+func TestAppendStatus(t *testing.T) {
+	pos := int64(42)
+	for _, s := range []statusJSON{
+		{State: admission.Waiting, Position: &pos, Ahead: 41, ETASeconds: 7, PollAfterMs: 1500},
+		{State: admission.Prequeue, ETASeconds: 3, PollAfterMs: 2000},
+		{State: admission.SoldOut, Position: &pos, PollAfterMs: 30000},
+	} {
+		want, _ := json.Marshal(s)
+		if got := appendStatus(nil, &s); string(got) != string(want) {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
