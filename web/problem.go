@@ -1,9 +1,12 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"strconv"
 
 	"github.com/anteroom/anteroom/claim"
@@ -138,7 +141,20 @@ func toProblem(err error) (*Problem, bool) {
 			return problem(fe.Code, "bad_request", "the request could not be processed"), true
 		}
 	}
+	if unreachable(err) {
+		// Redis or NATS did not answer: the request's fate is unknown and a
+		// retry with the same key is safe. Still logged (known = false).
+		return retryLater("degraded", "a backing service is not answering; retry with the same Idempotency-Key", 1), false
+	}
 	return problem(fiber.StatusInternalServerError, "internal", "something went wrong; quote the request id when reporting it"), false
+}
+
+// unreachable reports whether err says a backing service did not answer
+// (refused, reset, closed or timed out) rather than a bug.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // errorHandler answers every error as problem+json and logs unexpected ones.

@@ -4,16 +4,11 @@ package drills
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +32,9 @@ type crowdConfig struct {
 	// Keys is how many claims each admitted user makes, each with its own
 	// Idempotency-Key.
 	Keys int
+	// Think is the longest pause between a shopper's claims (uniform
+	// between 0 and Think), as people pause between two purchases.
+	Think time.Duration
 	// TwinShare is the share of users whose first claim is sent twice at
 	// once with the same key.
 	TwinShare float64
@@ -72,6 +70,7 @@ type crowd struct {
 	firstErrs []string
 
 	users, joined, admitted, soldOut, limited, gaveUp, done atomic.Int64
+	began, ended                                            time.Time // set by run
 }
 
 func newCrowd(cfg crowdConfig) *crowd {
@@ -97,6 +96,14 @@ func newCrowd(cfg crowdConfig) *crowd {
 // returns when all users are done.
 func (c *crowd) run(ctx context.Context) {
 	defer c.client.CloseIdleConnections()
+	c.mu.Lock()
+	c.began = time.Now()
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.ended = time.Now()
+		c.mu.Unlock()
+	}()
 	var wg sync.WaitGroup
 	for i := range c.cfg.Users {
 		delay := time.Duration(0)
@@ -122,90 +129,6 @@ func (c *crowd) start(ctx context.Context) (wait func()) {
 		c.run(ctx)
 	}()
 	return func() { <-done }
-}
-
-// answer is one HTTP exchange's outcome.
-type answer struct {
-	status     int
-	code       string // problem+json code
-	body       map[string]any
-	retryAfter time.Duration
-	err        error // transport error: no answer
-}
-
-// kind names an outcome for the tally: "201", "503 degraded", "timeout",
-// "refused", ...
-func (a answer) kind() string {
-	if a.err != nil {
-		var ne net.Error
-		switch {
-		case errors.As(a.err, &ne) && ne.Timeout():
-			return "timeout"
-		case errors.Is(a.err, io.EOF) || errors.Is(a.err, io.ErrUnexpectedEOF):
-			return "connection closed"
-		default:
-			return "connection refused/reset"
-		}
-	}
-	if a.code != "" {
-		return strconv.Itoa(a.status) + " " + a.code
-	}
-	return strconv.Itoa(a.status)
-}
-
-func (c *crowd) do(ctx context.Context, timeout time.Duration, method, url string, hdr map[string]string) answer {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
-	if err != nil {
-		return answer{err: err}
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return answer{err: err}
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return answer{err: err}
-	}
-	a := answer{status: resp.StatusCode}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		a.retryAfter = time.Duration(s) * time.Second
-	}
-	_ = json.Unmarshal(raw, &a.body)
-	a.code, _ = a.body["code"].(string)
-	return a
-}
-
-func (c *crowd) tally(what string, a answer) {
-	c.mu.Lock()
-	c.outcomes[what+" "+a.kind()]++
-	c.mu.Unlock()
-}
-
-func (c *crowd) fail(format string, a ...any) {
-	c.gaveUp.Add(1)
-	c.mu.Lock()
-	if len(c.firstErrs) < 8 {
-		c.firstErrs = append(c.firstErrs, fmt.Sprintf(format, a...))
-	}
-	c.mu.Unlock()
-}
-
-// backoff waits after an answer that asks for a retry: Retry-After capped
-// at 2 s (a drill must move on), at least 200 ms, with jitter.
-func backoff(ctx context.Context, a answer) bool {
-	d := min(max(a.retryAfter, 200*time.Millisecond), 2*time.Second)
-	return sleep(ctx, d+time.Duration(rand.Int64N(int64(200*time.Millisecond))))
-}
-
-// retryable reports whether a may be retried: no answer, 429, 5xx.
-func retryable(a answer) bool {
-	return a.err != nil || a.status == http.StatusTooManyRequests || a.status >= 500
 }
 
 // route is a shopper's current node; it moves to the next one when the
@@ -286,18 +209,23 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 	}
 	c.admitted.Add(1)
 	for k := range c.cfg.Keys {
+		if k > 0 && c.cfg.Think > 0 && !sleep(ctx, time.Duration(rand.Int64N(int64(c.cfg.Think)))) {
+			return
+		}
 		key := fmt.Sprintf("%s-k%d", id, k)
 		copies := 1
 		if k == 0 && rand.Float64() < c.cfg.TwinShare {
 			copies = 2
 		}
 		final := make([]string, copies)
+		routes := make([]*route, copies)
 		var wg sync.WaitGroup
 		for j := range copies {
-			own := &route{urls: at.urls, i: at.i + j, timeout: at.timeout} // a twin goes to another node when there is one
-			wg.Go(func() { final[j] = c.claim(ctx, id, key, token, own) })
+			routes[j] = &route{urls: at.urls, i: at.i + j, timeout: at.timeout} // a twin goes to another node when there is one
+			wg.Go(func() { final[j] = c.claim(ctx, id, key, token, routes[j]) })
 		}
 		wg.Wait()
+		at.i = routes[0].i // stay where the last answer came from
 		if slices.Contains(final, "sold_out") || slices.Contains(final, "limit") || slices.Contains(final, "") {
 			return
 		}
@@ -337,89 +265,6 @@ func (c *crowd) claim(ctx context.Context, user, key, token string, at *route) s
 			return ""
 		}
 	}
-}
-
-func (c *crowd) acked(a ack) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.acks = append(c.acks, a)
-	k := a.User + "/" + a.Key
-	if first, ok := c.byKey[k]; !ok {
-		c.byKey[k] = a.ClaimID
-	} else if first != a.ClaimID {
-		c.mismatch++
-	}
-}
-
-// snapshot returns the acknowledged claims so far.
-func (c *crowd) snapshot() []ack {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.acks)
-}
-
-// claimOutcomes returns the tally of claim answers, "201" → n, ...
-func (c *crowd) claimOutcomes() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, n := range c.outcomes {
-		if rest, ok := strings.CutPrefix(k, "claim "); ok {
-			out[rest] += n
-		}
-	}
-	return out
-}
-
-// outcomesLine renders a tally, largest first.
-func outcomesLine(m map[string]int) string {
-	type kv struct {
-		k string
-		n int
-	}
-	var all []kv
-	for k, n := range m {
-		all = append(all, kv{k, n})
-	}
-	slices.SortFunc(all, func(a, b kv) int {
-		if a.n != b.n {
-			return b.n - a.n
-		}
-		if a.k < b.k {
-			return -1
-		}
-		return 1
-	})
-	s := ""
-	for i, e := range all {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s: %d", e.k, e.n)
-	}
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// refusals counts the claim answers that refused honestly (503 with
-// Retry-After, 429), the client timeouts and connection failures, and the
-// dishonest answers (500 and other unexpected codes).
-func refusals(m map[string]int) (honest, timeouts, unreachable, dishonest int) {
-	for k, n := range m {
-		switch {
-		case strings.HasPrefix(k, "503") || strings.HasPrefix(k, "429"):
-			honest += n
-		case k == "timeout":
-			timeouts += n
-		case strings.HasPrefix(k, "connection"):
-			unreachable += n
-		case strings.HasPrefix(k, "5"):
-			dishonest += n
-		}
-	}
-	return
 }
 
 // sleep waits d or until ctx ends; it reports whether d passed.

@@ -98,9 +98,8 @@ func TestDrill3NATSServerKill(t *testing.T) {
 	d.figure("fault", "stopped %s (stream leader; the nodes were connected to %v) at %d grants and %d acknowledged claims; new stream leader %s after %s",
 		restarted.Name(), connected, atKill.Granted, ackedAtKill, newLeader, electedIn.Round(10*time.Millisecond))
 	d.figure("claim answers in the 3 s after the stop and the election", "%s", outcomesLine(around))
-	d.crowdFigures(c, elapsed)
-	honest, timeouts, unreachable, dishonest := refusals(c.claimOutcomes())
-	d.figure("claims refused", "%d 503/429, %d client timeouts, %d unreachable, %d other 5xx", honest, timeouts, unreachable, dishonest)
+	d.crowdFigures(c)
+	honest, timeouts, _, _ := d.refusalCheck(c)
 	d.summary = fmt.Sprintf("%s; stream leader stopped at %d grants, new leader in %s; %d claims refused 503, %d client timeouts; restarted server caught up (%d events)",
 		au.line(spec.supply), atKill.Granted, electedIn.Round(10*time.Millisecond), honest, timeouts, got)
 }
@@ -108,6 +107,9 @@ func TestDrill3NATSServerKill(t *testing.T) {
 // moveStreamLeader asks JetStream to hand the order stream's leadership to
 // the server named to, and waits until it leads.
 func moveStreamLeader(n *inproc, to string) error {
+	if leader, err := streamLeader(n); err == nil && leader == to {
+		return nil
+	}
 	body := fmt.Sprintf(`{"placement":{"preferred":%q}}`, to)
 	msg, err := n.JS.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+claim.StreamName, []byte(body), 5*time.Second)
 	if err != nil {
@@ -130,20 +132,29 @@ func moveStreamLeader(n *inproc, to string) error {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		info, err := n.JS.Conn().Request("$JS.API.STREAM.INFO."+claim.StreamName, nil, time.Second)
-		if err == nil {
-			var si struct {
-				Cluster struct {
-					Leader string `json:"leader"`
-				} `json:"cluster"`
-			}
-			if json.Unmarshal(info.Data, &si) == nil && si.Cluster.Leader == to {
-				return nil
-			}
+		if leader, err := streamLeader(n); err == nil && leader == to {
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("%s did not become the stream leader", to)
+}
+
+// streamLeader names the server leading the order stream.
+func streamLeader(n *inproc) (string, error) {
+	info, err := n.JS.Conn().Request("$JS.API.STREAM.INFO."+claim.StreamName, nil, time.Second)
+	if err != nil {
+		return "", err
+	}
+	var si struct {
+		Cluster struct {
+			Leader string `json:"leader"`
+		} `json:"cluster"`
+	}
+	if err := json.Unmarshal(info.Data, &si); err != nil {
+		return "", err
+	}
+	return si.Cluster.Leader, nil
 }
 
 // waitStreamLeader waits until a server other than old leads the order

@@ -269,7 +269,10 @@ func sample(s []string) string {
 }
 
 // crowdFigures records what the crowd saw.
-func (d *drill) crowdFigures(c *crowd, elapsed time.Duration) {
+func (d *drill) crowdFigures(c *crowd) {
+	c.mu.Lock()
+	elapsed := c.ended.Sub(c.began)
+	c.mu.Unlock()
 	d.figure("shoppers", "%d users, %d joined, %d admitted, %d told sold out, %d reached the limit, %d gave up; %s",
 		c.users.Load(), c.joined.Load(), c.admitted.Load(), c.soldOut.Load(), c.limited.Load(), c.gaveUp.Load(), elapsed.Round(100*time.Millisecond))
 	d.figure("claim answers", "%s", outcomesLine(c.claimOutcomes()))
@@ -279,4 +282,14 @@ func (d *drill) crowdFigures(c *crowd, elapsed time.Duration) {
 	if len(errs) > 0 {
 		d.figure("first client errors", "%s", strings.Join(errs, "; "))
 	}
+}
+
+// refusalCheck checks that every claim the node could not decide was
+// refused honestly — 503 or 429 with Retry-After, so the client retries
+// with the same key — never with another 5xx, and records the tally.
+func (d *drill) refusalCheck(c *crowd) (honest, timeouts, unreachable, dishonest int) {
+	honest, timeouts, unreachable, dishonest = refusals(c.claimOutcomes())
+	d.check("refusals honest", dishonest == 0,
+		"%d claim answers 503/429 with Retry-After, %d client timeouts, %d unreachable node, %d other 5xx", honest, timeouts, unreachable, dishonest)
+	return
 }
