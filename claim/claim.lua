@@ -15,14 +15,34 @@
 -- code 0 granted, 1 replay of an earlier request (payload is set while the
 -- order event is still in the outbox, '' once published), 2 per-user limit
 -- reached (claim id field holds the user's ids joined by ','), 3 bucket
--- empty, 4 frozen (rebuild running).
+-- empty, 4 frozen (rebuild running), 5 stale (the Redis server changed
+-- since the stock was laid: a failover; rebuild first).
+-- The fence against a Redis failover: the bucket remembers the replication
+-- id (master_replid) of the server its stock was laid or rebuilt on. A
+-- promoted replica gets a new one, so a stale copy of the stock refuses
+-- until a rebuild has recomputed it from the order stream. An embedded
+-- server without INFO has no replicas, and no id: '' == ''.
+local function replid()
+  local ok, info = pcall(redis.call, 'INFO', 'replication')
+  if not ok or type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%w+)') or ''
+end
 local out = {}
 local n = #ARGV / 8
-if redis.call('EXISTS', KEYS[6]) == 1 then
+local function refuse(code)
   for _ = 1, n do
-    for _, v in ipairs({4, '', 0, '', ''}) do table.insert(out, v) end
+    for _, v in ipairs({code, '', 0, '', ''}) do table.insert(out, v) end
   end
   return out
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  return refuse(4)
+end
+local epoch, cur = redis.call('HGET', KEYS[4], 'epoch'), replid()
+if not epoch then
+  redis.call('HSET', KEYS[4], 'epoch', cur)
+elseif epoch ~= cur then
+  return refuse(5)
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -4,12 +4,27 @@
 -- KEYS[1] d's stock, KEYS[2] d's pending transfers out (hash transfer id ->
 -- JSON {to, n, gen, at}), KEYS[3] d's parked units (counter: sum of n over
 -- the pending records), KEYS[4] d's generation (set by a rebuild), KEYS[5]
--- d's frozen marker. All share d's hash tag.
+-- d's frozen marker, KEYS[6] d's stats (hash; field epoch). All share d's
+-- hash tag.
 -- ARGV[1] transfer id, ARGV[2] recipient bucket, ARGV[3] most units to move.
 -- Reply {code, units, generation}: code 0 moved units > 0, 3 d is empty,
--- 4 frozen.
+-- 4 frozen, 5 stale (a failover since the stock was laid: rebuild first).
+-- The fence against a Redis failover: the bucket remembers the replication
+-- id (master_replid) of the server its stock was laid or rebuilt on. A
+-- promoted replica gets a new one, so a stale copy of the stock refuses
+-- until a rebuild has recomputed it from the order stream. An embedded
+-- server without INFO has no replicas, and no id: '' == ''.
+local function replid()
+  local ok, info = pcall(redis.call, 'INFO', 'replication')
+  if not ok or type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%w+)') or ''
+end
 if redis.call('EXISTS', KEYS[5]) == 1 then
   return {4, 0, ''}
+end
+local epoch = redis.call('HGET', KEYS[6], 'epoch')
+if epoch and epoch ~= replid() then
+  return {5, 0, ''}
 end
 local left = tonumber(redis.call('GET', KEYS[1]) or '0')
 if left <= 0 then

@@ -92,6 +92,13 @@ func TestFailoverRebuild(t *testing.T) {
 	e := newEnv(t, replica.Client(t), ns.URL(), 1)
 	configs := event.NewStore(e.rdb)
 	before := e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	// The fence: the promoted replica's stock is stale, and no claim may be
+	// decided on it before the rebuild — whatever the nodes' view says.
+	for _, u := range []string{"late1", "q0", "p5"} {
+		if _, err := claim(e, u, "late"); !errors.Is(err, ErrNeedsRebuild) {
+			t.Fatalf("claim of %s on the promoted replica before the rebuild: %v, want ErrNeedsRebuild", u, err)
+		}
+	}
 	rb := NewRebuilder(e.svc, e.js, configs)
 	// A claim while the buckets are frozen is refused.
 	token, err := rb.freeze(ctx, cfg.ID, cfg.Buckets)

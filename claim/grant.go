@@ -23,6 +23,7 @@ const (
 	codeLimit   = 2
 	codeEmpty   = 3
 	codeFrozen  = 4
+	codeStale   = 5
 )
 
 // outcome is claim.lua's decoded reply for one request.
@@ -82,7 +83,7 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		if o.code == codeLimit {
 			o.held, o.claimID = strings.Split(o.claimID, ","), ""
 		}
-		if o.code < codeGranted || o.code > codeFrozen {
+		if o.code < codeGranted || o.code > codeStale {
 			return nil, fmt.Errorf("claim %s/%d: unknown reply code %d", ev, b, o.code)
 		}
 	}

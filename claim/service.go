@@ -148,6 +148,8 @@ func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
 			return Result{}, &LimitError{Held: o.held}
 		case codeFrozen:
 			return Result{}, ErrPaused
+		case codeStale:
+			return Result{}, ErrNeedsRebuild
 		case codeEmpty:
 			if soldOut || r.Buckets <= 1 || s.recentlySoldOut(r.Event) {
 				return Result{}, ErrSoldOut

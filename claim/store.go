@@ -23,6 +23,11 @@ var (
 	ErrLimitReached = errors.New("claim: per-user limit reached")
 	ErrNotFound     = errors.New("claim: no such claim")
 	ErrUnavailable  = errors.New("claim: order stream unavailable")
+	// ErrNeedsRebuild means a bucket's Redis server is not the one its
+	// stock was laid or rebuilt on — a failover promoted a replica that may
+	// have missed grants — so claims wait for POST
+	// /admin/events/{id}/rebuild. It wraps ErrPaused.
+	ErrNeedsRebuild = fmt.Errorf("%w: Redis failed over since the stock was laid; rebuild it from the order stream", ErrPaused)
 	// ErrPaused means the event's buckets are frozen by a rebuild; retry
 	// with the same idempotency key once it is done.
 	ErrPaused = errors.New("claim: paused for a rebuild")
@@ -63,6 +68,8 @@ var (
 	freezeLua string
 	//go:embed unfreeze.lua
 	unfreezeLua string
+	//go:embed lay.lua
+	layLua string
 )
 
 // Store runs the claim scripts and reads claim state. Every script touches
@@ -78,7 +85,7 @@ type scripts struct {
 	claim, donate, accept, settle *redis.Script
 	release, confirm, mine        *redis.Script
 	restore, restoreClaims        *redis.Script
-	freeze, unfreeze              *redis.Script
+	freeze, unfreeze, lay         *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
@@ -90,24 +97,22 @@ func NewStore(rdb redis.UniversalClient) *Store {
 		mine: redis.NewScript(mineLua), restore: redis.NewScript(restoreLua),
 		restoreClaims: redis.NewScript(restoreClaimsLua),
 		freeze:        redis.NewScript(freezeLua), unfreeze: redis.NewScript(unfreezeLua),
+		lay: redis.NewScript(layLua),
 	}}
 }
 
 // Lay sets the stock of event ev: units spread evenly over buckets. It
 // overwrites, so callers use it only before the sale starts.
 func (s *Store) Lay(ctx context.Context, ev string, units int64, buckets int) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range buckets {
-			n := units / int64(buckets)
-			if int64(b) < units%int64(buckets) {
-				n++
-			}
-			p.Set(ctx, bucketOf(ev, b).stock(), n, 0)
+	for b := range buckets {
+		n := units / int64(buckets)
+		if int64(b) < units%int64(buckets) {
+			n++
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("lay stock %s: %w", ev, err)
+		k := bucketOf(ev, b)
+		if err := s.lua.lay.Run(ctx, s.rdb, []string{k.stock(), k.stats()}, n).Err(); err != nil {
+			return fmt.Errorf("lay stock %s/%d: %w", ev, b, err)
+		}
 	}
 	return nil
 }

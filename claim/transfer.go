@@ -48,7 +48,7 @@ func (s *Store) transferOut(ctx context.Context, ev string, from, to int, most i
 		return transfer{}, err
 	}
 	k := bucketOf(ev, from)
-	res, err := s.lua.donate.Run(ctx, s.rdb, []string{k.stock(), k.transfers(), k.parked(), k.gen(), k.frozen()}, id, to, max(most, 1)).Slice()
+	res, err := s.lua.donate.Run(ctx, s.rdb, []string{k.stock(), k.transfers(), k.parked(), k.gen(), k.frozen(), k.stats()}, id, to, max(most, 1)).Slice()
 	if err != nil {
 		return transfer{}, fmt.Errorf("donate %s/%d: %w", ev, from, err)
 	}
@@ -65,6 +65,8 @@ func (s *Store) transferOut(ctx context.Context, ev string, from, to int, most i
 		return transfer{From: from, To: to}, nil
 	case codeFrozen:
 		return transfer{}, ErrPaused
+	case codeStale:
+		return transfer{}, ErrNeedsRebuild
 	}
 	return transfer{}, fmt.Errorf("donate %s/%d: unknown reply code %d", ev, from, code)
 }

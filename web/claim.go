@@ -106,6 +106,10 @@ func (s *Server) lookupClaim(c *fiber.Ctx) error {
 // handler does not know; the rest pass through.
 func claimProblem(err error) error {
 	switch {
+	case errors.Is(err, claim.ErrNeedsRebuild):
+		// A failover: the stock on this Redis may be stale until an
+		// operator rebuilds it (POST /admin/events/{id}/rebuild).
+		return retryLater("paused", "claims wait for the stock to be rebuilt after a Redis failover; retry with the same Idempotency-Key", 5)
 	case errors.Is(err, claim.ErrPaused):
 		// A rebuild froze the stock: the same request succeeds after it.
 		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5)
