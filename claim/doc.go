@@ -87,7 +87,13 @@
 // shortfall republishes, bounded, what the stream lacks.
 //
 // After a Redis failover the promoted replica may lack writes it never
-// received. Rebuilder.Rebuild then: pauses the event; freezes every bucket
+// received, so until a rebuild its stock must not be trusted. The fence:
+// every bucket records in its stats the replication id (INFO replication
+// master_replid) of the server its stock was laid or rebuilt on; claim.lua
+// and donate.lua compare it with their server's id on every call, and a
+// promoted replica — which takes a new id — refuses grants and transfers
+// (ErrNeedsRebuild, 503 paused) on every node at once, whatever their
+// views say, until the rebuild records the new id. Rebuilder.Rebuild: pauses the event; freezes every bucket
 // (every script on a frozen bucket refuses, on every node, whatever its
 // snapshot says); publishes every outbox entry; reads all order events of
 // the event from the stream, adding (and republishing) any claim the
