@@ -105,6 +105,9 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 			if share == 0.5 {
 				goal, met = "≤ 10 ms", p99 <= 10*time.Millisecond
 			}
+			if bad > 0 {
+				r.note(fmt.Sprintf("status at %.0f%%: %d requests failed or were refused", share*100, bad))
+			}
 			r.add(fmt.Sprintf("status p99 at %.0f%% of peak (%.0f/s, open loop)", share*100, rate), p99.Round(10*time.Microsecond).String(),
 				fmt.Sprintf("p50 %s", pct(lat, 0.5).Round(10*time.Microsecond)), 0, goal, met && bad == 0)
 		}
@@ -119,6 +122,9 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 				return err
 			}
 			s.claimNext += n
+			if bad > 0 {
+				r.note(fmt.Sprintf("claim at %.0f%%: %d requests failed or were refused", share*100, bad))
+			}
 			r.add(fmt.Sprintf("claim p99 at %.0f%% of peak (%.0f/s, open loop)", share*100, rate), pct(lat, 0.99).Round(10*time.Microsecond).String(),
 				fmt.Sprintf("p50 %s", pct(lat, 0.5).Round(10*time.Microsecond)), 0, "—", bad == 0)
 		}

@@ -38,7 +38,10 @@ func newReport(d time.Duration) *report {
 
 func (r *report) add(what, anteroom, baseline string, ratio float64, goal string, met bool) {
 	v := "no"
-	if met {
+	switch {
+	case goal == "—":
+		v = "—" // a figure to report, with no goal of its own
+	case met:
 		v = "yes"
 	}
 	rs := "—"
