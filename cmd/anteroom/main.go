@@ -2,6 +2,7 @@
 //
 //	anteroom serve      run a node (HTTP API, pages, background loops)
 //	anteroom demo       run a sample sale with a simulated crowd on embedded servers
+//	anteroom loadgen    simulate a crowd against running nodes and reconcile
 //	anteroom verify     recompute a queue position from the revealed seed
 //	anteroom keys       rotate, retire or list the admission signing keys
 //	anteroom natsd      run a NATS server with JetStream (loopback clusters)
@@ -41,14 +42,17 @@ func main() {
 const usage = `usage: anteroom <command> [flags]
 
 commands:
-  serve    run a node: HTTP API, pages, frontier ticks, outbox publisher
-  demo     run a sample sale with a simulated crowd on embedded Redis and NATS
-  verify   recompute a queue position from a revealed seed
-  keys     rotate, retire or list the admission signing keys (anteroom keys help)
-  natsd    run a NATS server with JetStream (for a loopback cluster; anteroom natsd -h)
-  worker   run the order worker: record orders, confirm claims (anteroom worker -h)
+  serve      run a node: HTTP API, pages, frontier ticks, outbox publisher
+  worker     run the order worker: record orders, confirm claims
+  demo       run a sample sale with a simulated crowd on embedded Redis and NATS
+  loadgen    simulate a crowd against running nodes: throughput, latency, reconciliation
+  verify     recompute a queue position from a revealed seed
   reconcile  rebuild an event's stock and claims from the order stream after a Redis failover
-  invite   print a signed invite of one user to an invite-only event (anteroom invite -h)
+  keys       rotate, retire or list the admission signing keys
+  invite     print a signed invite of one user to an invite-only event
+  natsd      run a NATS server with JetStream (for a loopback cluster)
+
+Each command takes -h.
 `
 
 // run is the whole program; main only supplies the process's environment.
