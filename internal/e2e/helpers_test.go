@@ -1,16 +1,13 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -21,27 +18,11 @@ func startNode(t *testing.T, identity ...string) *node.Node {
 	t.Helper()
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	cfg := node.Config{
-		Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	cfg := node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}
 	if len(identity) > 0 {
 		cfg.Identity = identity[0]
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := node.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("start node: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := n.Close(ctx); err != nil {
-			t.Errorf("close node: %v", err)
-		}
-	})
-	return n
+	return nodetest.Start(t, cfg)
 }
 
 type answer struct {
@@ -54,26 +35,8 @@ type answer struct {
 // call sends one request and decodes a JSON answer.
 func call(t *testing.T, method, url string, hdr map[string]string, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &a.body); err != nil {
-			t.Fatalf("%s %s: undecodable %q", method, url, raw)
-		}
-	}
-	return a
+	a := nodetest.Call(t, method, url, hdr, body)
+	return answer{status: a.Status, header: a.Header, body: a.Body, raw: a.Raw}
 }
 
 func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
