@@ -48,36 +48,6 @@ func mintTokens(s *stack, ev string, n int) ([]string, error) {
 	return out, nil
 }
 
-// claimLoad fires claims with distinct tokens from workers connections for
-// d (closed loop) and returns granted claims per second.
-func claimLoad(_ context.Context, s *stack, ev string, toks []string, workers int, d time.Duration) (float64, int64, error) {
-	var next, granted, other atomic.Int64
-	deadline := time.Now().Add(d)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				i := next.Add(1) - 1
-				if int(i) >= len(toks) {
-					return
-				}
-				code, err := s.fastDo(http.MethodPost, "/events/"+ev+"/claim", map[string]string{"Authorization": "Bearer " + toks[i]})
-				if err == nil && code == http.StatusCreated {
-					granted.Add(1)
-				} else {
-					other.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start).Seconds()
-	return float64(granted.Load()) / el, other.Load(), nil
-}
-
 // measureClaims measures granted claims per second end to end: HTTP,
 // token verification, the claim script, the JetStream publish and its ack.
 func measureClaims(ctx context.Context, s *stack, r *report) error {
@@ -90,10 +60,10 @@ func measureClaims(ctx context.Context, s *stack, r *report) error {
 		return err
 	}
 	s.claimTokens = toks
-	rate, other, err := claimLoad(ctx, s, "bclaim", toks[:n/2], conns, r.d)
-	if err != nil {
-		return err
-	}
+	// Closed loop, distinct tokens, until the first half is used or r.d ends.
+	rate, other := closedLoop(s, conns, r.d, n/2, http.StatusCreated, func(i int) (string, string, map[string]string) {
+		return http.MethodPost, "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i]}
+	})
 	s.claimNext = n / 2
 	r.peaks["claim"] = rate
 	r.command(fmt.Sprintf("claims: %d Go workers, keep-alive HTTP, distinct pre-minted admission tokens, %s closed loop", conns, r.d))

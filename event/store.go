@@ -52,6 +52,10 @@ func (s *Store) Get(ctx context.Context, id string) (Config, error) {
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return Config{}, fmt.Errorf("event %s: decode: %w", id, err)
 	}
+	// A stored configuration is complete (Put stores defaulted ones); this
+	// also gives one written before a field existed that field's default,
+	// so readers — the request paths above all — never default again.
+	c.Defaults()
 	return c, nil
 }
 

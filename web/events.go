@@ -1,7 +1,6 @@
 package web
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -86,7 +85,3 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 }
 
 func pollMillis(d time.Duration) int64 { return d.Milliseconds() }
-
-func retryAfter(c *fiber.Ctx, d time.Duration) {
-	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(max(d.Round(time.Second)/time.Second, 1))))
-}

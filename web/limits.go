@@ -103,8 +103,7 @@ func (s *Server) earlyBird(c *fiber.Ctx) error {
 // buckets: status never costs a Redis round trip.
 func (s *Server) statusLimit(c *fiber.Ctx) error {
 	cfg := &saleOf(c).Config
-	lim := cfg.Limits
-	lim.Defaults()
+	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
 	if lim.Status.IP.On() {
 		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+s.edge.proxies.clientIP(c), toLimit(lim.Status.IP), now); !ok {
@@ -112,11 +111,7 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 		}
 	}
 	if lim.Status.Ticket.On() {
-		raw := bearer(c)
-		if raw == "" {
-			raw = c.Cookies(ticketCookie(cfg.ID))
-		}
-		if raw != "" {
+		if raw := rawTicket(c, cfg.ID); raw != "" {
 			key := "st:t:" + cfg.ID + ":" + strconv.FormatUint(maphash.String(s.edge.seed, raw), 36)
 			if ok, _, retry := s.edge.status.Take(key, toLimit(lim.Status.Ticket), now); !ok {
 				return rateLimited("status polls with this ticket", retry)
@@ -129,8 +124,7 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 // guardJoin runs join's defences for user: invite, proof of work, then
 // the distributed rate limits.
 func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
-	lim := cfg.Limits
-	lim.Defaults()
+	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
 	if lim.InviteOnly && s.edge.invites.Verify(c.Get(InviteHeader), cfg.ID, user, now) != nil {
 		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+InviteHeader)
@@ -152,8 +146,7 @@ func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 // guardClaim runs claim's defences for user: the distributed rate limits,
 // then the one-claim-per-device and per-payment reservations.
 func (s *Server) guardClaim(c *fiber.Ctx, cfg *event.Config, user string) error {
-	lim := cfg.Limits
-	lim.Defaults()
+	lim := &cfg.Limits // defaulted when the configuration was read
 	device, err := callerValue(c, DeviceHeader)
 	if err != nil {
 		return err

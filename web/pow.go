@@ -143,8 +143,7 @@ type challengeJSON struct {
 // the challenge can be bound to them.
 func (s *Server) challenge(c *fiber.Ctx) error {
 	cfg := &saleOf(c).Config
-	lim := cfg.Limits
-	lim.Defaults()
+	lim := &cfg.Limits // defaulted when the configuration was read
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if !lim.PoW.Enabled {
 		return c.JSON(challengeJSON{Required: false})

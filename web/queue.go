@@ -27,11 +27,6 @@ func (s *Server) join(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
 	now := s.now()
-	if now.Before(cfg.PrequeueOpensAt) {
-		// Early bird: refused at the edge, no Redis.
-		retryAfter(c, cfg.PrequeueOpensAt.Sub(now))
-		return problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
-	}
 	user, err := s.deps.Identity.User(c, true)
 	if err != nil {
 		return err
@@ -74,6 +69,15 @@ type statusJSON struct {
 	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
 }
 
+// rawTicket returns the queue ticket of event ev a request carries: the
+// bearer token (apps) or the ticket cookie (browsers); "" for none.
+func rawTicket(c *fiber.Ctx, ev string) string {
+	if raw := bearer(c); raw != "" {
+		return raw
+	}
+	return c.Cookies(ticketCookie(ev))
+}
+
 // bearer returns the token of an "Authorization: Bearer" header, or "".
 func bearer(c *fiber.Ctx) string {
 	h := c.Get(fiber.HeaderAuthorization)
@@ -87,10 +91,7 @@ func bearer(c *fiber.Ctx) string {
 func (s *Server) status(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
-	raw := bearer(c)
-	if raw == "" {
-		raw = c.Cookies(ticketCookie(cfg.ID))
-	}
+	raw := rawTicket(c, cfg.ID)
 	if raw == "" {
 		return errNoToken
 	}

@@ -15,31 +15,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// need returns the path of a tool the script runs, or skips — except
-// under CI=true, where .ci/run installs it and its absence is a failure.
-func need(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (scripts/install-deps.sh installs it)", name)
-		}
-		t.Skipf("%s is not installed", name)
-	}
-	return p
-}
+	"github.com/anteroom/anteroom/internal/testenv"
+)
 
 func TestRunScriptBalances(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster, a NATS cluster and three anteroom processes")
 	}
 	for _, tool := range []string{"redis-server", "redis-cli", "curl"} {
-		need(t, tool)
+		testenv.Binary(t, tool)
 	}
-	bash := need(t, "bash")
-	goTool := need(t, "go")
+	bash := testenv.Binary(t, "bash")
+	goTool := testenv.Binary(t, "go")
 	bin := filepath.Join(t.TempDir(), "anteroom")
 	if out, err := exec.Command(goTool, "build", "-o", bin, "github.com/anteroom/anteroom/cmd/anteroom").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
-
-const chromiumPath = "/usr/bin/chromium"
 
 // Screen sizes: a phone for the waiting room, a laptop for the console.
 const (
@@ -28,13 +27,8 @@ const (
 // it on cleanup. It skips without Chromium, except under CI=true.
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required under CI: %v", err)
-		}
-		t.Skipf("chromium not installed at %s", chromiumPath)
-	}
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromiumPath), chromedp.UserDataDir(t.TempDir())}
+	chromium := testenv.Binary(t, "chromium")
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir())}
 	for _, f := range []string{"headless", "no-sandbox", "disable-gpu", "disable-quic", "no-first-run",
 		"disable-background-networking", "disable-component-update", "disable-sync", "disable-dev-shm-usage"} {
 		opts = append(opts, chromedp.Flag(f, true))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,13 +70,7 @@ func TestPoWAndInviteJoin(t *testing.T) {
 // default difficulty (15 bits), joins with its answer, and logs how long
 // the browser took. It skips without Chromium, except under CI=true.
 func TestPoWSolverInChromium(t *testing.T) {
-	const chromium = "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required under CI: %v", err)
-		}
-		t.Skipf("chromium not installed at %s", chromium)
-	}
+	chromium := testenv.Binary(t, "chromium")
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})

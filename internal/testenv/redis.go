@@ -64,7 +64,7 @@ func StartRedis(t testing.TB, opts ...RedisOption) *Redis {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	bin := lookBinary(t, "redis-server")
+	bin := Binary(t, "redis-server")
 	dir := t.TempDir()
 	r := &Redis{bin: bin, dir: dir}
 	t.Cleanup(func() { r.kill() })

@@ -34,7 +34,7 @@ func StartRedisCluster(t testing.TB, masters int) *RedisCluster {
 	}
 	cli := ""
 	if masters >= 3 {
-		cli = lookBinary(t, "redis-cli")
+		cli = Binary(t, "redis-cli")
 	}
 	c := &RedisCluster{}
 	for i := 0; i < masters; i++ {

@@ -60,9 +60,11 @@ func freePort() (int, error) {
 // inCI reports whether missing servers must fail rather than skip.
 func inCI() bool { return os.Getenv("CI") == "true" }
 
-// lookBinary finds name on PATH or in /usr/bin and /usr/sbin. When it is
-// absent the test is skipped, or failed under CI=true.
-func lookBinary(t testing.TB, name string) string {
+// Binary finds the program name (redis-server, chromium, curl…) on PATH or
+// in /usr/bin, /usr/sbin and /usr/local/bin. When it is absent the test is
+// skipped, or failed under CI=true, where scripts/install-deps.sh installs
+// it.
+func Binary(t testing.TB, name string) string {
 	t.Helper()
 	if p, err := exec.LookPath(name); err == nil {
 		return p
@@ -73,7 +75,7 @@ func lookBinary(t testing.TB, name string) string {
 			return p
 		}
 	}
-	msg := fmt.Sprintf("testenv: %s not found on PATH; run scripts/install-deps.sh (or apt-get install redis-server redis-tools)", name)
+	msg := fmt.Sprintf("testenv: %s not found on PATH; run scripts/install-deps.sh", name)
 	if inCI() {
 		t.Fatal(msg + " [CI=true: a missing server is a failure]")
 	}
