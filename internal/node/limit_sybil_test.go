@@ -3,6 +3,7 @@ package node_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,10 @@ func TestSybilJoinBudget(t *testing.T) {
 	off := call(t, http.MethodPut, n.URL()+"/admin/events/flash", admin, []byte(`{"limits":{"join":{"ip":{"per_second":-1}}}}`))
 	if off.status != http.StatusOK {
 		t.Fatalf("turn the per-IP budget off: %d %s", off.status, off.raw)
+	}
+	bad := call(t, http.MethodPut, n.URL()+"/admin/events/flash", admin, []byte(`{"limits":{"pow":{"enabled":"yes"}}}`))
+	if bad.status != http.StatusBadRequest || str(bad.body, "code") != "bad_request" || !strings.Contains(str(bad.body, "detail"), "limits.pow.enabled") {
+		t.Errorf("pow.enabled \"yes\": %d %s, want 400 naming limits.pow.enabled", bad.status, bad.raw)
 	}
 	fr, _ := off.body["friction"].(map[string]any)
 	if ip, _ := fr["join_ip"].(map[string]any); fr["anonymous_visitors"] != true || ip["per_second"] != -1.0 {
