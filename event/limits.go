@@ -11,15 +11,21 @@ import (
 // within a tick.
 //
 // In a Rate, per_second 0 takes the default listed on the field and any
-// negative value turns the limit off (stored as -1). Limits per IP are off
-// by default: behind carrier-grade NAT thousands of honest shoppers share
-// one address, so only staff who know their traffic should set them.
+// negative value turns the limit off (stored as -1). Two defaults depend on
+// how the node names callers (see friction.go): where visitors are
+// anonymous, a new identity costs one cookie-less request, so join gets a
+// per-IP budget and a lottery a proof of work unless staff turn them off.
+// Elsewhere limits per IP are off by default: behind carrier-grade NAT
+// many honest shoppers share one address, and behind a gateway every
+// caller has the gateway's.
 type Limits struct {
 	// Join limits POST /events/{id}/join.
 	//
-	// Default: event off, ip off, device 1/s burst 5, user off (join is
-	// idempotent per user, and keeping join at one Redis round trip
-	// matters more; turn it on for events that need it)
+	// Default: event off, ip DefaultJoinIP where visitors are anonymous
+	// and off elsewhere (stored as per_second 0 until staff choose),
+	// device 1/s burst 5, user off (join is idempotent per user, and
+	// keeping join at one Redis round trip matters more; turn it on for
+	// events that need it)
 	Join Budget `json:"join"`
 	// Claim limits POST /events/{id}/claim.
 	//
@@ -78,8 +84,12 @@ func (r Rate) On() bool { return r.PerSecond > 0 }
 
 // PoW configures the proof-of-work challenge of join.
 type PoW struct {
-	// Enabled requires a solved challenge (X-PoW) on join.
-	Enabled bool `json:"enabled"`
+	// Enabled requires a solved challenge (X-PoW) on join when true and
+	// never when false.
+	//
+	// Default (null or absent): required for lotteries where visitors are
+	// anonymous (Config.PoWRequired)
+	Enabled Switch `json:"enabled"`
 	// Bits is the difficulty: leading zero bits of sha256(challenge ||
 	// nonce). Each bit doubles the work (2^bits hashes on average); the
 	// page's crypto.subtle solver hashes about 30,000 a second on a phone,
@@ -102,7 +112,8 @@ const (
 // Defaults fills zero fields with their defaults and writes every
 // negative rate as Off. It is idempotent.
 func (l *Limits) Defaults() {
-	l.Join.defaults(Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Off})
+	// join.ip 0 stays 0: its default depends on the node (JoinIPRate).
+	l.Join.defaults(Budget{Event: Off, IP: Rate{}, Device: Rate{1, 5}, User: Off})
 	l.Claim.defaults(Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Off})
 	l.Status.IP.defaults(Off)
 	l.Status.Ticket.defaults(Rate{10, 100})
@@ -126,7 +137,7 @@ func (r *Rate) defaults(d Rate) {
 	case r.PerSecond < 0:
 		*r = Off
 	case r.PerSecond == 0:
-		*r = d
+		*r = d // Rate{} for a default the node decides
 	case r.Burst == 0:
 		r.Burst = max(1, math.Ceil(r.PerSecond))
 	}
@@ -144,6 +155,9 @@ func (l *Limits) Validate() error {
 		{"status.ip", l.Status.IP}, {"status.ticket", l.Status.Ticket},
 	}
 	for _, f := range rates {
+		if f.name == "join.ip" && f.r == (Rate{}) {
+			continue // the node's default
+		}
 		if err := f.r.validate(); err != "" {
 			return fmt.Errorf("%w: limits.%s: %s", ErrInvalid, f.name, err)
 		}

@@ -12,7 +12,7 @@ func TestLimitsDefaults(t *testing.T) {
 	c := valid()
 	l := c.Limits
 	want := Limits{
-		Join:   Budget{Event: Off, IP: Off, Device: Rate{1, 5}, User: Off},
+		Join:   Budget{Event: Off, IP: Rate{}, Device: Rate{1, 5}, User: Off}, // ip: the node's default
 		Claim:  Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Off},
 		Status: StatusBudget{IP: Off, Ticket: Rate{10, 100}},
 		PoW:    PoW{Bits: 15, TTLSeconds: 300},
@@ -50,7 +50,7 @@ func TestLimitsValidate(t *testing.T) {
 		{"zero burst", func(l *Limits) { l.Claim.Device = Rate{1, 0.5} }, "limits.claim.device"},
 		{"huge burst", func(l *Limits) { l.Status.Ticket = Rate{1, 2e7} }, "limits.status.ticket"},
 		{"off with burst", func(l *Limits) { l.Status.IP = Rate{-1, 3} }, "limits.status.ip"},
-		{"pow too hard", func(l *Limits) { l.PoW = PoW{Enabled: true, Bits: 40, TTLSeconds: 60} }, "limits.pow.bits"},
+		{"pow too hard", func(l *Limits) { l.PoW = PoW{Enabled: SwitchOn, Bits: 40, TTLSeconds: 60} }, "limits.pow.bits"},
 		{"pow short ttl", func(l *Limits) { l.PoW.TTLSeconds = 1 }, "limits.pow.ttl"},
 	}
 	for _, tc := range cases {
@@ -81,7 +81,7 @@ func TestLimitsPartialUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.Limits
-	if l.Join.IP != (Rate{5, 5}) || l.Join.User != Off || !l.PoW.Enabled || l.PoW.Bits != 15 || !l.InviteOnly || l.OneClaimPerDevice {
+	if l.Join.IP != (Rate{5, 5}) || l.Join.User != Off || l.PoW.Enabled != SwitchOn || l.PoW.Bits != 15 || !l.InviteOnly || l.OneClaimPerDevice {
 		t.Fatalf("after the update: %+v", l)
 	}
 	raw, _ := json.Marshal(c.Limits)

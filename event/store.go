@@ -48,9 +48,13 @@ func (s *Store) Get(ctx context.Context, id string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("event %s: %w", id, err)
 	}
-	var c Config
-	if err := json.Unmarshal(raw, &c); err != nil {
+	var st stored
+	if err := json.Unmarshal(raw, &st); err != nil {
 		return Config{}, fmt.Errorf("event %s: decode: %w", id, err)
+	}
+	c := st.Config
+	if st.LimitsSchema < limitsSchema {
+		upgradeLimits(&c.Limits)
 	}
 	// A stored configuration is complete (Put stores defaulted ones); this
 	// also gives one written before a field existed that field's default,
@@ -83,7 +87,7 @@ func (s *Store) Put(ctx context.Context, c Config) (Config, error) {
 	}
 	expect := c.Version
 	c.Version++
-	raw, err := json.Marshal(c)
+	raw, err := json.Marshal(stored{Config: c, LimitsSchema: limitsSchema})
 	if err != nil {
 		return Config{}, err
 	}
@@ -98,4 +102,30 @@ func (s *Store) Put(ctx context.Context, c Config) (Config, error) {
 		return Config{}, fmt.Errorf("event %s: index: %w", c.ID, err)
 	}
 	return c, nil
+}
+
+// limitsSchema is the revision of the stored limits. Revision 2 keeps
+// "default" (join.ip per_second 0, pow.enabled null) apart from "off";
+// configurations stored before it (no limits_schema) had both defaults
+// written out as off.
+const limitsSchema = 2
+
+// stored is a configuration as the store keeps it.
+type stored struct {
+	Config
+	LimitsSchema int `json:"limits_schema,omitempty"`
+}
+
+// upgradeLimits reads limits stored before revision 2: a per-IP join
+// budget that is off and a proof of work that is off were the old
+// defaults, so they become "default" and the event gets today's defaults
+// (friction.go). Staff who had turned them off explicitly then could not
+// be told apart; they turn them off again.
+func upgradeLimits(l *Limits) {
+	if l.Join.IP == Off {
+		l.Join.IP = Rate{}
+	}
+	if l.PoW.Enabled == SwitchOff {
+		l.PoW.Enabled = SwitchDefault
+	}
 }

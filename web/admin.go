@@ -34,6 +34,8 @@ func (s *Server) requireAdmin(c *fiber.Ctx) error {
 type adminEventJSON struct {
 	Config event.Config `json:"config"`
 	Live   *liveJSON    `json:"live,omitempty"`
+	// Friction is what the join defences amount to on this node.
+	Friction *frictionJSON `json:"friction"`
 }
 
 type liveJSON struct {
@@ -55,7 +57,7 @@ type liveJSON struct {
 }
 
 func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
-	out := adminEventJSON{Config: cfg}
+	out := adminEventJSON{Config: cfg, Friction: s.friction(&cfg)}
 	sale, ok := s.deps.Sales.Get(cfg.ID)
 	if !ok || !sale.WindowFrozen {
 		out.Config.Seed = ""

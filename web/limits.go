@@ -55,6 +55,9 @@ type edge struct {
 	seed        maphash.Seed
 	pow         powKey
 	invites     *Invites
+	// anonymous is true when callers are anonymous visitors: the event
+	// limits left at their default then add friction (friction.go).
+	anonymous bool
 }
 
 func newEdge(cfg *Config, deps *Deps) *edge {
@@ -69,6 +72,7 @@ func newEdge(cfg *Config, deps *Deps) *edge {
 	}
 	e.proxies, _ = parseProxies(cfg.TrustedProxies)
 	e.invites, _ = NewInvites(secret)
+	e.anonymous = anonymousIdentity(deps.Identity)
 	return e
 }
 
@@ -106,7 +110,7 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
 	if lim.Status.IP.On() {
-		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+s.edge.proxies.clientIP(c), toLimit(lim.Status.IP), now); !ok {
+		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.clientIP(c)), toLimit(lim.Status.IP), now); !ok {
 			return rateLimited("status polls from this address", retry)
 		}
 	}
@@ -122,7 +126,8 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 }
 
 // guardJoin runs join's defences for user: invite, proof of work, then
-// the distributed rate limits.
+// the distributed rate limits. The proof of work and the per-IP budget
+// follow the node's identity mode where staff left them at their default.
 func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
@@ -131,7 +136,7 @@ func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 		p.Title = "Invitation required"
 		return p
 	}
-	if lim.PoW.Enabled {
+	if cfg.PoWRequired(s.edge.anonymous) {
 		if p := s.edge.pow.verify(c.Get(PoWHeader), cfg.ID, user, lim.PoW.Bits, now); p != nil {
 			return p
 		}
@@ -140,7 +145,9 @@ func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	if err != nil {
 		return err
 	}
-	return s.rateLimit(c, "join", cfg.ID, lim.Join, s.cfg.GlobalJoin, device, user)
+	budget := lim.Join
+	budget.IP = cfg.JoinIPRate(s.edge.anonymous)
+	return s.rateLimit(c, "join", cfg.ID, budget, s.cfg.GlobalJoin, device, user)
 }
 
 // guardClaim runs claim's defences for user: the distributed rate limits,
@@ -199,7 +206,8 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 }
 
 // rateLimit checks the distributed buckets of one budget ("join",
-// "claim"): global, event, the caller's IP, device (when sent) and user.
+// "claim"): global, event, the caller's IP (an IPv6 caller's /64; see
+// limiterIP), device (when sent) and user.
 func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, global limit.Limit, device, user string) error {
 	if s.deps.Limiter == nil {
 		return nil
@@ -210,7 +218,7 @@ func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, glob
 		limit.Rule{Budget: budget, Dim: limit.Event, Event: ev, Limit: toLimit(b.Event)},
 		limit.Rule{Budget: budget, Dim: limit.User, Event: ev, Value: user, Limit: toLimit(b.User)})
 	if b.IP.On() {
-		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: s.edge.proxies.clientIP(c), Limit: toLimit(b.IP)})
+		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: limiterIP(s.edge.proxies.clientIP(c)), Limit: toLimit(b.IP)})
 	}
 	if device != "" {
 		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.Device, Event: ev, Value: device, Limit: toLimit(b.Device)})

@@ -15,8 +15,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// Proof of work on join. An event with limits.pow.enabled asks every
-// joiner to spend about a second of CPU first, which costs a person nothing
+// Proof of work on join. An event with limits.pow.enabled (by default a
+// lottery on a node with anonymous visitors) asks every joiner to spend
+// about a second of CPU first, which costs a person nothing
 // and a bot farm a lot. GET /events/{id}/challenge issues a challenge
 //
 //	"p1." event "." expiry (unix s) "." bits "." random (16 hex) "." base64url(HMAC(key, fields, user))
@@ -145,7 +146,7 @@ func (s *Server) challenge(c *fiber.Ctx) error {
 	cfg := &saleOf(c).Config
 	lim := &cfg.Limits // defaulted when the configuration was read
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if !lim.PoW.Enabled {
+	if !cfg.PoWRequired(s.edge.anonymous) {
 		return c.JSON(challengeJSON{Required: false})
 	}
 	user, err := s.deps.Identity.User(c, true)

@@ -72,7 +72,7 @@ func TestLeadingZeroBits(t *testing.T) {
 // joins; without it, or as another user, join is refused before the
 // joiner runs.
 func TestChallengeAndJoin(t *testing.T) {
-	l := event.Limits{PoW: event.PoW{Enabled: true, Bits: 10}}
+	l := event.Limits{PoW: event.PoW{Enabled: event.SwitchOn, Bits: 10}}
 	app := limApp(t, Config{}, limSale(l), Deps{})
 	a := limDo(t, app, "GET", "/events/ev/challenge", map[string]string{"X-User-ID": "alice"}, nil)
 	ch, _ := a.body["challenge"].(string)

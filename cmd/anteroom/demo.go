@@ -59,6 +59,10 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 		"prequeue_opens_at": now.Add(3 * time.Second), "starts_at": now.Add(5 * time.Second),
 		"ends_at": now.Add(10 * time.Minute), "mode": "fcfs", "random_window_seconds": 2,
 		"admit_rate_per_second": *rate, "buckets": 1,
+		// The simulated crowd is 20,000 shoppers from one loopback address:
+		// the per-IP join budget (on by default where visitors are
+		// anonymous) would refuse all but a few of them. A real sale keeps it.
+		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 	}
 	if err := putEvent(ctx, n.URL(), n.AdminToken, ev, sale); err != nil {
 		return err

@@ -53,6 +53,9 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 			"name": "loadgen " + *ev, "supply": *units, "per_user_limit": *perUser, "buckets": *buckets,
 			"prequeue_opens_at": now.Add(time.Second), "starts_at": now.Add(3 * time.Second),
 			"ends_at": now.Add(time.Hour), "random_window_seconds": 1, "admit_rate_per_second": *rate,
+			// The generated crowd comes from this one machine: no per-IP
+			// join budget (on by default where visitors are anonymous).
+			"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 		}); err != nil {
 			return err
 		}

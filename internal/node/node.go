@@ -165,6 +165,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
 	go func() { n.serveErr <- app.Listener(ln) }()
 	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity)
+	if cfg.Identity == "anonymous" && len(cfg.TrustedProxies) == 0 {
+		cfg.Log.Info("per-IP join budgets count the peer address; behind a proxy or load balancer set ANTEROOM_TRUSTED_PROXIES, or every shopper shares its budget")
+	}
 	return n, nil
 }
 
