@@ -46,6 +46,9 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 		"ANTEROOM_ADDR=127.0.0.1:" + fmt.Sprint(np), "ANTEROOM_REDIS_URL=redis://" + s.redisAddr,
 		"ANTEROOM_DATA_DIR=" + filepath.Join(dir, "data"), "ANTEROOM_ADMIN_TOKEN=" + benchAdmin,
 		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
+		// The bench plays the shop's gateway: it names users with
+		// X-User-ID, which the node believes from loopback only.
+		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1",
 	}
 	if s.node, err = startHTTP(dir, "anteroom", bin, np, "/healthz", env, "serve"); err != nil {
 		s.stop()

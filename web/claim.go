@@ -16,8 +16,8 @@ type claimJSON struct {
 	Status  string `json:"status"`
 }
 
-// claim turns an admission token into a claim. The answer is sent only
-// after the order event is on JetStream.
+// claim turns an admission token into a claim for the caller it names. The
+// answer is sent only after the order event is on JetStream.
 func (s *Server) claim(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
@@ -29,7 +29,13 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if user, err := s.deps.Identity.User(c, false); err == nil && user != adm.User {
+	// The token is bound to its user: only that caller, named by the
+	// identity mode, may spend it. No identity is 401, another is 403.
+	user, err := s.deps.Identity.User(c, false)
+	if err != nil {
+		return err
+	}
+	if user != adm.User {
 		return problem(fiber.StatusForbidden, "forbidden", "the admission token belongs to another user")
 	}
 	key := c.Get("Idempotency-Key")

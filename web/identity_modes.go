@@ -93,7 +93,8 @@ const UserTokenHeader = "X-User-Token"
 // The token is read from its own header, never from Authorization, which
 // carries queue tickets and admission tokens; a "Bearer " prefix is
 // allowed. Nothing else names the caller: an X-User-ID header is ignored,
-// so a spoofed one never counts. A missing or invalid token is 401; a valid
+// so a spoofed one never counts. A token header sent on several lines is
+// 400. A missing or invalid token is 401; a valid
 // token whose sub is not 1 to 128 printable ASCII characters without spaces
 // is 401 too, since it cannot name a user here.
 //
@@ -119,7 +120,11 @@ func (u UserTokenIdentity) User(c *fiber.Ctx, _ bool) (string, error) {
 	if name == "" {
 		name = UserTokenHeader
 	}
-	raw := strings.TrimSpace(c.Get(name))
+	raw, err := oneHeader(c, name)
+	if err != nil {
+		return "", err
+	}
+	raw = strings.TrimSpace(raw)
 	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
 		raw = strings.TrimSpace(raw[7:])
 	}

@@ -58,9 +58,10 @@ func (p proxies) trusts(a netip.Addr) bool {
 // a trusted proxy. Then it is the rightmost X-Forwarded-For entry that is
 // not itself a trusted proxy: proxies append the address they saw, so
 // everything left of that entry was written by the client and may be
-// forged. (fiber's own ProxyHeader takes the leftmost entry, which a client
-// behind an appending load balancer chooses freely; so the edge does not
-// set it.) An entry that is not an address ends the walk at the last
+// forged; several header lines are first joined into one list. (fiber's
+// own ProxyHeader takes the leftmost entry, which a client behind an
+// appending load balancer chooses freely; so the edge does not set it.)
+// An entry that is not an address ends the walk at the last
 // trusted hop.
 func (p proxies) clientIP(c *fiber.Ctx) string {
 	peer, ok := netip.AddrFromSlice(c.Context().RemoteIP())
@@ -71,7 +72,15 @@ func (p proxies) clientIP(c *fiber.Ctx) string {
 	if len(p) == 0 || !p.trusts(peer) {
 		return peer.String()
 	}
-	xff := c.Get(fiber.HeaderXForwardedFor)
+	// Several X-Forwarded-For lines are one list, in order (RFC 9110
+	// 5.3): a client's own line first cannot hide the proxy's last one.
+	var xff string
+	for i, line := range c.Request().Header.PeekAll(fiber.HeaderXForwardedFor) {
+		if i > 0 {
+			xff += ","
+		}
+		xff += string(line)
+	}
 	for xff != "" {
 		var entry string
 		if i := strings.LastIndexByte(xff, ','); i >= 0 {

@@ -68,7 +68,11 @@ func limApp(t testing.TB, cfg Config, sale *admission.Sale, d Deps) *fiber.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Sales, d.Tickets, d.Identity, d.EdgeSecret = limSales{sale: sale}, tickets, HeaderIdentity{}, limSecret
+	id, err := NewHeaderIdentity("", []string{"0.0.0.0"}) // app.Test's peer plays the gateway
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Sales, d.Tickets, d.Identity, d.EdgeSecret = limSales{sale: sale}, tickets, id, limSecret
 	if d.Joiner == nil {
 		d.Joiner = limJoiner{join: func(context.Context, string, string) (queue.Entry, error) {
 			return queue.Entry{Seq: 1, JoinedAt: time.Now().Truncate(time.Second)}, nil
@@ -290,7 +294,7 @@ func TestReservationAnswers(t *testing.T) {
 			Admitter:     limAdmitter{user: "bob"},
 			Reservations: limReserver{reserve: func(string, string, string) error { return tc.err }},
 		})
-		a := limDo(t, app, "POST", "/events/ev/claim", map[string]string{"Authorization": "Bearer t", DeviceHeader: "phone-1"}, nil)
+		a := limDo(t, app, "POST", "/events/ev/claim", map[string]string{"Authorization": "Bearer t", "X-User-ID": "bob", DeviceHeader: "phone-1"}, nil)
 		if a.status != tc.status || a.code() != tc.code || (tc.status == 503 && a.header.Get("Retry-After") == "") {
 			t.Errorf("reservation error %v: %d %v, want %d %s", tc.err, a.status, a.body, tc.status, tc.code)
 		}

@@ -63,6 +63,9 @@ func (dp *deployment) startNode(t *testing.T, name, addr string, cfg node.Config
 	cfg.DataDir = filepath.Join(dp.dir, name)
 	cfg.AdminToken, cfg.TicketSecret, cfg.SigningKeys = dp.admin, dp.secret, dp.keys
 	cfg.Log = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if cfg.Identity == "" { // the drill's crowd plays the gateway: X-User-ID from loopback
+		cfg.Identity, cfg.TrustedProxies = "header", append(cfg.TrustedProxies, "127.0.0.1")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
@@ -111,7 +114,9 @@ func (dp *deployment) spawn(t *testing.T, name string, env []string, args ...str
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(cleanEnv(), "ANTEROOM_DATA_DIR="+filepath.Join(dp.dir, name), "ANTEROOM_ADMIN_TOKEN="+dp.admin,
 		"ANTEROOM_TICKET_SECRET="+hex.EncodeToString(dp.secret), "ANTEROOM_SIGNING_KEYS="+dp.keys,
-		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s")
+		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
+		// The drill's crowd plays the gateway: X-User-ID from loopback.
+		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	setProcAttr(p.cmd)

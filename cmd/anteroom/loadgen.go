@@ -36,6 +36,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	rate := fs.Float64("rate", 2000, "admissions per second (with -create)")
 	perUser := fs.Int64("per-user", 1, "per-user limit (with -create)")
 	buckets := fs.Int("buckets", 1, "stock buckets (with -create)")
+	userHeader := fs.String("user-header", "", "name each shopper by this header (X-User-ID for nodes in header mode that trust this machine as a proxy); empty: by the visitor cookie (anonymous mode)")
 	admin := fs.String("admin-token", getenv("ANTEROOM_ADMIN_TOKEN"), "admin token (ANTEROOM_ADMIN_TOKEN)")
 	redisURL := fs.String("redis-url", getenv("ANTEROOM_REDIS_URL"), "Redis to reconcile against (ANTEROOM_REDIS_URL)")
 	cluster := fs.String("redis-cluster-addrs", getenv("ANTEROOM_REDIS_CLUSTER_ADDRS"), "Redis Cluster to reconcile against")
@@ -70,7 +71,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	cctx, cancel := context.WithTimeout(ctx, *limit)
 	defer cancel()
 	res, err := crowd.Run(cctx, crowd.Config{
-		URLs: targets, Event: *ev, Users: *users, Abandon: *abandon, Concurrency: *conc,
+		URLs: targets, Event: *ev, Users: *users, UserHeader: *userHeader, Abandon: *abandon, Concurrency: *conc,
 		ArrivalSpread: *spread, MaxPoll: *maxPoll, Replays: 2, ReplayShare: 0.05,
 		UserPrefix: fmt.Sprintf("lg%d-", time.Now().UnixNano()%1e6),
 		Progress:   func(s crowd.Stats) { progress(stdout, s, *units) },

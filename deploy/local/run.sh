@@ -161,6 +161,9 @@ ANTEROOM_ADMIN_TOKEN="local-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export ANTEROOM_TICKET_SECRET ANTEROOM_ADMIN_TOKEN
 export ANTEROOM_SIGNING_KEYS="$work/keys"
 export ANTEROOM_LOG_FORMAT=text ANTEROOM_DRAIN_DELAY=0s
+# Shoppers are named by a signed visitor cookie (loadgen keeps one cookie
+# jar per shopper); header mode would need ANTEROOM_TRUSTED_PROXIES.
+export ANTEROOM_IDENTITY=anonymous
 urls=()
 for n in a b; do
 	p=$(free_port)

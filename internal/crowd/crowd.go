@@ -24,6 +24,12 @@ type Config struct {
 	Event string
 	// Users is how many people join.
 	Users int
+	// UserHeader, when set, names each user by their id in this header
+	// (X-User-ID for a node in header mode): the crowd then stands in for
+	// the shop's gateway, and the nodes must trust its address as a
+	// proxy. Empty: each user keeps its own cookie jar and is named by the
+	// node's visitor cookie (anonymous mode, the default).
+	UserHeader string
 	// UserPrefix makes user ids distinct across crowds.
 	//
 	// Default: "u"
@@ -106,17 +112,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg:    cfg,
 		sem:    make(chan struct{}, cfg.Concurrency),
 		claims: map[string][]string{},
-		client: &http.Client{
-			Timeout: 15 * time.Second,
-			Transport: &http.Transport{
-				DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-				MaxIdleConns:        cfg.Concurrency * 2,
-				MaxIdleConnsPerHost: cfg.Concurrency * 2,
-				IdleConnTimeout:     30 * time.Second,
-			},
+		transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        cfg.Concurrency * 2,
+			MaxIdleConnsPerHost: cfg.Concurrency * 2,
+			IdleConnTimeout:     30 * time.Second,
 		},
 	}
-	defer r.client.CloseIdleConnections()
+	defer r.transport.CloseIdleConnections()
 	start := time.Now()
 	stopProgress := make(chan struct{})
 	var pwg sync.WaitGroup

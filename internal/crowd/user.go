@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/cookiejar"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,11 @@ import (
 )
 
 type runner struct {
-	cfg    Config
-	client *http.Client
-	sem    chan struct{}
-	c      counters
-	lat    recorder
+	cfg       Config
+	transport *http.Transport // shared by every user's client
+	sem       chan struct{}
+	c         counters
+	lat       recorder
 
 	mu        sync.Mutex
 	claims    map[string][]string
@@ -41,9 +42,39 @@ func (r *runner) fail(format string, a ...any) {
 	r.mu.Unlock()
 }
 
-// do sends one request within the concurrency bound and decodes the JSON
-// answer.
-func (r *runner) do(ctx context.Context, endpoint, method, url string, hdr map[string]string) (reply, error) {
+// shopper is one simulated user: a browser-like client with its own
+// cookie jar (the visitor cookie names it in anonymous mode) and the
+// headers that name it when a gateway does.
+type shopper struct {
+	id     string
+	client *http.Client
+	who    map[string]string
+}
+
+func (r *runner) newShopper(id string) *shopper {
+	jar, _ := cookiejar.New(nil) // never fails without options
+	s := &shopper{id: id, client: &http.Client{Timeout: 15 * time.Second, Transport: r.transport, Jar: jar}, who: map[string]string{}}
+	if r.cfg.UserHeader != "" {
+		s.who[r.cfg.UserHeader] = id
+	}
+	return s
+}
+
+// with returns the shopper's identity headers plus the pairs kv.
+func (s *shopper) with(kv ...string) map[string]string {
+	out := make(map[string]string, len(s.who)+len(kv)/2)
+	for k, v := range s.who {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = kv[i+1]
+	}
+	return out
+}
+
+// do sends one request of shopper s within the concurrency bound and
+// decodes the JSON answer.
+func (r *runner) do(ctx context.Context, s *shopper, endpoint, method, url string, hdr map[string]string) (reply, error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -59,7 +90,7 @@ func (r *runner) do(ctx context.Context, endpoint, method, url string, hdr map[s
 		req.Header.Set(k, v)
 	}
 	start := time.Now()
-	resp, err := r.client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return reply{}, err
 	}
@@ -87,10 +118,10 @@ func num(m map[string]any, k string) int64  { f, _ := m[k].(float64); return int
 // user plays one shopper from join to a final state.
 func (r *runner) user(ctx context.Context, id, base string) {
 	ev := base + "/events/" + r.cfg.Event
-	who := map[string]string{"X-User-ID": id}
+	s := r.newShopper(id)
 	var ticket string
 	for ticket == "" {
-		rep, err := r.do(ctx, "join", http.MethodPost, ev+"/join", who)
+		rep, err := r.do(ctx, s, "join", http.MethodPost, ev+"/join", s.with())
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
@@ -119,9 +150,9 @@ func (r *runner) user(ctx context.Context, id, base string) {
 		r.c.abandoned.Add(1)
 		return
 	}
-	auth := map[string]string{"Authorization": "Bearer " + ticket}
+	auth := s.with("Authorization", "Bearer "+ticket)
 	for {
-		rep, err := r.do(ctx, "status", http.MethodGet, ev+"/status", auth)
+		rep, err := r.do(ctx, s, "status", http.MethodGet, ev+"/status", auth)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.fail("status %s: %v", id, err)
@@ -141,7 +172,7 @@ func (r *runner) user(ctx context.Context, id, base string) {
 		switch str(rep.body, "state") {
 		case "admitted":
 			r.c.admitted.Add(1)
-			r.claim(ctx, id, ev, str(rep.body, "admission_token"))
+			r.claim(ctx, s, ev, str(rep.body, "admission_token"))
 			return
 		case "sold_out":
 			r.c.soldOut.Add(1)
@@ -162,8 +193,9 @@ func (r *runner) user(ctx context.Context, id, base string) {
 
 // claim claims once, or fires identical requests at once when this user is
 // one of the replayers, and checks that they all name the same claim.
-func (r *runner) claim(ctx context.Context, id, ev, token string) {
-	hdr := map[string]string{"X-User-ID": id, "Authorization": "Bearer " + token, "Idempotency-Key": "k-" + id}
+func (r *runner) claim(ctx context.Context, s *shopper, ev, token string) {
+	id := s.id
+	hdr := s.with("Authorization", "Bearer "+token, "Idempotency-Key", "k-"+id)
 	n := 1
 	if r.cfg.Replays > 0 && rand.Float64() < r.cfg.ReplayShare {
 		n += r.cfg.Replays
@@ -175,7 +207,7 @@ func (r *runner) claim(ctx context.Context, id, ev, token string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ids[i] = r.claimOnce(ctx, id, ev, hdr, &created)
+			ids[i] = r.claimOnce(ctx, s, ev, hdr, &created)
 		}()
 	}
 	wg.Wait()
@@ -197,9 +229,10 @@ func (r *runner) claim(ctx context.Context, id, ev, token string) {
 	r.mu.Unlock()
 }
 
-func (r *runner) claimOnce(ctx context.Context, id, ev string, hdr map[string]string, created *atomic.Int64) string {
+func (r *runner) claimOnce(ctx context.Context, s *shopper, ev string, hdr map[string]string, created *atomic.Int64) string {
+	id := s.id
 	for attempt := 0; attempt < 20; attempt++ {
-		rep, err := r.do(ctx, "claim", http.MethodPost, ev+"/claim", hdr)
+		rep, err := r.do(ctx, s, "claim", http.MethodPost, ev+"/claim", hdr)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ""

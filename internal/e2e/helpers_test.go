@@ -12,15 +12,16 @@ import (
 )
 
 // startNode starts a node on a free loopback port with its own
-// redis-server and NATS JetStream, and stops it on cleanup. identity is
-// the caller identity mode ("" for the default, header).
-func startNode(t *testing.T, identity ...string) *node.Node {
+// redis-server and NATS JetStream, and stops it on cleanup. With no
+// configure the node runs on the default identity (anonymous visitor
+// cookies); nodetest.HeaderMode puts it behind a loopback gateway.
+func startNode(t *testing.T, configure ...func(node.Config) node.Config) *node.Node {
 	t.Helper()
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	cfg := node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}
-	if len(identity) > 0 {
-		cfg.Identity = identity[0]
+	for _, f := range configure {
+		cfg = f(cfg)
 	}
 	return nodetest.Start(t, cfg)
 }
@@ -86,22 +87,30 @@ func createSale(t *testing.T, n *node.Node, id string, s sale) {
 	}
 }
 
-// admit joins user to ev over HTTP and polls until an admission token
-// arrives.
-func admit(t *testing.T, n *node.Node, ev, user string) string {
+// admit joins ev over HTTP as a new anonymous visitor and polls until an
+// admission token arrives. It returns the token and the visitor cookie
+// header that names the visitor.
+func admit(t *testing.T, n *node.Node, ev string) (token string, who map[string]string) {
 	t.Helper()
 	base := n.URL() + "/events/" + ev
-	j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
+	j := call(t, http.MethodPost, base+"/join", nil, nil)
 	if j.status != http.StatusOK {
-		t.Fatalf("join %s: %d %s", user, j.status, j.raw)
+		t.Fatalf("join: %d %s", j.status, j.raw)
 	}
-	var token string
-	waitFor(t, "admission of "+user, 15*time.Second, func() bool {
+	for _, c := range (&http.Response{Header: j.header}).Cookies() {
+		if c.Name == "anteroom_visitor" {
+			who = map[string]string{"Cookie": c.Name + "=" + c.Value}
+		}
+	}
+	if who == nil {
+		t.Fatalf("join set no visitor cookie: %v", j.header.Values("Set-Cookie"))
+	}
+	waitFor(t, "admission", 15*time.Second, func() bool {
 		s := call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + str(j.body, "ticket")}, nil)
 		token = str(s.body, "admission_token")
 		return token != ""
 	})
-	return token
+	return token, who
 }
 
 // waitFor polls cond until it holds or d passes.

@@ -135,8 +135,9 @@ func TestSoldOut(t *testing.T) {
 	t.Logf("time to first position: %.0f ms from clicking join to the position shown (no shuffle window)",
 		eval[float64](p, `window.anteroom.firstPosition - window.anteroom.joinClick`))
 
-	token := admit(t, n, "last", "alice")
-	a := call(t, http.MethodPost, n.URL()+"/events/last/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil)
+	token, alice := admit(t, n, "last")
+	alice["Authorization"] = "Bearer " + token
+	a := call(t, http.MethodPost, n.URL()+"/events/last/claim", alice, nil)
 	if a.status != http.StatusCreated {
 		t.Fatalf("alice's claim: %d %s", a.status, a.raw)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
 )
@@ -36,7 +37,7 @@ func BenchmarkClaimHTTP(b *testing.B) {
 	r := testenv.StartRedis(b)
 	ns := testenv.StartNATS(b)
 	dir := b.TempDir()
-	n := startNodeB(b, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir})
+	n := startNodeB(b, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir}))
 	sale := openSale(100_000_000, 1, 0, 0, 1000)
 	sale["buckets"] = 4
 	raw, _ := json.Marshal(sale)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestClaimLifecycleHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(10, 2, 0, 0, 1000)
 	sale["buckets"] = 2
 	createSale(t, n, "life", sale)
@@ -103,7 +104,7 @@ func TestClaimLifecycleHTTP(t *testing.T) {
 func TestPauseAndRebuildHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(20, 1, 0, 0, 1000)
 	sale["buckets"] = 2
 	sale["reserve_units"] = 2

@@ -51,11 +51,14 @@ type Config struct {
 	// a deployment needs the same one. Empty: read from or generated into
 	// DataDir/ticket-secret.
 	TicketSecret []byte
-	// Identity is how callers are named: header, anonymous or jwt.
+	// Identity is how callers are named: anonymous (a signed visitor
+	// cookie), jwt (the shop's user token) or header (IdentityHeader,
+	// believed only from TrustedProxies, which header mode requires).
 	//
-	// Default: header
+	// Default: anonymous
 	Identity string
-	// IdentityHeader is the trusted header of the header mode.
+	// IdentityHeader is the header mode's user id header, believed only
+	// from TrustedProxies.
 	//
 	// Default: X-User-ID
 	IdentityHeader string
@@ -110,7 +113,8 @@ type Config struct {
 	// Default: 50ms
 	SlowRedis time.Duration
 	// TrustedProxies are addresses or CIDR ranges of the proxies in front
-	// of the node whose X-Forwarded-For names the client.
+	// of the node whose X-Forwarded-For names the client and, in header
+	// mode, whose IdentityHeader names the user.
 	//
 	// Default: none (the peer is the client)
 	TrustedProxies []string
@@ -145,7 +149,7 @@ func (c *Config) defaults() {
 		c.SigningKeys = filepath.Join(c.DataDir, "keys")
 	}
 	if c.Identity == "" {
-		c.Identity = "header"
+		c.Identity = "anonymous"
 	}
 	if c.StreamReplicas == 0 {
 		c.StreamReplicas = 1
@@ -178,6 +182,9 @@ func (c *Config) validate() error {
 	}
 	if c.Identity == "jwt" && c.UserJWKS == "" {
 		return errors.New("identity jwt needs ANTEROOM_USER_JWKS")
+	}
+	if c.Identity == "header" && len(c.TrustedProxies) == 0 {
+		return errors.New("identity header needs ANTEROOM_TRUSTED_PROXIES: the gateway addresses whose user id header is believed")
 	}
 	if c.KeyReload < 0 {
 		return fmt.Errorf("key reload interval %v: want > 0", c.KeyReload)

@@ -13,7 +13,11 @@ import (
 func newIdentity(cfg *Config, secret []byte) (id web.Identity, reload func() error, err error) {
 	switch cfg.Identity {
 	case "header":
-		return web.HeaderIdentity{Header: cfg.IdentityHeader}, nil, nil
+		h, err := web.NewHeaderIdentity(cfg.IdentityHeader, cfg.TrustedProxies)
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, nil, nil
 	case "anonymous":
 		v, err := tokens.NewVisitors(secret)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestClaimLimits(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	createSale(t, n, "claim-rate", limited(map[string]any{"claim": map[string]any{"user": rate(2)}}))
 	createSale(t, n, "per-device", limited(map[string]any{"one_claim_per_device": true}))
 	createSale(t, n, "per-card", limited(map[string]any{"one_claim_per_payment": true}))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestEarlyBirdCostsNoRedis(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
 	later := openSale(5, 1, time.Hour, 0, 10)
 	later["prequeue_opens_at"] = time.Now().Add(30 * time.Minute).UTC().Truncate(time.Second)
 	later["ends_at"] = time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
@@ -59,7 +60,7 @@ func TestEarlyBirdCostsNoRedis(t *testing.T) {
 func TestStatusLimitsAreNodeLocal(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
 	createSale(t, n, "per-ticket", limited(map[string]any{"status": map[string]any{"ticket": rate(3)}}))
 	createSale(t, n, "per-ip", limited(map[string]any{"status": map[string]any{"ip": rate(2), "ticket": map[string]any{"per_second": -1}}}))
 	ticket := func(ev, user string) string {
@@ -104,8 +105,8 @@ func TestStatusLimitsAreNodeLocal(t *testing.T) {
 func TestNodesHeartbeat(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n1 := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
-	n2, err := node.Start(context.Background(), node.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n1 := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n2, err := node.Start(context.Background(), node.Config{Identity: "header", TrustedProxies: []string{"127.0.0.1"}, Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

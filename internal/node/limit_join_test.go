@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func join(t *testing.T, n *node.Node, ev string, hdr map[string]string) answer {
 func TestJoinLimitEachDimension(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}}))
 	off := map[string]any{"per_second": -1}
 	createSale(t, n, "by-user", limited(map[string]any{"join": map[string]any{"user": rate(2)}}))
 	createSale(t, n, "by-device", limited(map[string]any{"join": map[string]any{"user": off, "device": rate(2)}}))
@@ -102,7 +103,7 @@ func TestJoinLimitEachDimension(t *testing.T) {
 func TestGlobalJoinLimit(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), GlobalJoinRate: 0.002}) // burst 1
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), GlobalJoinRate: 0.002})) // burst 1
 	createSale(t, n, "g1", openSale(10, 1, 0, 0, 1000))
 	createSale(t, n, "g2", openSale(10, 1, 0, 0, 1000))
 	if a := join(t, n, "g1", map[string]string{"X-User-ID": "first"}); a.status != http.StatusOK {
@@ -116,7 +117,7 @@ func TestGlobalJoinLimit(t *testing.T) {
 func TestSpoofedForwardedFor(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}) // no trusted proxies
+	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}) // no trusted proxies; the default identity ignores X-User-ID
 	createSale(t, n, "spoof", limited(map[string]any{"join": map[string]any{"ip": rate(3)}}))
 	for i := range 3 {
 		a := join(t, n, "spoof", map[string]string{"X-User-ID": fmt.Sprint("s", i), "X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i)})
@@ -134,8 +135,8 @@ func TestSpoofedForwardedFor(t *testing.T) {
 func TestLimitsHotUpdate(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n1 := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
-	n2 := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), AdminToken: n1.AdminToken})
+	n1 := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n2 := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), AdminToken: n1.AdminToken}))
 	createSale(t, n1, "hot", limited(map[string]any{"join": map[string]any{"user": map[string]any{"per_second": -1}}}))
 	admin := map[string]string{"Authorization": "Bearer " + n1.AdminToken}
 	for range 5 {

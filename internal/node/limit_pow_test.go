@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/web"
 	"github.com/chromedp/chromedp"
@@ -23,7 +24,7 @@ func TestPoWAndInviteJoin(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	secret := bytes.Repeat([]byte{0x5a}, 32)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
 	createSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true, "bits": 12}}))
 	createSale(t, n, "vip", limited(map[string]any{"invite_only": true}))
 
@@ -73,7 +74,7 @@ func TestPoWSolverInChromium(t *testing.T) {
 	chromium := testenv.Binary(t, "chromium")
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	createSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true}}))
 	resp, err := http.Get(n.URL() + "/assets/pow.js")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -45,8 +46,8 @@ func opsPut(t *testing.T, n *node.Node, id string, change map[string]any) time.T
 func TestOpsHotConfigReachesEveryNode(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	a := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
-	b := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	a := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	b := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	createSale(t, a, "hot", openSale(100, 1, 0, 0, 1)) // one admission a second
 	waitFor(t, "node B to see the sale", 5*time.Second, func() bool {
 		return call(t, http.MethodGet, b.URL()+"/events/hot", nil, nil).status == http.StatusOK

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
@@ -46,7 +47,7 @@ func opsSeries(text, prefix string) string {
 func TestOpsMetrics(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	createSale(t, n, "metered", openSale(10, 1, 0, 0, 1000))
 	token := admit(t, n, "metered", "alice")
 	hdr := map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token, "Idempotency-Key": "k1"}
@@ -98,7 +99,7 @@ func TestOpsMetrics(t *testing.T) {
 func TestOpsDrainFailsReadiness(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	createSale(t, n, "lame", openSale(10, 1, 0, 0, 1000))
 	if a := call(t, http.MethodGet, n.URL()+"/readyz", nil, nil); a.status != http.StatusOK {
 		t.Fatalf("ready before draining: %d %s", a.status, a.raw)

@@ -57,7 +57,8 @@ func TestOpsSIGTERMKeepsEvery201(t *testing.T) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "ANTEROOM_ADDR="+addr, "ANTEROOM_REDIS_URL="+r.URL(), "ANTEROOM_NATS_URL="+ns.URL(),
 		"ANTEROOM_DATA_DIR="+filepath.Join(dir, "data"), "ANTEROOM_ADMIN_TOKEN=sigterm-test-admin-token",
-		"ANTEROOM_DRAIN_DELAY=300ms", "ANTEROOM_LOG_FORMAT=text")
+		"ANTEROOM_DRAIN_DELAY=300ms", "ANTEROOM_LOG_FORMAT=text",
+		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1") // the test plays the gateway
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/queue"
 )
@@ -18,7 +19,7 @@ import (
 func TestStatusIsFree(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
 	createSale(t, n, "free", openSale(100, 1, 0, 0, 5))
 	var tickets []string
 	for i := range 20 {
@@ -52,7 +53,7 @@ func TestStatusIsFree(t *testing.T) {
 func TestShuffleWindowAndVerify(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(10, 1, time.Second, 1, 1)
 	createSale(t, n, "shuffle", sale)
 	pub := call(t, http.MethodGet, n.URL()+"/events/shuffle", nil, nil)
@@ -119,7 +120,7 @@ func TestShuffleWindowAndVerify(t *testing.T) {
 func TestLottery(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(3, 1, 2*time.Second, 0, 100)
 	sale["mode"] = "lottery"
 	createSale(t, n, "draw", sale)
@@ -183,7 +184,7 @@ func TestLottery(t *testing.T) {
 func TestModeLocksWhenWindowCloses(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	createSale(t, n, "toggle", openSale(3, 1, time.Second, 1, 100))
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	put := func(body map[string]any) answer {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	jose "github.com/go-jose/go-jose/v4"
 	josejwt "github.com/go-jose/go-jose/v4/jwt"
@@ -22,7 +23,7 @@ func TestAdmissionInteropOverHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	const iss, aud = "https://queue.shop.test", "shop-claim"
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Issuer: iss, Audience: aud})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Issuer: iss, Audience: aud}))
 	createSale(t, n, "interop", openSale(5, 1, 0, 0, 1000))
 	token := admit(t, n, "interop", "alice")
 
@@ -108,7 +109,7 @@ func TestAdmissionInteropOverHTTP(t *testing.T) {
 	}
 
 	// And the token the gateway accepted is the one /claim accepts.
-	if a := call(t, http.MethodPost, n.URL()+"/events/interop/claim", map[string]string{"Authorization": "Bearer " + token}, nil); a.status != http.StatusCreated {
+	if a := call(t, http.MethodPost, n.URL()+"/events/interop/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil); a.status != http.StatusCreated {
 		t.Errorf("claim: %d %s", a.status, a.raw)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -22,11 +23,11 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, KeyReload: 50 * time.Millisecond})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, KeyReload: 50 * time.Millisecond}))
 	createSale(t, n, "rot", openSale(10, 1, 0, 0, 1000))
 	claimURL := n.URL() + "/events/rot/claim"
 	claimWith := func(token string) answer {
-		return call(t, http.MethodPost, claimURL, map[string]string{"Authorization": "Bearer " + token}, nil)
+		return call(t, http.MethodPost, claimURL, map[string]string{"X-User-ID": str(payloadOf(t, token), "sub"), "Authorization": "Bearer " + token}, nil)
 	}
 
 	before := jwksOf(t, n)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/golang-jwt/jwt/v5"
@@ -27,7 +28,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
 	const iss, aud = "https://queue.shop.test", "shop-claim"
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: iss, Audience: aud})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: iss, Audience: aud}))
 	createSale(t, n, "strict", openSale(5, 1, 0, 0, 1000))
 	createSale(t, n, "control", openSale(5, 1, 0, 0, 1000))
 
@@ -64,7 +65,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 
 	// Control: the genuine key and claims work (on another event).
 	control := genuine(jwt.MapClaims{"event": "control"})
-	if a := call(t, http.MethodPost, n.URL()+"/events/control/claim", map[string]string{"Authorization": "Bearer " + control}, nil); a.status != http.StatusCreated {
+	if a := call(t, http.MethodPost, n.URL()+"/events/control/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + control}, nil); a.status != http.StatusCreated {
 		t.Fatalf("control token: %d %s", a.status, a.raw)
 	}
 	issued := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: iss, Audience: aud})
@@ -122,7 +123,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"Authorization": "Bearer " + tc.token}, nil)
+			a := call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + tc.token}, nil)
 			problemOK(t, a, tc.status, tc.code)
 		})
 	}
@@ -134,7 +135,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 		t.Errorf("strict: granted %d remaining %d, want 0 and 5", tot.Granted, tot.Remaining)
 	}
 	// The genuine token itself is fine: the refusals above were the cases'.
-	if a := call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"Authorization": "Bearer " + good}, nil); a.status != http.StatusCreated {
+	if a := call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + good}, nil); a.status != http.StatusCreated {
 		t.Errorf("genuine token after the cases: %d %s", a.status, a.raw)
 	}
 }

@@ -43,6 +43,17 @@ func Start(t testing.TB, cfg node.Config) *node.Node {
 	return n
 }
 
+// HeaderMode returns cfg in header identity mode behind a trusted loopback
+// proxy: the test plays the shop's gateway and names users with X-User-ID
+// (cfg.IdentityHeader), which the node believes from 127.0.0.1 only.
+// Loopback is added to cfg.TrustedProxies, so X-Forwarded-For from the
+// test is believed too.
+func HeaderMode(cfg node.Config) node.Config {
+	cfg.Identity = "header"
+	cfg.TrustedProxies = append(cfg.TrustedProxies[:len(cfg.TrustedProxies):len(cfg.TrustedProxies)], "127.0.0.1")
+	return cfg
+}
+
 // Answer is one HTTP answer, its JSON object body decoded when it has one.
 type Answer struct {
 	Status int

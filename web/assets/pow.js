@@ -3,7 +3,7 @@
 // nonce such that sha256(challenge + nonce) starts with `bits` zero bits;
 // nonces are the decimal counter 0, 1, 2, … as in web.SolvePoW.
 //
-//   const h = await anteroomPoW.header("/events/drop-1", {"X-User-ID": uid});
+//   const h = await anteroomPoW.header("/events/drop-1");
 //   // h is null when the sale asks no proof of work, else the value of
 //   // the X-PoW header to send on POST /events/drop-1/join.
 //
