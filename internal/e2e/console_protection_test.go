@@ -26,7 +26,7 @@ func choose(staff *tab, id, value string) {
 // sale then takes a free cookie-less join; a custom budget and "default"
 // again are stored as chosen.
 func TestConsoleJoinProtection(t *testing.T) {
-	n := startNode(t, "anonymous")
+	n := startNode(t) // anonymous visitors: the default identity
 	browser := startBrowser(t)
 	createSale(t, n, "draw", sale{supply: 2, mode: "lottery", name: "Evening draw", opensIn: -2 * time.Second, startsIn: 10 * time.Minute, rate: 50})
 
