@@ -76,7 +76,7 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 		if *secret != "" {
 			b, err := hex.DecodeString(*secret)
 			if err != nil {
-				return cfg, fmt.Errorf("ticket secret: not hex")
+				return cfg, fmt.Errorf("ANTEROOM_TICKET_SECRET is not hex: want 64 hex digits, e.g. from openssl rand -hex 32")
 			}
 			cfg.TicketSecret = b
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
 
@@ -194,14 +195,31 @@ func (c *Config) validate() error {
 	if c.SlowRequest < 0 || c.SlowRedis < 0 {
 		return errors.New("slow request and slow redis thresholds must not be negative")
 	}
-	if c.TicketSecret != nil && len(c.TicketSecret) < 32 {
-		return errors.New("ticket secret must be at least 32 bytes")
+	if err := c.checkSecrets(); err != nil {
+		return err
 	}
 	if err := web.ValidTrustedProxies(c.TrustedProxies); err != nil {
 		return err
 	}
 	if c.MaxInFlight < 0 || !(c.GlobalJoinRate >= 0 && c.GlobalJoinRate <= event.MaxRate) || !(c.GlobalClaimRate >= 0 && c.GlobalClaimRate <= event.MaxRate) {
 		return fmt.Errorf("max in flight and global rates must be between 0 and %d", event.MaxRate)
+	}
+	return nil
+}
+
+// checkSecrets refuses configured secrets that are known or guessable
+// (tokens.CheckSecret, tokens.CheckAdminToken). Generated ones are
+// checked when read (see secrets.go).
+func (c *Config) checkSecrets() error {
+	if c.TicketSecret != nil {
+		if err := tokens.CheckSecret(c.TicketSecret); err != nil {
+			return fmt.Errorf("refusing to start: ANTEROOM_TICKET_SECRET: %w", err)
+		}
+	}
+	if c.AdminToken != "" {
+		if err := tokens.CheckAdminToken(c.AdminToken); err != nil {
+			return fmt.Errorf("refusing to start: ANTEROOM_ADMIN_TOKEN: %w", err)
+		}
 	}
 	return nil
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -82,11 +80,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err := claim.EnsureStream(sctx, js, cfg.StreamReplicas); err != nil {
 		return nil, err
 	}
-	secret := cfg.TicketSecret
-	if secret == nil {
-		if secret, err = tokens.LoadOrCreateSecret(filepath.Join(cfg.DataDir, "ticket-secret")); err != nil {
-			return nil, err
-		}
+	secret, err := ticketSecret(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	tickets, err := tokens.NewTickets(secret)
 	if err != nil {
@@ -236,26 +232,6 @@ func reloadKeys(ctx context.Context, every time.Duration, keys *tokens.KeySet, u
 			}
 		}
 	}
-}
-
-func adminToken(cfg *Config) (string, error) {
-	if cfg.AdminToken != "" {
-		return cfg.AdminToken, nil
-	}
-	path := filepath.Join(cfg.DataDir, "admin-token")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(b[:])
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
-	}
-	cfg.Log.Info("admin token generated", "file", path)
-	return tok, nil
 }
 
 // nodeID names this process in the limiter's heartbeat set.
