@@ -73,6 +73,18 @@ type Config struct {
 	// UserAudience, when set, must be among the aud of user tokens (jwt
 	// mode).
 	UserAudience string
+	// UserAcceptAnyIssuerAudience lets jwt mode start without UserIssuer
+	// or UserAudience, accepting any iss or aud that is not configured:
+	// then a token the shop minted for another service names a user
+	// here too. Unsafe; asked for by name.
+	//
+	// Default: false (jwt mode needs UserIssuer and UserAudience)
+	UserAcceptAnyIssuerAudience bool
+	// UserMaxTokenAge caps the lifetime (exp - iat) of user tokens in jwt
+	// mode; longer-lived tokens are refused. Negative: no cap.
+	//
+	// Default: 24h
+	UserMaxTokenAge time.Duration
 	// Issuer is the iss of admission tokens and of OIDC discovery, best
 	// the node's public base URL (https://queue.shop.example).
 	//
@@ -180,6 +192,9 @@ func (c *Config) validate() error {
 	if c.Identity == "jwt" && c.UserJWKS == "" {
 		return errors.New("identity jwt needs ANTEROOM_USER_JWKS")
 	}
+	if err := c.checkUserTokens(); err != nil {
+		return err
+	}
 	if c.KeyReload < 0 {
 		return fmt.Errorf("key reload interval %v: want > 0", c.KeyReload)
 	}
@@ -220,6 +235,19 @@ func (c *Config) checkSecrets() error {
 		if err := tokens.CheckAdminToken(c.AdminToken); err != nil {
 			return fmt.Errorf("refusing to start: ANTEROOM_ADMIN_TOKEN: %w", err)
 		}
+	}
+	return nil
+}
+
+// checkUserTokens makes jwt mode say which tokens it accepts: a user token
+// is believed only when it was minted for anteroom (aud) by the shop
+// (iss), unless UserAcceptAnyIssuerAudience is set.
+func (c *Config) checkUserTokens() error {
+	if c.Identity != "jwt" || c.UserAcceptAnyIssuerAudience {
+		return nil
+	}
+	if c.UserIssuer == "" || c.UserAudience == "" {
+		return errors.New("identity jwt needs ANTEROOM_USER_ISSUER and ANTEROOM_USER_AUDIENCE (the iss and aud of the shop's tokens meant for anteroom); set ANTEROOM_USER_ACCEPT_ANY_ISSUER_AUDIENCE=true to accept tokens minted for anything")
 	}
 	return nil
 }
