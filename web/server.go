@@ -19,7 +19,6 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
-	"github.com/gofiber/fiber/v2/middleware/requestid"
 )
 
 // Consumer-side interfaces: only what the handlers call.
@@ -119,8 +118,9 @@ type Config struct {
 	Log *slog.Logger
 	// Issuer is the iss of admission tokens, published at
 	// /.well-known/openid-configuration; it must equal the Issuer of the
-	// tokens.IssuerConfig in use. An http(s) URL (the public base URL)
-	// also fixes jwks_uri; otherwise jwks_uri follows the request's host.
+	// tokens.IssuerConfig in use. Discovery is served only for an http(s)
+	// URL (the public base URL), which also fixes jwks_uri; never the
+	// request's host.
 	//
 	// Default: anteroom
 	Issuer string
@@ -209,7 +209,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	})
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
-	app.Use(requestid.New())
+	app.Use(s.assignRequestID)
 	app.Use(s.entryCap)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -250,13 +250,6 @@ func New(cfg Config, deps Deps) *fiber.App {
 // on client disconnect.
 func (s *Server) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.UserContext(), s.cfg.Timeout)
-}
-
-func requestID(c *fiber.Ctx) string {
-	if v, ok := c.Locals(requestid.ConfigDefault.ContextKey).(string); ok {
-		return v
-	}
-	return ""
 }
 
 func (s *Server) ready(c *fiber.Ctx) error {

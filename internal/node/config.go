@@ -24,6 +24,13 @@ type Config struct {
 	//
 	// Default: :8080
 	Addr string
+	// MetricsAddr, when set, is the only address serving GET /metrics
+	// (Prometheus scrapes it on a private network); the public Addr then
+	// answers 404 there. The production setting: metrics name every sale
+	// and the node's load.
+	//
+	// Default: "" (/metrics on Addr)
+	MetricsAddr string
 	// RedisURL is a redis:// URL. Empty with no cluster addresses starts
 	// an embedded, non-durable Redis-protocol server.
 	RedisURL string

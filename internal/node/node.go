@@ -33,6 +33,7 @@ type Node struct {
 	wg       sync.WaitGroup
 	serveErr chan error
 	ops      *ops
+	metrics  *metricsServer  // nil: /metrics is on the main address
 	loops    context.Context // the background loops' lifetime, ended by Close
 
 	// AdminToken is the admin bearer token in force.
@@ -122,6 +123,15 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	limiter := limit.New(limitRDB, cfg.Limiter)
 	o.watch(limiter, js)
+	metricsHandler := o.metrics.Handler()
+	var ms *metricsServer
+	if cfg.MetricsAddr != "" {
+		if ms, err = startMetrics(cfg.MetricsAddr, metricsHandler); err != nil {
+			_ = limitRDB.Close()
+			return nil, err
+		}
+		metricsHandler = nil // not on the public address
+	}
 	app := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
@@ -133,18 +143,19 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
-		Observe: o.observe(), Metrics: o.metrics.Handler(),
+		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = limitRDB.Close()
+		_ = ms.close(ctx)
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	n := &Node{
-		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o,
+		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o, metrics: ms,
 		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js, Limiter: limiter,
 	}
 	logErr := func(what string) func(error) {
@@ -160,7 +171,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
 	go func() { n.serveErr <- app.Listener(ln) }()
-	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity)
+	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity, "metrics_addr", cfg.MetricsAddr)
 	return n, nil
 }
 
@@ -243,8 +254,12 @@ func nodeID() string {
 }
 
 // URL is the node's base URL.
-func (n *Node) URL() string {
-	addr := n.ln.Addr().(*net.TCPAddr)
+func (n *Node) URL() string { return baseURL(n.ln.Addr()) }
+
+// baseURL is the http URL of a listener's address (loopback for an
+// unspecified one).
+func baseURL(a net.Addr) string {
+	addr := a.(*net.TCPAddr)
 	host := addr.IP.String()
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
@@ -297,6 +312,9 @@ func (c *Clients) Close() { c.back.close() }
 // the outbox bookkeeping, then closes the connections and embedded servers.
 func (n *Node) Close(ctx context.Context) error {
 	err := n.app.ShutdownWithContext(ctx)
+	if merr := n.metrics.close(ctx); merr != nil && err == nil {
+		err = merr
+	}
 	n.cancel()
 	n.wg.Wait()
 	n.back.close()
