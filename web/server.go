@@ -94,6 +94,16 @@ type Deps struct {
 	// Reservations bind device ids and payment fingerprints to one user
 	// per event (*limit.Reservations), for events that ask for it.
 	Reservations reserver
+	// StaffThrottle counts failed admin authentications per client
+	// address (*staff.Throttle in Redis, shared by every node).
+	//
+	// Default: a count of this node only
+	StaffThrottle staffThrottle
+	// StaffSessions is the set of signed-in console sessions
+	// (*staff.Sessions in Redis: a sign-out holds on every node).
+	//
+	// Default: sessions of this node only
+	StaffSessions staffSessions
 	// EdgeSecret keys proof-of-work challenges and invites: the ticket
 	// secret, the same on every node.
 	//
@@ -188,6 +198,15 @@ func New(cfg Config, deps Deps) *fiber.App {
 	if cfg.SigningAlgorithms == nil {
 		cfg.SigningAlgorithms = []string{"EdDSA"}
 	}
+	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
+		local := newLocalStaff(time.Now)
+		if deps.StaffThrottle == nil {
+			deps.StaffThrottle = local
+		}
+		if deps.StaffSessions == nil {
+			deps.StaffSessions = local
+		}
+	}
 	s := &Server{deps: deps, cfg: cfg, now: time.Now}
 	s.edge = newEdge(&cfg, &deps)
 	app := fiber.New(fiber.Config{
@@ -238,6 +257,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Post("/admin/session", s.signIn)
 	app.Get("/admin/session", s.sessionInfo)
 	app.Delete("/admin/session", s.signOut)
+	app.Delete("/admin/sessions", s.requireStaff, s.endAllSessions)
 	app.Get("/admin/events", s.requireStaff, s.listEvents)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)

@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -140,6 +141,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
+		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
 		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
