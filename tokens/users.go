@@ -40,11 +40,21 @@ type UserVerifierConfig struct {
 	// Default: 5s
 	Leeway time.Duration
 
+	// MaxAge caps a user token's lifetime: exp minus iat, or exp minus
+	// now when the token has no iat. A stolen long-lived token is then
+	// worth at most MaxAge. Negative means no cap.
+	//
+	// Default: 24h (DefaultUserMaxAge)
+	MaxAge time.Duration
+
 	// Algorithms pins the accepted JWS algorithms, a subset of the default.
 	//
 	// Default: ["RS256", "ES256", "EdDSA"]
 	Algorithms []string
 }
+
+// DefaultUserMaxAge is UserVerifierConfig.MaxAge's default.
+const DefaultUserMaxAge = 24 * time.Hour
 
 // UserVerifier verifies a shop's own user tokens (ANTEROOM_IDENTITY=jwt) and
 // returns the user id from their sub claim.
@@ -53,7 +63,7 @@ type UserVerifierConfig struct {
 // the file verifies it (the kid header selects the key when both have one;
 // keys without a kid are tried for any token), exp is present and not past,
 // nbf and iat are not in the future (each with leeway), iss and aud match
-// when configured, and sub is not empty. Input longer than 8192 bytes is
+// when configured, the lifetime is within MaxAge, and sub is not empty. Input longer than 8192 bytes is
 // refused before parsing. Every failure wraps [ErrInvalid].
 //
 // A *UserVerifier is safe for concurrent use; [UserVerifier.Reload] swaps
@@ -85,6 +95,9 @@ func NewUserVerifier(cfg UserVerifierConfig) (*UserVerifier, error) {
 		cfg.Leeway = 5 * time.Second
 	case cfg.Leeway < 0:
 		cfg.Leeway = 0
+	}
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = DefaultUserMaxAge
 	}
 	u := &UserVerifier{cfg: cfg}
 	if err := u.Reload(); err != nil {
@@ -140,7 +153,26 @@ func (u *UserVerifier) Verify(raw string, now time.Time) (user string, err error
 	if c.Subject == "" {
 		return "", invalid("user token without sub")
 	}
+	if err := u.checkLifetime(&c, now); err != nil {
+		return "", err
+	}
 	return c.Subject, nil
+}
+
+// checkLifetime refuses a token that lives longer than MaxAge (exp is
+// required and checked by the parser).
+func (u *UserVerifier) checkLifetime(c *jwt.RegisteredClaims, now time.Time) error {
+	if u.cfg.MaxAge < 0 {
+		return nil
+	}
+	from := now
+	if c.IssuedAt != nil {
+		from = c.IssuedAt.Time
+	}
+	if life := c.ExpiresAt.Sub(from); life > u.cfg.MaxAge+u.cfg.Leeway {
+		return invalid(fmt.Sprintf("user token lives %v, longer than the %v allowed", life.Round(time.Second), u.cfg.MaxAge))
+	}
+	return nil
 }
 
 // selectKeys returns the keys that may verify t: those of its algorithm

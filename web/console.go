@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"cmp"
-	"crypto/subtle"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -36,12 +35,19 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	if err := dec.Decode(&in); err != nil {
 		return badRequest("malformed sign-in JSON: %s", jsonProblem(err))
 	}
-	if subtle.ConstantTimeCompare([]byte(in.Token), []byte(s.cfg.AdminToken)) != 1 {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "that is not the admin token")
+	if err := s.checkAdminToken(c, in.Token); err != nil {
+		return err
 	}
-	sess, err := newSession(s.now(), sessionTTL)
+	now := s.now()
+	sess, err := newSession(now, sessionTTL)
 	if err != nil {
 		return err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if err := s.deps.StaffSessions.Start(ctx, sess.nonce, sess.expires, now); err != nil {
+		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+		return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
 	}
 	key := sessionKey(s.cfg.AdminToken)
 	c.Cookie(s.sessionCookie(c, sess.encode(key), sess.expires))
@@ -56,7 +62,10 @@ func (s *Server) sessionInfo(c *fiber.Ctx) error {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
 	}
 	key := sessionKey(s.cfg.AdminToken)
-	sess, ok := parseSession(key, c.Cookies(sessionCookie), s.now())
+	sess, ok, err := s.liveSession(c, key, c.Cookies(sessionCookie))
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "not signed in")
 	}
@@ -64,13 +73,26 @@ func (s *Server) sessionInfo(c *fiber.Ctx) error {
 	return c.JSON(sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC()})
 }
 
-// signOut clears the session cookie. With a valid session it needs the
-// CSRF token like any other change; a stale cookie is simply cleared.
+// signOut ends the session on every node (the shared session set) and
+// clears the cookie. With a live session it needs the CSRF token like any
+// other change; a stale or signed-out cookie is simply cleared.
 func (s *Server) signOut(c *fiber.Ctx) error {
 	if s.cfg.AdminToken != "" {
-		if _, ok := parseSession(sessionKey(s.cfg.AdminToken), c.Cookies(sessionCookie), s.now()); ok {
-			if err := s.staffAuth(c); err != nil {
+		if raw := c.Cookies(sessionCookie); raw != "" {
+			sess, ok, err := s.liveSession(c, sessionKey(s.cfg.AdminToken), raw)
+			if err != nil {
 				return err
+			}
+			if ok {
+				if err := s.staffAuth(c); err != nil {
+					return err
+				}
+				ctx, cancel := s.ctx(c)
+				defer cancel()
+				if err := s.deps.StaffSessions.End(ctx, sess.nonce); err != nil {
+					s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+					return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+				}
 			}
 		}
 	}

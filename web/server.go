@@ -19,7 +19,6 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
-	"github.com/gofiber/fiber/v2/middleware/requestid"
 )
 
 // Consumer-side interfaces: only what the handlers call.
@@ -95,6 +94,16 @@ type Deps struct {
 	// Reservations bind device ids and payment fingerprints to one user
 	// per event (*limit.Reservations), for events that ask for it.
 	Reservations reserver
+	// StaffThrottle counts failed admin authentications per client
+	// address (*staff.Throttle in Redis, shared by every node).
+	//
+	// Default: a count of this node only
+	StaffThrottle staffThrottle
+	// StaffSessions is the set of signed-in console sessions
+	// (*staff.Sessions in Redis: a sign-out holds on every node).
+	//
+	// Default: sessions of this node only
+	StaffSessions staffSessions
 	// EdgeSecret keys proof-of-work challenges and invites: the ticket
 	// secret, the same on every node.
 	//
@@ -119,8 +128,9 @@ type Config struct {
 	Log *slog.Logger
 	// Issuer is the iss of admission tokens, published at
 	// /.well-known/openid-configuration; it must equal the Issuer of the
-	// tokens.IssuerConfig in use. An http(s) URL (the public base URL)
-	// also fixes jwks_uri; otherwise jwks_uri follows the request's host.
+	// tokens.IssuerConfig in use. Discovery is served only for an http(s)
+	// URL (the public base URL), which also fixes jwks_uri; never the
+	// request's host.
 	//
 	// Default: anteroom
 	Issuer string
@@ -188,6 +198,15 @@ func New(cfg Config, deps Deps) *fiber.App {
 	if cfg.SigningAlgorithms == nil {
 		cfg.SigningAlgorithms = []string{"EdDSA"}
 	}
+	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
+		local := newLocalStaff(time.Now)
+		if deps.StaffThrottle == nil {
+			deps.StaffThrottle = local
+		}
+		if deps.StaffSessions == nil {
+			deps.StaffSessions = local
+		}
+	}
 	s := &Server{deps: deps, cfg: cfg, now: time.Now}
 	s.edge = newEdge(&cfg, &deps)
 	app := fiber.New(fiber.Config{
@@ -209,7 +228,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	})
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
-	app.Use(requestid.New())
+	app.Use(s.assignRequestID)
 	app.Use(s.entryCap)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -238,6 +257,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Post("/admin/session", s.signIn)
 	app.Get("/admin/session", s.sessionInfo)
 	app.Delete("/admin/session", s.signOut)
+	app.Delete("/admin/sessions", s.requireStaff, s.endAllSessions)
 	app.Get("/admin/events", s.requireStaff, s.listEvents)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)
@@ -250,13 +270,6 @@ func New(cfg Config, deps Deps) *fiber.App {
 // on client disconnect.
 func (s *Server) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.UserContext(), s.cfg.Timeout)
-}
-
-func requestID(c *fiber.Ctx) string {
-	if v, ok := c.Locals(requestid.ConfigDefault.ContextKey).(string); ok {
-		return v
-	}
-	return ""
 }
 
 func (s *Server) ready(c *fiber.Ctx) error {

@@ -101,28 +101,29 @@ func safeMethod(m string) bool {
 	return m == fiber.MethodGet || m == fiber.MethodHead || m == fiber.MethodOptions
 }
 
-// staffAuth authorises a staff request: the admin bearer token, or a
-// console session cookie plus, on every state change, its CSRF token. It
-// answers nil or the problem to return (401 unauthenticated, 403
-// forbidden).
+// staffAuth authorises a staff request: the admin bearer token (see
+// checkAdminToken: throttled per address), or a console session cookie
+// that is still signed in on the shared session set plus, on every state
+// change, its CSRF token. It answers nil or the problem to return (401
+// unauthenticated, 403 forbidden, 429 rate_limited, 503 degraded).
 func (s *Server) staffAuth(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
 	}
 	if tok := bearer(c); tok != "" {
-		if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
-			return nil
-		}
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin bearer token is wrong")
+		return s.checkAdminToken(c, tok)
 	}
 	raw := c.Cookies(sessionCookie)
 	if raw == "" {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token or a console session")
 	}
 	key := sessionKey(s.cfg.AdminToken)
-	sess, ok := parseSession(key, raw, s.now())
+	sess, ok, err := s.liveSession(c, key, raw)
+	if err != nil {
+		return err
+	}
 	if !ok {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid or expired; sign in again")
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid, expired or signed out; sign in again")
 	}
 	if safeMethod(c.Method()) {
 		return nil
@@ -131,6 +132,23 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 		return problem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+csrfHeader+" header")
 	}
 	return nil
+}
+
+// liveSession verifies a session cookie and asks the shared session set
+// whether it is still signed in: a sign-out on any node ends it.
+func (s *Server) liveSession(c *fiber.Ctx, key []byte, raw string) (session, bool, error) {
+	sess, ok := parseSession(key, raw, s.now())
+	if !ok {
+		return session{}, false, nil
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	active, err := s.deps.StaffSessions.Active(ctx, sess.nonce)
+	if err != nil {
+		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+		return session{}, false, retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+	}
+	return sess, active, nil
 }
 
 // requireStaff is staffAuth as a middleware.

@@ -29,25 +29,26 @@ func absoluteURL(s string) bool {
 }
 
 // openIDConfiguration serves /.well-known/openid-configuration. issuer is
-// the iss of admission tokens. When it is an http(s) URL (the recommended
-// ANTEROOM_ISSUER: the public base URL), jwks_uri is built from it and the
-// document is cacheable; otherwise jwks_uri is built from the request's
-// scheme and host, which a client can influence (X-Forwarded-Host), so that
-// answer must never be cached by a shared cache.
+// the iss of admission tokens. jwks_uri is built from it, never from the
+// request (Host and X-Forwarded-Host are the client's to choose, and a
+// cached document pointing at a hostile host would hand gateways its
+// keys). Discovery exists only for an http(s) issuer, the recommended
+// ANTEROOM_ISSUER (the public base URL): OIDC Discovery finds the document
+// at issuer + /.well-known/openid-configuration, which a bare name such as
+// the default "anteroom" is not, so without one the path answers 404 and
+// gateways are configured with JWKSPath directly.
 func (s *Server) openIDConfiguration(c *fiber.Ctx) error {
+	if !absoluteURL(s.cfg.Issuer) {
+		return problem(fiber.StatusNotFound, "not_found", "OIDC discovery is published only when ANTEROOM_ISSUER is the public base URL (https://...); the keys are at "+JWKSPath)
+	}
 	doc := discoveryJSON{
 		Issuer:                 s.cfg.Issuer,
+		JWKSURI:                strings.TrimRight(s.cfg.Issuer, "/") + JWKSPath,
 		SigningAlgs:            s.cfg.SigningAlgorithms,
 		ResponseTypesSupported: []string{"id_token"},
 		SubjectTypesSupported:  []string{"public"},
 		ClaimsSupported:        []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "event", "pos"},
 	}
-	if absoluteURL(s.cfg.Issuer) {
-		doc.JWKSURI = strings.TrimRight(s.cfg.Issuer, "/") + JWKSPath
-		c.Set(fiber.HeaderCacheControl, "public, max-age=300")
-	} else {
-		doc.JWKSURI = c.BaseURL() + JWKSPath
-		c.Set(fiber.HeaderCacheControl, "no-store")
-	}
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	return c.JSON(doc)
 }

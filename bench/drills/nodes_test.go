@@ -5,6 +5,7 @@ package drills
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -36,8 +37,10 @@ type deployment struct {
 
 func newDeployment(t *testing.T) *deployment {
 	dir := t.TempDir()
-	secret := bytes.Repeat([]byte{0x5a}, 32)
-	copy(secret, fmt.Sprintf("drill-%d", time.Now().UnixNano()))
+	secret := make([]byte, 32) // a node refuses a patterned secret
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
 	return &deployment{dir: dir, admin: "drill-admin-token-0123456789", secret: secret, keys: filepath.Join(dir, "keys")}
 }
 

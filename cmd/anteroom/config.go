@@ -36,8 +36,9 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 	idHeader := fs.String("identity-header", env("IDENTITY_HEADER", "X-User-ID"), "user id header in header mode, believed only from -trusted-proxies (ANTEROOM_IDENTITY_HEADER)")
 	userJWKS := fs.String("user-jwks", env("USER_JWKS", ""), "JWKS or PEM file of the shop's user tokens in jwt mode, re-read every key reload (ANTEROOM_USER_JWKS)")
 	userHeader := fs.String("user-token-header", env("USER_TOKEN_HEADER", "X-User-Token"), "header carrying the shop's user token in jwt mode (ANTEROOM_USER_TOKEN_HEADER)")
-	userIssuer := fs.String("user-issuer", env("USER_ISSUER", ""), "required iss of user tokens in jwt mode; empty: not checked (ANTEROOM_USER_ISSUER)")
-	userAudience := fs.String("user-audience", env("USER_AUDIENCE", ""), "required aud of user tokens in jwt mode; empty: not checked (ANTEROOM_USER_AUDIENCE)")
+	userIssuer := fs.String("user-issuer", env("USER_ISSUER", ""), "required iss of user tokens in jwt mode (ANTEROOM_USER_ISSUER)")
+	userAudience := fs.String("user-audience", env("USER_AUDIENCE", ""), "required aud of user tokens in jwt mode (ANTEROOM_USER_AUDIENCE)")
+	trust := trustFlags(fs, env)
 	issuer := fs.String("issuer", env("ISSUER", "anteroom"), "iss of admission tokens and OIDC discovery, best the public base URL (ANTEROOM_ISSUER)")
 	audience := fs.String("audience", env("AUDIENCE", "anteroom-claim"), "aud of admission tokens (ANTEROOM_AUDIENCE)")
 	keyReload := fs.String("key-reload", env("KEY_RELOAD", "10s"), "how often to re-read the signing keys and user JWKS (ANTEROOM_KEY_RELOAD)")
@@ -76,7 +77,7 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 		if *secret != "" {
 			b, err := hex.DecodeString(*secret)
 			if err != nil {
-				return cfg, fmt.Errorf("ticket secret: not hex")
+				return cfg, fmt.Errorf("ANTEROOM_TICKET_SECRET is not hex: want 64 hex digits, e.g. from openssl rand -hex 32")
 			}
 			cfg.TicketSecret = b
 		}
@@ -92,6 +93,9 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 			*d.to = v
 		}
 		if err := edgeFlags(&cfg, *proxies, *inFlight, *globalJoin, *globalClaim); err != nil {
+			return cfg, err
+		}
+		if err := trust(&cfg); err != nil {
 			return cfg, err
 		}
 		cfg.Log = newLogger(logTo, *logFormat, slog.LevelInfo)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
 
@@ -23,6 +24,13 @@ type Config struct {
 	//
 	// Default: :8080
 	Addr string
+	// MetricsAddr, when set, is the only address serving GET /metrics
+	// (Prometheus scrapes it on a private network); the public Addr then
+	// answers 404 there. The production setting: metrics name every sale
+	// and the node's load.
+	//
+	// Default: "" (/metrics on Addr)
+	MetricsAddr string
 	// RedisURL is a redis:// URL. Empty with no cluster addresses starts
 	// an embedded, non-durable Redis-protocol server.
 	RedisURL string
@@ -75,6 +83,18 @@ type Config struct {
 	// UserAudience, when set, must be among the aud of user tokens (jwt
 	// mode).
 	UserAudience string
+	// UserAcceptAnyIssuerAudience lets jwt mode start without UserIssuer
+	// or UserAudience, accepting any iss or aud that is not configured:
+	// then a token the shop minted for another service names a user
+	// here too. Unsafe; asked for by name.
+	//
+	// Default: false (jwt mode needs UserIssuer and UserAudience)
+	UserAcceptAnyIssuerAudience bool
+	// UserMaxTokenAge caps the lifetime (exp - iat) of user tokens in jwt
+	// mode; longer-lived tokens are refused. Negative: no cap.
+	//
+	// Default: 24h
+	UserMaxTokenAge time.Duration
 	// Issuer is the iss of admission tokens and of OIDC discovery, best
 	// the node's public base URL (https://queue.shop.example).
 	//
@@ -186,6 +206,9 @@ func (c *Config) validate() error {
 	if c.Identity == "header" && len(c.TrustedProxies) == 0 {
 		return errors.New("identity header needs ANTEROOM_TRUSTED_PROXIES: the gateway addresses whose user id header is believed")
 	}
+	if err := c.checkUserTokens(); err != nil {
+		return err
+	}
 	if c.KeyReload < 0 {
 		return fmt.Errorf("key reload interval %v: want > 0", c.KeyReload)
 	}
@@ -201,14 +224,44 @@ func (c *Config) validate() error {
 	if c.SlowRequest < 0 || c.SlowRedis < 0 {
 		return errors.New("slow request and slow redis thresholds must not be negative")
 	}
-	if c.TicketSecret != nil && len(c.TicketSecret) < 32 {
-		return errors.New("ticket secret must be at least 32 bytes")
+	if err := c.checkSecrets(); err != nil {
+		return err
 	}
 	if err := web.ValidTrustedProxies(c.TrustedProxies); err != nil {
 		return err
 	}
 	if c.MaxInFlight < 0 || !(c.GlobalJoinRate >= 0 && c.GlobalJoinRate <= event.MaxRate) || !(c.GlobalClaimRate >= 0 && c.GlobalClaimRate <= event.MaxRate) {
 		return fmt.Errorf("max in flight and global rates must be between 0 and %d", event.MaxRate)
+	}
+	return nil
+}
+
+// checkSecrets refuses configured secrets that are known or guessable
+// (tokens.CheckSecret, tokens.CheckAdminToken). Generated ones are
+// checked when read (see secrets.go).
+func (c *Config) checkSecrets() error {
+	if c.TicketSecret != nil {
+		if err := tokens.CheckSecret(c.TicketSecret); err != nil {
+			return fmt.Errorf("refusing to start: ANTEROOM_TICKET_SECRET: %w", err)
+		}
+	}
+	if c.AdminToken != "" {
+		if err := tokens.CheckAdminToken(c.AdminToken); err != nil {
+			return fmt.Errorf("refusing to start: ANTEROOM_ADMIN_TOKEN: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkUserTokens makes jwt mode say which tokens it accepts: a user token
+// is believed only when it was minted for anteroom (aud) by the shop
+// (iss), unless UserAcceptAnyIssuerAudience is set.
+func (c *Config) checkUserTokens() error {
+	if c.Identity != "jwt" || c.UserAcceptAnyIssuerAudience {
+		return nil
+	}
+	if c.UserIssuer == "" || c.UserAudience == "" {
+		return errors.New("identity jwt needs ANTEROOM_USER_ISSUER and ANTEROOM_USER_AUDIENCE (the iss and aud of the shop's tokens meant for anteroom); set ANTEROOM_USER_ACCEPT_ANY_ISSUER_AUDIENCE=true to accept tokens minted for anything")
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ func newIdentity(cfg *Config, secret []byte) (id web.Identity, reload func() err
 	case "jwt":
 		u, err := tokens.NewUserVerifier(tokens.UserVerifierConfig{
 			JWKSFile: cfg.UserJWKS, Issuer: cfg.UserIssuer, Audience: cfg.UserAudience,
+			MaxAge: cfg.UserMaxTokenAge,
 		})
 		if err != nil {
 			return nil, nil, err

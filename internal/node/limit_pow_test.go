@@ -1,8 +1,8 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
+	"crypto/rand"
 	"io"
 	"net/http"
 	"strconv"
@@ -23,7 +23,10 @@ import (
 func TestPoWAndInviteJoin(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	secret := bytes.Repeat([]byte{0x5a}, 32)
+	secret := make([]byte, 32) // a node refuses a patterned secret
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
 	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
 	createSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true, "bits": 12}}))
 	createSale(t, n, "vip", limited(map[string]any{"invite_only": true}))

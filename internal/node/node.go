@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -35,6 +34,7 @@ type Node struct {
 	wg       sync.WaitGroup
 	serveErr chan error
 	ops      *ops
+	metrics  *metricsServer  // nil: /metrics is on the main address
 	loops    context.Context // the background loops' lifetime, ended by Close
 
 	// AdminToken is the admin bearer token in force.
@@ -82,11 +82,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err := claim.EnsureStream(sctx, js, cfg.StreamReplicas); err != nil {
 		return nil, err
 	}
-	secret := cfg.TicketSecret
-	if secret == nil {
-		if secret, err = tokens.LoadOrCreateSecret(filepath.Join(cfg.DataDir, "ticket-secret")); err != nil {
-			return nil, err
-		}
+	secret, err := ticketSecret(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	tickets, err := tokens.NewTickets(secret)
 	if err != nil {
@@ -126,6 +124,15 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	limiter := limit.New(limitRDB, cfg.Limiter)
 	o.watch(limiter, js)
+	metricsHandler := o.metrics.Handler()
+	var ms *metricsServer
+	if cfg.MetricsAddr != "" {
+		if ms, err = startMetrics(cfg.MetricsAddr, metricsHandler); err != nil {
+			_ = limitRDB.Close()
+			return nil, err
+		}
+		metricsHandler = nil // not on the public address
+	}
 	app := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
@@ -134,21 +141,23 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
+		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
 		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
-		Observe: o.observe(), Metrics: o.metrics.Handler(),
+		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = limitRDB.Close()
+		_ = ms.close(ctx)
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	n := &Node{
-		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o,
+		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o, metrics: ms,
 		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js, Limiter: limiter,
 	}
 	logErr := func(what string) func(error) {
@@ -164,7 +173,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
 	go func() { n.serveErr <- app.Listener(ln) }()
-	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity)
+	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity, "metrics_addr", cfg.MetricsAddr)
 	if cfg.Identity == "anonymous" && len(cfg.TrustedProxies) == 0 {
 		cfg.Log.Info("per-IP join budgets count the peer address; behind a proxy or load balancer set ANTEROOM_TRUSTED_PROXIES, or every shopper shares its budget")
 	}
@@ -241,26 +250,6 @@ func reloadKeys(ctx context.Context, every time.Duration, keys *tokens.KeySet, u
 	}
 }
 
-func adminToken(cfg *Config) (string, error) {
-	if cfg.AdminToken != "" {
-		return cfg.AdminToken, nil
-	}
-	path := filepath.Join(cfg.DataDir, "admin-token")
-	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 16 {
-		return strings.TrimSpace(string(b)), nil
-	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	tok := hex.EncodeToString(b[:])
-	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
-	}
-	cfg.Log.Info("admin token generated", "file", path)
-	return tok, nil
-}
-
 // nodeID names this process in the limiter's heartbeat set.
 func nodeID() string {
 	host, _ := os.Hostname()
@@ -270,8 +259,12 @@ func nodeID() string {
 }
 
 // URL is the node's base URL.
-func (n *Node) URL() string {
-	addr := n.ln.Addr().(*net.TCPAddr)
+func (n *Node) URL() string { return baseURL(n.ln.Addr()) }
+
+// baseURL is the http URL of a listener's address (loopback for an
+// unspecified one).
+func baseURL(a net.Addr) string {
+	addr := a.(*net.TCPAddr)
 	host := addr.IP.String()
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
@@ -324,6 +317,9 @@ func (c *Clients) Close() { c.back.close() }
 // the outbox bookkeeping, then closes the connections and embedded servers.
 func (n *Node) Close(ctx context.Context) error {
 	err := n.app.ShutdownWithContext(ctx)
+	if merr := n.metrics.close(ctx); merr != nil && err == nil {
+		err = merr
+	}
 	n.cancel()
 	n.wg.Wait()
 	n.back.close()

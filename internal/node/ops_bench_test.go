@@ -118,7 +118,7 @@ func BenchmarkOpsStatusHTTP(b *testing.B) {
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(b))
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "ANTEROOM_ADDR="+addr, "ANTEROOM_REDIS_URL="+r.URL(), "ANTEROOM_NATS_URL="+ns.URL(),
-		"ANTEROOM_DATA_DIR="+b.TempDir(), "ANTEROOM_ADMIN_TOKEN=bench-admin-token-0123", "ANTEROOM_DRAIN_DELAY=0s",
+		"ANTEROOM_DATA_DIR="+b.TempDir(), "ANTEROOM_ADMIN_TOKEN=bench-admin-token-0123456789abcdef", "ANTEROOM_DRAIN_DELAY=0s",
 		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1") // the bench plays the gateway
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServeRefusesWeakSecrets: `anteroom serve` exits at once with a clear
+// message for a zero, patterned or placeholder ticket secret and a short
+// or placeholder admin token (the values the repository used to ship).
+func TestServeRefusesWeakSecrets(t *testing.T) {
+	const goodSecret = "8c1f5e0a9b3d7c2e4f6a1b8d0c3e5f7a9b2d4c6e8f0a1c3e5b7d9f2a4c6e8b0d"
+	const goodAdmin = "f3a9c1e7b5d2084a6c9e1f3b5d7a"
+	cases := map[string]struct{ secret, admin, want string }{
+		"zero secret":         {strings.Repeat("0", 64), goodAdmin, "ANTEROOM_TICKET_SECRET"},
+		"repeated secret":     {strings.Repeat("ab", 32), goodAdmin, "ANTEROOM_TICKET_SECRET"},
+		"placeholder secret":  {"REPLACE-with-64-hex-digits-from-openssl-rand-hex-32", goodAdmin, "ANTEROOM_TICKET_SECRET"},
+		"short admin token":   {goodSecret, "tooshort-0123456789", "ANTEROOM_ADMIN_TOKEN"},
+		"compose admin token": {goodSecret, "compose-admin-token-change-me", "ANTEROOM_ADMIN_TOKEN"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := map[string]string{
+				"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
+				"ANTEROOM_TICKET_SECRET": tc.secret, "ANTEROOM_ADMIN_TOKEN": tc.admin,
+			}
+			// Bounded: on a node that wrongly starts, serve returns once
+			// the context ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &out, &errOut)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("serve: %v, want an error naming %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), tc.admin) && tc.want == "ANTEROOM_ADMIN_TOKEN" {
+				t.Errorf("the error %q shows the admin token", err)
+			}
+		})
+	}
+}

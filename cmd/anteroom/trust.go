@@ -1,0 +1,33 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/node"
+)
+
+// trustFlags registers the settings of what a node believes (user tokens,
+// metrics exposure) and returns a function that reads them into a
+// node.Config after fs.Parse.
+func trustFlags(fs *flag.FlagSet, env func(name, def string) string) func(*node.Config) error {
+	anyIssAud := fs.String("user-accept-any-issuer-audience", env("USER_ACCEPT_ANY_ISSUER_AUDIENCE", "false"), "jwt mode: start without -user-issuer or -user-audience and accept any iss/aud not configured; unsafe (ANTEROOM_USER_ACCEPT_ANY_ISSUER_AUDIENCE)")
+	maxAge := fs.String("user-max-token-age", env("USER_MAX_TOKEN_AGE", "24h"), "jwt mode: longest user-token lifetime (exp - iat) accepted; -1s: no cap (ANTEROOM_USER_MAX_TOKEN_AGE)")
+	metricsAddr := fs.String("metrics-addr", env("METRICS_ADDR", ""), "serve /metrics only on this address, not on -addr; set it in production (ANTEROOM_METRICS_ADDR)")
+	return func(cfg *node.Config) error {
+		cfg.MetricsAddr = *metricsAddr
+		b, err := strconv.ParseBool(*anyIssAud)
+		if err != nil {
+			return fmt.Errorf("user accept any issuer audience %q: want true or false", *anyIssAud)
+		}
+		cfg.UserAcceptAnyIssuerAudience = b
+		d, err := time.ParseDuration(*maxAge)
+		if err != nil || d == 0 {
+			return fmt.Errorf("user max token age %q: want a duration such as 24h (negative: no cap)", *maxAge)
+		}
+		cfg.UserMaxTokenAge = d
+		return nil
+	}
+}

@@ -1,0 +1,8 @@
+-- blocked.lua: read an address's failed admin authentications.
+-- KEYS[1] the address's failure counter
+-- Reply {failures, ttl_ms}; {0, 0} when there is none.
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n == 0 then
+  return {0, 0}
+end
+return {n, redis.call('PTTL', KEYS[1])}
