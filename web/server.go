@@ -28,6 +28,7 @@ type (
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
 		Present(ev string, pos int64)
+		Claimed(ev string, pos int64)
 		All() []*admission.Sale
 	}
 	joiner interface {

@@ -1,0 +1,186 @@
+package admission_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestFrontierStandsStillWhileHeld admits people who never fetch a token,
+// then holds admission (paused or sold out) for several grace periods:
+// nobody can be admitted, so no no-show is credited and the frontier stays
+// where it stopped; on resume it goes on at the configured rate.
+func TestFrontierStandsStillWhileHeld(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ctx := context.Background()
+	rdb := r.Client(t)
+	if err := rdb.Set(ctx, queue.KeysFor("held").Seq, 1_000_000, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const rate = 100.0
+	f := admission.NewFrontier(rdb)
+	step := admission.Step{Start: time.Now(), Rate: rate, Grace: 200 * time.Millisecond}
+	rd := advanceUntil(t, f, "held", step, func(rd admission.Reading) bool { return rd.Frontier >= 20 })
+	step.Hold = true
+	held, err := f.Advance(ctx, "held", step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held.Frontier < rd.Frontier {
+		t.Fatalf("frontier went back from %.1f to %.1f", rd.Frontier, held.Frontier)
+	}
+	// Hold for five grace periods of Redis time.
+	rd = advanceUntil(t, f, "held", step, func(rd admission.Reading) bool {
+		if rd.Frontier != held.Frontier {
+			t.Fatalf("frontier moved from %.1f to %.1f (%d no-shows) while admission was held", held.Frontier, rd.Frontier, rd.NoShows)
+		}
+		return rd.ServerTime.Sub(held.ServerTime) >= 5*step.Grace
+	})
+	step.Hold = false
+	resumed, err := f.Advance(ctx, "held", step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first advance after resume admits at most the rate times the time
+	// since the last held advance (plus one for rounding).
+	if most := held.Frontier + rate*resumed.ServerTime.Sub(rd.ServerTime).Seconds() + 1; resumed.Frontier > most {
+		t.Fatalf("frontier jumped from %.1f to %.1f on resume, want at most %.1f", held.Frontier, resumed.Frontier, most)
+	}
+}
+
+// advanceUntil advances ev's frontier until cond holds (bounded).
+func advanceUntil(t *testing.T, f *admission.Frontier, ev string, step admission.Step, cond func(admission.Reading) bool) admission.Reading {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rd, err := f.Advance(context.Background(), ev, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cond(rd) {
+			return rd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not reached; last reading %+v", rd)
+		}
+		time.Sleep(10 * time.Millisecond) // a tick
+	}
+}
+
+// saleRig is one event on a real redis-server with the stores a node uses,
+// driven tick by tick.
+type saleRig struct {
+	rdb   *redis.Client
+	snaps *admission.Snapshots
+	id    string
+}
+
+func newSaleRig(t *testing.T, rdb *redis.Client, cfg event.Config, joined int64) *saleRig {
+	t.Helper()
+	ctx := context.Background()
+	cfg.Defaults()
+	configs := event.NewStore(rdb)
+	if _, err := configs.Put(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	claims := claim.NewStore(rdb)
+	if err := claims.Lay(ctx, cfg.ID, cfg.OnSale(), cfg.Buckets); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, queue.KeysFor(cfg.ID).Seq, joined, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return &saleRig{rdb: rdb, snaps: admission.NewSnapshots(configs, admission.NewFrontier(rdb), claims), id: cfg.ID}
+}
+
+// tick refreshes the view until cond holds (bounded) and returns it.
+func (g *saleRig) tick(t *testing.T, what string, cond func(*admission.Sale) bool) *admission.Sale {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := g.snaps.RefreshOne(context.Background(), g.id); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := g.snaps.Get(g.id)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; frontier %.1f, no-shows %d", what, s.Frontier, s.NoShows)
+		}
+		time.Sleep(20 * time.Millisecond) // a tick
+	}
+}
+
+// TestLotteryLateShowCountedBack draws two winners for two units. Position
+// 1 is late: it is credited as a no-show and position 3 is admitted in its
+// place; then position 1 fetches its token after all. It must be counted
+// back, so that when position 3 turns out absent too, position 4 is not
+// admitted: three people would race for two units.
+func TestLotteryLateShowCountedBack(t *testing.T) {
+	r := testenv.StartRedis(t)
+	now := time.Now()
+	g := newSaleRig(t, r.Client(t), event.Config{
+		ID: "late", Supply: 2, Mode: event.Lottery, PrequeueOpensAt: now.Add(-time.Hour),
+		StartsAt: now, EndsAt: now.Add(time.Hour), AdmitRatePerSecond: 1000, NoShowGraceSeconds: 1,
+	}, 10)
+	g.tick(t, "the draw to admit two", func(s *admission.Sale) bool { return s.Frontier >= 2 })
+	g.snaps.Present("late", 2)
+	g.tick(t, "position 1 to be a no-show", func(s *admission.Sale) bool { return s.Frontier >= 3 })
+	g.snaps.Present("late", 1) // late, but it came
+	start := g.tick(t, "position 1 to be marked", func(*admission.Sale) bool { return true })
+	g.tick(t, "three grace periods", func(s *admission.Sale) bool {
+		if s.Frontier > 3 {
+			t.Fatalf("frontier %.0f (%d no-shows): position 4 admitted while positions 1 and 2 hold the two units", s.Frontier, s.NoShows)
+		}
+		return s.ServerTime.Sub(start.ServerTime) >= 3*time.Second
+	})
+}
+
+// TestPresenceSurvivesFailedAdvance marks people present, makes the next
+// advance fail in Redis, and checks that the marks are put back and written
+// by the following advance: present people never turn into no-shows.
+func TestPresenceSurvivesFailedAdvance(t *testing.T) {
+	r := testenv.StartRedis(t)
+	rdb := r.Client(t)
+	ctx := context.Background()
+	now := time.Now()
+	g := newSaleRig(t, rdb, event.Config{
+		ID: "flaky", Supply: 100, PrequeueOpensAt: now.Add(-time.Hour), StartsAt: now,
+		EndsAt: now.Add(time.Hour), AdmitRatePerSecond: 1000, NoShowGraceSeconds: 1,
+	}, 5)
+	g.tick(t, "all five admitted", func(s *admission.Sale) bool { return s.Frontier >= 5 })
+	for p := int64(1); p <= 5; p++ {
+		g.snaps.Present("flaky", p)
+	}
+	// The presence bitmap becomes a hash: the advance script fails in Redis.
+	const present = "ar:{flaky}:present"
+	if err := rdb.HSet(ctx, present, "x", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.snaps.RefreshOne(ctx, "flaky"); err == nil {
+		t.Fatal("refresh succeeded with a broken presence bitmap")
+	}
+	if err := rdb.Del(ctx, present).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := g.tick(t, "a refresh", func(*admission.Sale) bool { return true })
+	s := g.tick(t, "two grace periods", func(s *admission.Sale) bool {
+		return s.ServerTime.Sub(start.ServerTime) >= 2*time.Second
+	})
+	if s.NoShows != 0 {
+		t.Fatalf("%d no-shows after a failed advance, want 0: the presence marks were lost", s.NoShows)
+	}
+	for p := int64(1); p <= 5; p++ {
+		if bit, err := rdb.GetBit(ctx, present, p).Result(); err != nil || bit != 1 {
+			t.Errorf("position %d: presence bit %d (%v), want 1", p, bit, err)
+		}
+	}
+}
