@@ -77,12 +77,12 @@ func advanceUntil(t *testing.T, f *admission.Frontier, ev string, step admission
 // saleRig is one event on a real redis-server with the stores a node uses,
 // driven tick by tick.
 type saleRig struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	snaps *admission.Snapshots
 	id    string
 }
 
-func newSaleRig(t *testing.T, rdb *redis.Client, cfg event.Config, joined int64) *saleRig {
+func newSaleRig(t *testing.T, rdb redis.UniversalClient, cfg event.Config, joined int64) *saleRig {
 	t.Helper()
 	ctx := context.Background()
 	cfg.Defaults()
@@ -182,5 +182,42 @@ func TestPresenceSurvivesFailedAdvance(t *testing.T) {
 		if bit, err := rdb.GetBit(ctx, present, p).Result(); err != nil || bit != 1 {
 			t.Errorf("position %d: presence bit %d (%v), want 1", p, bit, err)
 		}
+	}
+}
+
+// TestMaxActiveCapsPeople caps active people at 2, on one redis-server and
+// on a Redis Cluster: admitted people count until they fetch a token or are
+// found absent, present ones until their admission expires or is used by a
+// claim.
+func TestMaxActiveCapsPeople(t *testing.T) {
+	cases := map[string]func(t *testing.T) redis.UniversalClient{
+		"redis-server":  func(t *testing.T) redis.UniversalClient { return testenv.StartRedis(t).Client(t) },
+		"redis-cluster": func(t *testing.T) redis.UniversalClient { return testenv.StartRedisCluster(t, 3).Client(t) },
+	}
+	for name, client := range cases {
+		t.Run(name, func(t *testing.T) {
+			now := time.Now()
+			g := newSaleRig(t, client(t), event.Config{
+				ID: "active", Supply: 100, Buckets: 4, PrequeueOpensAt: now.Add(-time.Hour), StartsAt: now,
+				EndsAt: now.Add(time.Hour), AdmitRatePerSecond: 1000, NoShowGraceSeconds: 60,
+				MaxActive: 2, AdmissionTTLSeconds: 1,
+			}, 10)
+			first := g.tick(t, "two admitted", func(s *admission.Sale) bool { return s.Frontier >= 2 })
+			g.snaps.Present("active", 1)
+			g.snaps.Present("active", 2)
+			g.tick(t, "a few ticks", func(s *admission.Sale) bool {
+				if s.Frontier != 2 {
+					t.Fatalf("frontier %.1f, active %d: want 2 while two are admitted and present", s.Frontier, s.Active)
+				}
+				return s.ServerTime.Sub(first.ServerTime) >= 200*time.Millisecond
+			})
+			g.snaps.Claimed("active", 1) // position 1's admission is used
+			g.tick(t, "position 3 admitted", func(s *admission.Sale) bool { return s.Frontier >= 3 })
+			g.snaps.Present("active", 3)
+			s := g.tick(t, "the admissions of 2 and 3 to expire", func(s *admission.Sale) bool { return s.Frontier >= 5 })
+			if s.Frontier != 5 {
+				t.Fatalf("frontier %.1f after two admissions expired, want 5", s.Frontier)
+			}
+		})
 	}
 }
