@@ -41,7 +41,16 @@ local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
 local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 
+-- Every key is read before anything is written: a key of the wrong type
+-- fails the script here, before a presence mark is set without its
+-- accounting (a retry would then never count the position back). Redis
+-- does not roll back a script that fails halfway.
 local st = redis.call('HMGET', KEYS[1], 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p')
+local joined = tonumber(redis.call('GET', KEYS[2]) or '0')
+local w = redis.call('GET', KEYS[3])
+redis.call('GETBIT', KEYS[4], 0)
+redis.call('LLEN', KEYS[5])
+redis.call('ZCARD', KEYS[6])
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local last = tonumber(st[4] or tostring(start))
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
@@ -59,8 +68,6 @@ for i = 11 + np, 10 + np + nc do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
 end
 
-local joined = tonumber(redis.call('GET', KEYS[2]) or '0')
-local w = redis.call('GET', KEYS[3])
 if not w and now >= start then
   w = tostring(joined)
   redis.call('SET', KEYS[3], w)

@@ -144,47 +144,6 @@ func TestLotteryLateShowCountedBack(t *testing.T) {
 	})
 }
 
-// TestPresenceSurvivesFailedAdvance marks people present, makes the next
-// advance fail in Redis, and checks that the marks are put back and written
-// by the following advance: present people never turn into no-shows.
-func TestPresenceSurvivesFailedAdvance(t *testing.T) {
-	r := testenv.StartRedis(t)
-	rdb := r.Client(t)
-	ctx := context.Background()
-	now := time.Now()
-	g := newSaleRig(t, rdb, event.Config{
-		ID: "flaky", Supply: 100, PrequeueOpensAt: now.Add(-time.Hour), StartsAt: now,
-		EndsAt: now.Add(time.Hour), AdmitRatePerSecond: 1000, NoShowGraceSeconds: 1,
-	}, 5)
-	g.tick(t, "all five admitted", func(s *admission.Sale) bool { return s.Frontier >= 5 })
-	for p := int64(1); p <= 5; p++ {
-		g.snaps.Present("flaky", p)
-	}
-	// The presence bitmap becomes a hash: the advance script fails in Redis.
-	const present = "ar:{flaky}:present"
-	if err := rdb.HSet(ctx, present, "x", 1).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.snaps.RefreshOne(ctx, "flaky"); err == nil {
-		t.Fatal("refresh succeeded with a broken presence bitmap")
-	}
-	if err := rdb.Del(ctx, present).Err(); err != nil {
-		t.Fatal(err)
-	}
-	start := g.tick(t, "a refresh", func(*admission.Sale) bool { return true })
-	s := g.tick(t, "two grace periods", func(s *admission.Sale) bool {
-		return s.ServerTime.Sub(start.ServerTime) >= 2*time.Second
-	})
-	if s.NoShows != 0 {
-		t.Fatalf("%d no-shows after a failed advance, want 0: the presence marks were lost", s.NoShows)
-	}
-	for p := int64(1); p <= 5; p++ {
-		if bit, err := rdb.GetBit(ctx, present, p).Result(); err != nil || bit != 1 {
-			t.Errorf("position %d: presence bit %d (%v), want 1", p, bit, err)
-		}
-	}
-}
-
 // TestMaxActiveCapsPeople caps active people at 2, on one redis-server and
 // on a Redis Cluster: admitted people count until they fetch a token or are
 // found absent, present ones until their admission expires or is used by a
