@@ -31,8 +31,8 @@
 --
 -- Caps count people: with max_active, F ≤ max_active + n + p − active, where
 -- active = present people whose admission is unexpired and unused, or who
--- hold a pending claim (so admitted people not yet present count as active
--- too); in a lottery F ≤ n + units.
+-- hold a pending claim; F − n − p are admitted and not yet present, so
+-- they count as active too. In a lottery F ≤ n + units.
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -3,6 +3,30 @@
 // the window closes, driven by a leaderless Redis script every node calls on
 // its tick, and each node keeps a snapshot of every sale so status answers
 // need no Redis.
+//
+// The model, all in advance.lua, one step per tick and event:
+//
+//   - An admission clock runs while admission is possible and stands still
+//     while it is held (paused, or sold out). The rate and the no-show grace
+//     are measured on it, so a hold neither admits nor credits no-shows, and
+//     admission resumes at the rate from where it stopped.
+//   - A position admitted longer than the grace ago whose holder fetched no
+//     admission token is a no-show, and F moves one further. A no-show who
+//     fetches the token later is counted back: the next admissions wait.
+//   - F never moves back and never passes the number who joined.
+//   - Caps count people. With max_active, F stops while max_active people
+//     are active: admitted and not yet present (within the grace), present
+//     with an unexpired admission not yet used for a claim, or holding a
+//     pending claim. A lottery's F is at most no-shows + units on sale +
+//     units released, so released units go to the next drawn positions.
+//
+// Status never touches Redis: a node records admission tokens issued
+// (Present) and claims granted (Claimed) in memory and hands them to the
+// next tick's script, which records presence in a bitmap and admissions in
+// a sorted set of deadlines; the tick also reads the positions holding a
+// pending claim from the claim store when max_active is set. Marks a failed
+// tick took are put back; the script reads every key before it writes, so a
+// retry counts each mark exactly once.
 package admission
 
 import (
