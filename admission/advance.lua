@@ -54,7 +54,11 @@ redis.call('ZCARD', KEYS[6])
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local last = tonumber(st[4] or tostring(start))
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
-local a, p = tonumber(st[8] or '0'), tonumber(st[9] or '0')
+-- A frontier written before the admission clock existed has wall-clock
+-- history samples: its clock starts at the last advance, which they match.
+-- Likewise its present count is the bitmap's, counted once.
+local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
+if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
 
 for i = 11, 10 + np do
   local pos = tonumber(ARGV[i])
