@@ -8,13 +8,24 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestLayForKeepsVersionOrder lays the stock of configuration version 3,
 // then a late lay of version 2 arrives: the stock stays version 3's. Once
-// units are granted the stock is live and is never laid again.
+// units are granted the stock is live and is never laid again. On one
+// redis-server and on a Redis Cluster.
 func TestLayForKeepsVersionOrder(t *testing.T) {
-	s := NewStore(testenv.StartRedis(t).Client(t))
+	cases := map[string]func(t *testing.T) redis.UniversalClient{
+		"redis-server":  func(t *testing.T) redis.UniversalClient { return testenv.StartRedis(t).Client(t) },
+		"redis-cluster": func(t *testing.T) redis.UniversalClient { return testenv.StartRedisCluster(t, 3).Client(t) },
+	}
+	for name, client := range cases {
+		t.Run(name, func(t *testing.T) { layForVersionOrder(t, NewStore(client(t))) })
+	}
+}
+
+func layForVersionOrder(t *testing.T, s *Store) {
 	ctx := context.Background()
 	start := time.Now().Add(time.Hour)
 	if err := s.LayFor(ctx, "order", 30, 2, 3, start); err != nil {
