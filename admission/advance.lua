@@ -66,7 +66,7 @@ for i = 11, 10 + np do
     p = p + 1
     if pos <= c then n = n - 1 end -- credited as a no-show: counted back
   end
-  redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos)
+  if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
 end
 for i = 11 + np, 10 + np + nc do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
@@ -104,9 +104,11 @@ if now >= start and now > last then
   end
 end
 
+-- The active set is kept only while max_active is set (so it stays about
+-- max_active long); a max_active set mid-sale counts tokens issued from then.
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local active = 0
 if maxactive > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
   active = redis.call('ZCARD', KEYS[6])
   for i = 11 + np + nc, #ARGV do
     if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
