@@ -3,85 +3,130 @@
 -- instant make the total advance rate * elapsed however many nodes call.
 --
 -- KEYS[1] frontier hash: b = admissions paid for by the rate, n = no-shows
---         credited back, c = positions checked for no-shows, g = highest
---         position admitted at least the grace ago, t = last
---         advance (unix ms), f = frontier (b + n, capped), h = last F pushed
---         to the history
+--         credited (net of those counted back), c = positions checked for
+--         no-shows, g = highest position admitted at least the grace ago,
+--         t = last advance (unix ms), a = admission clock (ms of time not
+--         held since the start), f = frontier, h = last F pushed to the
+--         history, p = positions ever present
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
 -- KEYS[4] presence bitmap (bit = position: an admission token was issued),
--- KEYS[5] history list of "unix ms:F" samples, oldest first.
+-- KEYS[5] history list of "admission clock ms:F" samples, oldest first,
+-- KEYS[6] active set (zset position -> admission deadline, unix ms).
 -- All keys share the event's hash tag.
 -- ARGV[1] admission start = window end (unix ms), ARGV[2] rate per second,
--- ARGV[3] 1 when paused or sold out (time passes, nobody is admitted),
--- ARGV[4] no-show grace (ms), ARGV[5] most positions checked per call,
--- ARGV[6] cap on F from max_active (-1: none), ARGV[7..] positions present.
+-- ARGV[3] 1 when paused or sold out (nobody can be admitted: the admission
+-- clock stands still), ARGV[4] no-show grace (ms), ARGV[5] most positions
+-- checked per call, ARGV[6] units a lottery may still sell (on sale +
+-- released; -1: not a lottery), ARGV[7] max_active (0: none), ARGV[8]
+-- admission TTL (ms), ARGV[9] np, ARGV[10] nc, then np positions present,
+-- nc positions that were granted a claim, and the rest: positions holding
+-- a pending claim.
 --
 -- Fixed rate means present people: a position admitted longer than the grace
--- ago whose bit is still 0 is a no-show, and the frontier moves one further
--- for it. The check is bounded per call and walks each position once, so
--- the frontier never runs away; it never passes the number who joined, so an
--- empty queue banks no credit.
--- Reply {frontier * 1000, joined, W (-1 while open), now (unix ms), no-shows}.
-for i = 7, #ARGV do
-  redis.call('SETBIT', KEYS[4], ARGV[i], 1)
-end
+-- ago (on the admission clock) whose bit is still 0 is a no-show, and the
+-- frontier moves one further for it. A no-show that fetches its token later
+-- is counted back (n - 1): the next admissions wait for it. The check is
+-- bounded per call and walks each position once; F never passes the number
+-- who joined, never moves back, and stands still while admission is held.
+--
+-- Caps count people: with max_active, F ≤ max_active + n + p − active, where
+-- active = present people whose admission is unexpired and unused, or who
+-- hold a pending claim; F − n − p are admitted and not yet present, so
+-- they count as active too. In a lottery F ≤ n + units.
+-- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
-local grace, maxcheck, cap = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
+local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 
+-- Every key is read before anything is written: a key of the wrong type
+-- fails the script here, before a presence mark is set without its
+-- accounting (a retry would then never count the position back). Redis
+-- does not roll back a script that fails halfway.
+local st = redis.call('HMGET', KEYS[1], 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p')
 local joined = tonumber(redis.call('GET', KEYS[2]) or '0')
 local w = redis.call('GET', KEYS[3])
+redis.call('GETBIT', KEYS[4], 0)
+redis.call('LLEN', KEYS[5])
+redis.call('ZCARD', KEYS[6])
+local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
+local last = tonumber(st[4] or tostring(start))
+local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
+-- A frontier written before the admission clock existed has wall-clock
+-- history samples: its clock starts at the last advance, which they match.
+-- Likewise its present count is the bitmap's, counted once.
+local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
+if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
+
+for i = 11, 10 + np do
+  local pos = tonumber(ARGV[i])
+  if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
+    p = p + 1
+    if pos <= c then n = n - 1 end -- credited as a no-show: counted back
+  end
+  if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
+end
+for i = 11 + np, 10 + np + nc do
+  redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
+end
+
 if not w and now >= start then
   w = tostring(joined)
   redis.call('SET', KEYS[3], w)
 end
 w = tonumber(w or '-1')
 
-local st = redis.call('HMGET', KEYS[1], 'b', 'n', 'c', 't', 'f', 'h', 'g')
-local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
-local bound = tonumber(st[7] or '0')
-local f = tonumber(st[5] or '0')
-if now < start then
-  return {math.floor(f * 1000), joined, w, now, n}
-end
-local last = tonumber(st[4] or tostring(start))
-if now <= last then
-  return {math.floor(f * 1000), joined, w, now, n}
-end
-
--- No-shows: positions admitted at least grace ago (the newest history
--- sample older than the grace gives that bound) and never marked present.
-while true do
-  local head = redis.call('LINDEX', KEYS[5], 0)
-  if not head then break end
-  local sep = string.find(head, ':')
-  if tonumber(string.sub(head, 1, sep - 1)) > now - grace then break end
-  bound = math.max(bound, math.floor(tonumber(string.sub(head, sep + 1))))
-  redis.call('LPOP', KEYS[5])
-end
-if bound > c then
-  local upto = math.min(bound, c + maxcheck)
-  for p = c + 1, upto do
-    if redis.call('GETBIT', KEYS[4], p) == 0 then n = n + 1 end
+if now >= start and now > last then
+  if not hold then
+    a = a + (now - last)
+    b = b + rate * (now - last) / 1000
   end
-  c = upto
+  last = now
+  -- No-shows: positions admitted at least grace ago on the admission clock
+  -- (the newest history sample older than the grace gives that bound) and
+  -- never marked present.
+  while true do
+    local head = redis.call('LINDEX', KEYS[5], 0)
+    if not head then break end
+    local sep = string.find(head, ':')
+    if tonumber(string.sub(head, 1, sep - 1)) > a - grace then break end
+    bound = math.max(bound, math.floor(tonumber(string.sub(head, sep + 1))))
+    redis.call('LPOP', KEYS[5])
+  end
+  if bound > c then
+    local upto = math.min(bound, c + maxcheck)
+    for q = c + 1, upto do
+      if redis.call('GETBIT', KEYS[4], q) == 0 then n = n + 1 end
+    end
+    c = upto
+  end
 end
 
-if not hold then
-  b = b + rate * (now - last) / 1000
+-- The active set is kept only while max_active is set (so it stays about
+-- max_active long); a max_active set mid-sale counts tokens issued from then.
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+local active = 0
+if maxactive > 0 then
+  active = redis.call('ZCARD', KEYS[6])
+  for i = 11 + np + nc, #ARGV do
+    if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
+  end
 end
-if b + n > joined then b = math.max(joined - n, 0) end
-f = math.min(b + n, joined)
-if cap >= 0 and f > cap then
-  f = math.max(cap, tonumber(st[5] or '0'))
-  b = math.max(f - n, 0)
+
+if now >= start then
+  local next = math.min(b + n, joined)
+  if units >= 0 then next = math.min(next, n + units) end
+  if maxactive > 0 then next = math.min(next, maxactive + n + p - active) end
+  if next > f then f = next end
+  -- No banked credit: what the caps or the queue held back is not owed.
+  if b + n > f then b = math.max(f - n, 0) end
+  if math.floor(f) > h then
+    redis.call('RPUSH', KEYS[5], a .. ':' .. math.floor(f))
+    h = math.floor(f)
+  end
 end
-local h = tonumber(st[6] or '-1')
-if math.floor(f) > h then
-  redis.call('RPUSH', KEYS[5], now .. ':' .. math.floor(f))
-  h = math.floor(f)
-end
-redis.call('HSET', KEYS[1], 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', now,
-  'f', string.format('%.6f', f), 'h', h, 'g', bound)
-return {math.floor(f * 1000), joined, w, now, n}
+redis.call('HSET', KEYS[1], 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
+  'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
+return {math.floor(f * 1000), joined, w, now, n, active}

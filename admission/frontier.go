@@ -3,6 +3,30 @@
 // the window closes, driven by a leaderless Redis script every node calls on
 // its tick, and each node keeps a snapshot of every sale so status answers
 // need no Redis.
+//
+// The model, all in advance.lua, one step per tick and event:
+//
+//   - An admission clock runs while admission is possible and stands still
+//     while it is held (paused, or sold out). The rate and the no-show grace
+//     are measured on it, so a hold neither admits nor credits no-shows, and
+//     admission resumes at the rate from where it stopped.
+//   - A position admitted longer than the grace ago whose holder fetched no
+//     admission token is a no-show, and F moves one further. A no-show who
+//     fetches the token later is counted back: the next admissions wait.
+//   - F never moves back and never passes the number who joined.
+//   - Caps count people. With max_active, F stops while max_active people
+//     are active: admitted and not yet present (within the grace), present
+//     with an unexpired admission not yet used for a claim, or holding a
+//     pending claim. A lottery's F is at most no-shows + units on sale +
+//     units released, so released units go to the next drawn positions.
+//
+// Status never touches Redis: a node records admission tokens issued
+// (Present) and claims granted (Claimed) in memory and hands them to the
+// next tick's script, which records presence in a bitmap and admissions in
+// a sorted set of deadlines; the tick also reads the positions holding a
+// pending claim from the claim store when max_active is set. Marks a failed
+// tick took are put back; the script reads every key before it writes, so a
+// retry counts each mark exactly once.
 package admission
 
 import (
@@ -40,17 +64,34 @@ type Step struct {
 	Start time.Time
 	// Rate is admissions of present people per second.
 	Rate float64
-	// Hold stops admission (paused or sold out); time still passes.
+	// Hold stops admission (paused or sold out): the admission clock
+	// stands still, so neither the rate nor no-shows admit anyone, and
+	// admitted people who could not fetch a token keep their grace.
 	Hold bool
-	// Grace is how long an admitted position may take to fetch its
-	// admission token before it counts as a no-show.
+	// Grace is how long (on the admission clock) an admitted position may
+	// take to fetch its admission token before it counts as a no-show.
 	Grace time.Duration
-	// Cap, when positive, is the highest the frontier may reach (from
-	// max_active).
-	Cap float64
+	// Lottery, when true, caps the frontier at no-shows + Units.
+	Lottery bool
+	// Units is what a lottery may still sell: units on sale plus units
+	// released back to stock.
+	Units int64
+	// MaxActive, when positive, caps the people who are active: admitted
+	// and not yet present (within their grace), holding an unexpired,
+	// unused admission, or holding a pending claim.
+	MaxActive int64
+	// AdmissionTTL is how long an issued admission token lasts; a present
+	// position stays active that long after its latest token.
+	AdmissionTTL time.Duration
 	// Present are positions whose admission token was issued since the
 	// last step.
 	Present []int64
+	// Claimed are positions granted a claim since the last step: their
+	// admission is used.
+	Claimed []int64
+	// Pending are positions holding a pending claim now (read only when
+	// MaxActive is set).
+	Pending []int64
 }
 
 // Reading is the state of one event's queue at one Redis instant.
@@ -65,34 +106,39 @@ type Reading struct {
 	WindowFrozen bool
 	// NoShows is how many admitted positions never fetched a token.
 	NoShows int64
+	// Active is how many people are active (counted only with MaxActive).
+	Active int64
 	// ServerTime is Redis TIME when the reading was taken.
 	ServerTime time.Time
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
-// plus the no-shows found, records the present positions, and returns the
-// new reading.
+// plus the no-shows found, within the caps, records the present and claimed
+// positions, and returns the new reading.
 func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, error) {
 	k := queue.KeysFor(ev)
 	hold := 0
 	if s.Hold {
 		hold = 1
 	}
-	limit := int64(-1)
-	if s.Cap > 0 {
-		limit = int64(s.Cap)
+	units := int64(-1)
+	if s.Lottery {
+		units = max(s.Units, 0)
 	}
-	args := make([]any, 0, 6+len(s.Present))
-	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks, limit)
-	for _, p := range s.Present {
-		args = append(args, p)
+	args := make([]any, 0, 10+len(s.Present)+len(s.Claimed)+len(s.Pending))
+	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
+		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed))
+	for _, ps := range [][]int64{s.Present, s.Claimed, s.Pending} {
+		for _, p := range ps {
+			args = append(args, p)
+		}
 	}
-	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev)}
+	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev)}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) != 5 {
+	if len(res) != 6 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -102,9 +148,11 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		WindowFrozen: res[2] >= 0,
 		ServerTime:   time.UnixMilli(res[3]),
 		NoShows:      res[4],
+		Active:       res[5],
 	}, nil
 }
 
 func frontierKey(ev string) string { return "ar:{" + ev + "}:adm" }
 func presentKey(ev string) string  { return "ar:{" + ev + "}:present" }
 func historyKey(ev string) string  { return "ar:{" + ev + "}:hist" }
+func activeKey(ev string) string   { return "ar:{" + ev + "}:act" }

@@ -158,8 +158,8 @@ func TestFrontierNeverPassesJoined(t *testing.T) {
 	}
 }
 
-// TestFrontierCap holds the frontier at the cap (max_active, or a lottery's
-// units) however much time passes, and never moves it backwards.
+// TestFrontierCapHolds holds the frontier at a lottery's units however much
+// time passes, and never moves it backwards.
 func TestFrontierCapHolds(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ctx := context.Background()
@@ -168,7 +168,7 @@ func TestFrontierCapHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := admission.NewFrontier(rdb)
-	step := admission.Step{Start: time.Now().Add(-time.Hour), Rate: 1000, Grace: 2 * time.Hour, Cap: 25}
+	step := admission.Step{Start: time.Now().Add(-time.Hour), Rate: 1000, Grace: 2 * time.Hour, Lottery: true, Units: 25}
 	rd, err := f.Advance(ctx, "cap", step)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestFrontierCapHolds(t *testing.T) {
 	if rd.Frontier != 25 {
 		t.Fatalf("frontier %.1f under cap 25, want 25", rd.Frontier)
 	}
-	step.Cap = 10 // the cap fell (someone is still active): admitted people stay admitted
+	step.Units = 10 // the cap fell: admitted people stay admitted
 	if rd, err = f.Advance(ctx, "cap", step); err != nil || rd.Frontier != 25 {
 		t.Fatalf("frontier %.1f (%v) after the cap fell, want it held at 25", rd.Frontier, err)
 	}

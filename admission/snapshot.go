@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 )
@@ -40,7 +41,7 @@ type configs interface {
 
 // stock is what Snapshots needs from the claim store.
 type stock interface {
-	BucketStock(ctx context.Context, ev string, buckets int) ([]int64, error)
+	Live(ctx context.Context, ev string, buckets int, pending bool) (claim.Live, error)
 }
 
 // Snapshots keeps a node-local view of every sale and advances every
@@ -55,6 +56,7 @@ type Snapshots struct {
 
 	mu      sync.Mutex
 	present map[string]map[int64]struct{}
+	claimed map[string]map[int64]struct{}
 }
 
 // NewSnapshots returns an empty view.
@@ -142,22 +144,26 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	if err != nil {
 		return nil, err
 	}
-	perBucket, err := s.stock.BucketStock(ctx, id, cfg.Buckets)
+	live, err := s.stock.Live(ctx, id, cfg.Buckets, cfg.MaxActive > 0)
+	if err != nil {
+		return nil, err
+	}
+	perBucket := live.Stock
 	var left int64
 	for _, n := range perBucket {
 		left += n
 	}
-	if err != nil {
-		return nil, err
-	}
 	step := Step{
 		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || left <= 0,
-		Grace: time.Duration(cfg.NoShowGraceSeconds) * time.Second, Cap: frontierCap(&cfg, prev, left),
-		Present: s.takePresent(id),
+		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
+		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
+		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
+		Present: s.take(&s.present, id), Claimed: s.take(&s.claimed, id), Pending: live.Pending,
 	}
 	r, err := s.frontier.Advance(ctx, id, step)
 	if err != nil {
-		s.putBackPresent(id, step.Present)
+		s.putBack(&s.present, id, step.Present)
+		s.putBack(&s.claimed, id, step.Claimed)
 		return nil, err
 	}
 	now := s.now()
@@ -185,59 +191,49 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	return sale, nil
 }
 
-// frontierCap bounds the frontier so that admitted people who are present
-// and not yet finished stay within a limit: max_active for FCFS, and the
-// units left for a lottery — a lottery admits in draw order only as many
-// people as there are units, and moves on past no-shows and released units,
-// so the draw, not the speed of claiming, decides who wins. 0 means no cap.
-func frontierCap(cfg *event.Config, prev *Sale, left int64) float64 {
-	var noShows int64
-	if prev != nil {
-		noShows = prev.NoShows
-	}
-	sold := cfg.OnSale() - left
-	switch {
-	case cfg.Mode == event.Lottery:
-		return float64(noShows + sold + max(left, 0)) // = no-shows + units on sale
-	case cfg.MaxActive > 0:
-		return float64(noShows + sold + cfg.MaxActive)
-	}
-	return 0
-}
-
 // Present records that the holder of position pos in event ev was issued
-// an admission token; the next refresh marks the position present, so it is
-// not counted as a no-show. Safe for concurrent use; cheap (no Redis).
-func (s *Snapshots) Present(ev string, pos int64) {
+// an admission token; the next refresh marks the position present (so it is
+// not counted as a no-show) and active until the token expires. Safe for
+// concurrent use; cheap (no Redis).
+func (s *Snapshots) Present(ev string, pos int64) { s.putBack(&s.present, ev, []int64{pos}) }
+
+// Claimed records that the holder of position pos in event ev was granted a
+// claim: the next refresh ends the admission's hold on max_active (a pending
+// claim holds it while it is pending). Safe for concurrent use; no Redis.
+func (s *Snapshots) Claimed(ev string, pos int64) { s.putBack(&s.claimed, ev, []int64{pos}) }
+
+// putBack adds positions to the marks of event ev kept for the next refresh
+// (also the way back for marks a failed refresh took).
+func (s *Snapshots) putBack(marks *map[string]map[int64]struct{}, ev string, ps []int64) {
+	if len(ps) == 0 {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.present == nil {
-		s.present = map[string]map[int64]struct{}{}
+	if *marks == nil {
+		*marks = map[string]map[int64]struct{}{}
 	}
-	m := s.present[ev]
+	m := (*marks)[ev]
 	if m == nil {
 		m = map[int64]struct{}{}
-		s.present[strings.Clone(ev)] = m
+		(*marks)[strings.Clone(ev)] = m
 	}
-	m[pos] = struct{}{}
+	for _, p := range ps {
+		m[p] = struct{}{}
+	}
 }
 
-func (s *Snapshots) takePresent(ev string) []int64 {
+// take removes and returns the marks of event ev.
+func (s *Snapshots) take(marks *map[string]map[int64]struct{}, ev string) []int64 {
 	s.mu.Lock()
-	m := s.present[ev]
-	delete(s.present, ev)
+	m := (*marks)[ev]
+	delete(*marks, ev)
 	s.mu.Unlock()
 	out := make([]int64, 0, len(m))
 	for p := range m {
 		out = append(out, p)
 	}
 	return out
-}
-
-func (s *Snapshots) putBackPresent(ev string, ps []int64) {
-	for _, p := range ps {
-		s.Present(ev, p)
-	}
 }
 
 // Run refreshes every interval until ctx is done. Errors go to onErr.

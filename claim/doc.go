@@ -61,6 +61,13 @@
 // units in transit make the claim retry, and after a few refills it gives
 // up with a retryable error.
 //
+// # Laying stock
+//
+// Staff changes save the configuration first and lay its stock after
+// (LayFor): each bucket remembers the configuration version its stock was
+// laid for and skips an older one, and a bucket whose sale has started by
+// Redis TIME, or that has granted units, is never laid again.
+//
 // # Release and expiry
 //
 // release.lua on the claim's bucket moves a pending claim to released

@@ -4,7 +4,9 @@
 // A Config is a plain value: the store hands out copies, so callers may read
 // them from any goroutine. Changes go through Store.Put, which applies them
 // with a compare-and-set on a version number, so concurrent admin edits never
-// overwrite each other silently.
+// overwrite each other silently. Store.PutBefore also refuses a change once
+// a lock instant (LockAt) has passed by Redis TIME, in the same step as the
+// save, so no node's clock decides a lock.
 package event
 
 import (

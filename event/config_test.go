@@ -94,7 +94,10 @@ func TestCheckUpdate(t *testing.T) {
 		change func(*Config)
 		locked bool
 	}{
-		{"mode before window closes", t0.Add(30 * time.Second), func(c *Config) { c.Mode = Lottery }, false},
+		{"mode before the start", t0.Add(-30 * time.Second), func(c *Config) { c.Mode = Lottery }, false},
+		{"mode in a started window", t0.Add(30 * time.Second), func(c *Config) { c.Mode = Lottery }, true},
+		{"window longer once started", t0.Add(30 * time.Second), func(c *Config) { c.RandomWindowSeconds = 600 }, true},
+		{"start moved into the past", t0.Add(-30 * time.Second), func(c *Config) { c.StartsAt = t0.Add(-time.Hour) }, true},
 		{"mode after window closes", t0.Add(2 * time.Minute), func(c *Config) { c.Mode = Lottery }, true},
 		{"window after it closed", t0.Add(2 * time.Minute), func(c *Config) { c.RandomWindowSeconds = 10 }, true},
 		{"rate any time", t0.Add(2 * time.Minute), func(c *Config) { c.AdmitRatePerSecond = 5 }, false},

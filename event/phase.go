@@ -44,32 +44,51 @@ func (c *Config) WindowClosed(now time.Time) bool { return !now.Before(c.WindowE
 // ErrLocked wraps every refused change to a field that can no longer change.
 var ErrLocked = errors.New("event: configuration locked")
 
-// CheckUpdate reports whether an existing sale old may become next at now.
-// Mode and window are locked once the window has closed (fairness: the draw
-// is fixed); supply, reserve and buckets once the sale has started (stock
-// is live); the opening time once it has passed.
+// lockRule is one group of fields that can no longer change from an instant
+// on.
+type lockRule struct {
+	changed bool
+	from    time.Time
+	what    string
+}
+
+// lockRules lists the locks a change from old to next touches. The shuffle
+// window (mode, random_window_seconds, starts_at) is locked once it has
+// started — at starts_at — and a change that would close it at once (its
+// new end already passed) is refused too: positions drawn are never redrawn
+// and a window is never cut short. Supply, reserve_units and buckets lock at
+// starts_at (stock is live); the opening time once it has passed.
+func lockRules(old, next *Config) []lockRule {
+	window := next.Mode != old.Mode || next.RandomWindowSeconds != old.RandomWindowSeconds || !next.StartsAt.Equal(old.StartsAt)
+	return []lockRule{
+		{window, old.StartsAt, "mode and the window (random_window_seconds, starts_at) cannot change once the sale has started"},
+		{window, next.WindowEnd(), "this change would close the window at once"},
+		{StockChanged(old, next), old.StartsAt, "supply, reserve_units and buckets cannot change after the sale has started"},
+		{!next.PrequeueOpensAt.Equal(old.PrequeueOpensAt), old.PrequeueOpensAt, "prequeue_opens_at cannot change after the queue has opened"},
+	}
+}
+
+// LockAt returns the instant from which the change from old to next is
+// refused, or the zero time when it is allowed at any time. Store.PutBefore
+// compares it with Redis TIME in the same step as the save, so no node's
+// clock decides a lock.
+func LockAt(old, next *Config) time.Time {
+	var at time.Time
+	for _, r := range lockRules(old, next) {
+		if r.changed && (at.IsZero() || r.from.Before(at)) {
+			at = r.from
+		}
+	}
+	return at
+}
+
+// CheckUpdate reports whether an existing sale old may become next at now,
+// with an error wrapping ErrLocked that names the locked fields.
 func CheckUpdate(old, next *Config, now time.Time) error {
-	locked := func(field, why string) error {
-		return fmt.Errorf("%w: %s cannot change %s", ErrLocked, field, why)
-	}
-	if old.WindowClosed(now) {
-		if next.Mode != old.Mode {
-			return locked("mode", "after the window has closed")
+	for _, r := range lockRules(old, next) {
+		if r.changed && !now.Before(r.from) {
+			return fmt.Errorf("%w: %s", ErrLocked, r.what)
 		}
-		if next.RandomWindowSeconds != old.RandomWindowSeconds || !next.StartsAt.Equal(old.StartsAt) {
-			return locked("the window (random_window_seconds, starts_at)", "after it has closed")
-		}
-	}
-	if !now.Before(old.StartsAt) {
-		if next.Supply != old.Supply || next.ReserveUnits != old.ReserveUnits || next.Buckets != old.Buckets {
-			return locked("supply, reserve_units and buckets", "after the sale has started")
-		}
-		if !next.StartsAt.Equal(old.StartsAt) {
-			return locked("starts_at", "after the sale has started")
-		}
-	}
-	if !now.Before(old.PrequeueOpensAt) && !next.PrequeueOpensAt.Equal(old.PrequeueOpensAt) {
-		return locked("prequeue_opens_at", "after the queue has opened")
 	}
 	return nil
 }

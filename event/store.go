@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -77,10 +78,18 @@ func (s *Store) IDs(ctx context.Context) ([]string, error) {
 // event gets its seed and seed commitment here. ErrConflict means another
 // writer won; read again and retry.
 func (s *Store) Put(ctx context.Context, c Config) (Config, error) {
+	saved, _, err := s.PutBefore(ctx, c, time.Time{})
+	return saved, err
+}
+
+// PutBefore is Put refused, with an error wrapping ErrLocked, when Redis
+// TIME has reached lock (see LockAt; the zero time: no lock). The check and
+// the save are one step. It also returns Redis TIME at the attempt.
+func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config, time.Time, error) {
 	if c.Seed == "" {
 		seed := make([]byte, 32)
 		if _, err := rand.Read(seed); err != nil {
-			return Config{}, err
+			return Config{}, time.Time{}, err
 		}
 		sum := sha256.Sum256(seed)
 		c.Seed, c.SeedCommitment = hex.EncodeToString(seed), hex.EncodeToString(sum[:])
@@ -89,19 +98,30 @@ func (s *Store) Put(ctx context.Context, c Config) (Config, error) {
 	c.Version++
 	raw, err := json.Marshal(stored{Config: c, LimitsSchema: limitsSchema})
 	if err != nil {
-		return Config{}, err
+		return Config{}, time.Time{}, err
 	}
-	ok, err := s.put.Run(ctx, s.rdb, []string{configKey(c.ID)}, expect, raw).Int()
+	var lockMs int64
+	if !lock.IsZero() {
+		lockMs = max(lock.UnixMilli(), 1)
+	}
+	res, err := s.put.Run(ctx, s.rdb, []string{configKey(c.ID)}, expect, raw, lockMs).Int64Slice()
 	if err != nil {
-		return Config{}, fmt.Errorf("event %s: put: %w", c.ID, err)
+		return Config{}, time.Time{}, fmt.Errorf("event %s: put: %w", c.ID, err)
 	}
-	if ok == 0 {
-		return Config{}, ErrConflict
+	if len(res) != 2 {
+		return Config{}, time.Time{}, fmt.Errorf("event %s: put: unexpected reply %v", c.ID, res)
+	}
+	now := time.UnixMilli(res[1])
+	switch res[0] {
+	case 0:
+		return Config{}, now, ErrConflict
+	case -1:
+		return Config{}, now, fmt.Errorf("%w: the change was refused at %s", ErrLocked, now.UTC().Format(time.RFC3339Nano))
 	}
 	if err := s.rdb.SAdd(ctx, indexKey, c.ID).Err(); err != nil {
-		return Config{}, fmt.Errorf("event %s: index: %w", c.ID, err)
+		return Config{}, now, fmt.Errorf("event %s: index: %w", c.ID, err)
 	}
-	return c, nil
+	return c, now, nil
 }
 
 // limitsSchema is the revision of the stored limits. Revision 2 keeps

@@ -162,18 +162,29 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	if err := next.Validate(); err != nil {
 		return event.Config{}, err
 	}
-	now := s.now()
+	// The locks are judged by Redis TIME in the same step as the save, and
+	// stock is laid only for a saved configuration (see claim.Store.LayFor).
+	var lock time.Time
 	if exists {
-		if err := event.CheckUpdate(&old, &next, now); err != nil {
+		lock = event.LockAt(&old, &next)
+	}
+	saved, at, err := s.deps.Configs.PutBefore(ctx, next, lock)
+	if errors.Is(err, event.ErrLocked) {
+		if why := event.CheckUpdate(&old, &next, at); why != nil {
+			return event.Config{}, why // names the locked fields
+		}
+	}
+	if err != nil {
+		return event.Config{}, err
+	}
+	// A new sale, or any save before the start by Redis TIME (which also
+	// repairs a lay that failed after an earlier save).
+	if !exists || at.Before(saved.StartsAt) {
+		if err := s.deps.Store.LayFor(ctx, id, saved.OnSale(), saved.Buckets, saved.Version, saved.StartsAt); err != nil {
 			return event.Config{}, err
 		}
 	}
-	if !exists || event.StockChanged(&old, &next) {
-		if err := s.deps.Store.Lay(ctx, id, next.OnSale(), next.Buckets); err != nil {
-			return event.Config{}, err
-		}
-	}
-	return s.deps.Configs.Put(ctx, next)
+	return saved, nil
 }
 
 // jsonProblem describes a decoding error without echoing the input.

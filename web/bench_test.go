@@ -30,6 +30,7 @@ type benchSales struct {
 
 func (f benchSales) Get(id string) (*admission.Sale, bool) { return f.get(id) }
 func (f benchSales) Present(ev string, pos int64)          { f.present(ev, pos) }
+func (f benchSales) Claimed(string, int64)                 {}
 
 // benchTickets is a hand-written fake of the ticket verifier that accepts
 // one ticket without any cryptography, to show what verification costs.

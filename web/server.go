@@ -27,6 +27,7 @@ type (
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
 		Present(ev string, pos int64)
+		Claimed(ev string, pos int64)
 		All() []*admission.Sale
 	}
 	joiner interface {
@@ -47,12 +48,13 @@ type (
 	claimStore interface {
 		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
 		Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
-		Lay(ctx context.Context, ev string, units int64, buckets int) error
+		LayFor(ctx context.Context, ev string, units int64, buckets int, version int64, startsAt time.Time) error
 		Mine(ctx context.Context, ev, user string, buckets int) ([]claim.Record, error)
 	}
 	configStore interface {
 		Get(ctx context.Context, id string) (event.Config, error)
 		Put(ctx context.Context, c event.Config) (event.Config, error)
+		PutBefore(ctx context.Context, c event.Config, lock time.Time) (event.Config, time.Time, error)
 	}
 	// Identity names the caller; see HeaderIdentity.
 	Identity interface {
