@@ -180,7 +180,8 @@ else
 	log "SKIPPING the order worker: this anteroom has no 'worker' command yet"
 fi
 
-# The sale: created through node A, started once node B has it in its view
+# The sale: created through node A, with the per-IP join budget off (every
+# simulated shopper comes from 127.0.0.1; a real sale keeps it on), started once node B has it in its view
 # too (each node refreshes every 100 ms), so no shopper meets a node that
 # does not know the sale yet.
 event="local-$(date +%s)"
@@ -189,7 +190,8 @@ curl -fsS -X PUT "${urls[0]}/admin/events/$event" -H "Authorization: Bearer $ANT
 	-H 'Content-Type: application/json' -o /dev/null -d "{
 	\"name\": \"loopback sale\", \"supply\": $UNITS, \"per_user_limit\": 1, \"buckets\": $BUCKETS,
 	\"prequeue_opens_at\": \"$(at 2)\", \"starts_at\": \"$(at 4)\", \"ends_at\": \"$(at 3600)\",
-	\"random_window_seconds\": 1, \"admit_rate_per_second\": $RATE}" || die "creating the sale failed"
+	\"random_window_seconds\": 1, \"admit_rate_per_second\": $RATE,
+	\"limits\": {\"join\": {\"ip\": {\"per_second\": -1}}}}" || die "creating the sale failed"
 for u in "${urls[@]}"; do until_ok "sale on $u" 10 curl -fsS "$u/events/$event"; done
 log "sale $event: $USERS shoppers, $UNITS units in $BUCKETS buckets, across both nodes"
 "$BIN" loadgen -url "$(IFS=,; echo "${urls[*]}")" -event "$event" -users "$USERS" -concurrency "$CONCURRENCY" \

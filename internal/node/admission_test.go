@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestMaxActiveCountsPeople(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	if err := n.StartWorker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestMaxActiveCountsPeople(t *testing.T) {
 func TestLotteryReleasedUnitGoesToNextDrawn(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(2, 1, 2*time.Second, 0, 100)
 	sale["mode"] = "lottery"
 	createSale(t, n, "again", sale)

@@ -113,7 +113,7 @@ func TestIdentityHeaderOnce(t *testing.T) {
 	problemOK(t, callLines(t, http.MethodGet, ev+"/claims", twice("alice", "alice")), http.StatusBadRequest, "bad_request")
 
 	s := newShop(t)
-	jn := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file})
+	jn := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file, UserIssuer: "https://shop.example", UserAudience: "anteroom"})
 	createSale(t, jn, "once-jwt", openSale(10, 1, 0, 0, 1000))
 	h := http.Header{}
 	h.Add("X-User-Token", sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("mallory", nil)))
