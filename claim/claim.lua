@@ -16,12 +16,14 @@
 -- order event is still in the outbox, '' once published), 2 per-user limit
 -- reached (claim id field holds the user's ids joined by ','), 3 bucket
 -- empty, 4 frozen (rebuild running), 5 stale (the Redis server changed
--- since the stock was laid: a failover; rebuild first).
+-- since the stock was laid, or lost it: rebuild first).
 -- The fence against a Redis failover: the bucket remembers the replication
 -- id (master_replid) of the server its stock was laid or rebuilt on. A
 -- promoted replica gets a new one, so a stale copy of the stock refuses
--- until a rebuild has recomputed it from the order stream. An embedded
--- server without INFO has no replicas, and no id: '' == ''.
+-- until a rebuild has recomputed it from the order stream. A bucket with no
+-- recorded id (never laid, or its server came back without its data)
+-- refuses too: starting afresh would forget its claims. An embedded server
+-- without INFO has no replicas, and no id: '' == ''.
 local function replid()
   local ok, info = pcall(redis.call, 'INFO', 'replication')
   if not ok or type(info) ~= 'string' then return '' end
@@ -38,10 +40,7 @@ end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return refuse(4)
 end
-local epoch, cur = redis.call('HGET', KEYS[4], 'epoch'), replid()
-if not epoch then
-  redis.call('HSET', KEYS[4], 'epoch', cur)
-elseif epoch ~= cur then
+if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
   return refuse(5)
 end
 local t = redis.call('TIME')

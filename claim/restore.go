@@ -42,8 +42,9 @@ type storedRecord struct {
 // planRestore derives every bucket's state from the order events evs
 // (duplicates allowed) and the order worker's statuses: each distinct
 // granted claim is restored in the bucket its id names (the user's home
-// bucket), released if a released event exists, else confirmed if the
-// worker confirmed it, else pending with its expiry deadline; the units not
+// bucket), confirmed if the worker confirmed it (even when a released event
+// exists: the confirmation wins), else released if a released event
+// exists, else pending with its expiry deadline; the units not
 // held by live claims are spread evenly over the buckets.
 func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string, now time.Time) *restorePlan {
 	n := cfg.Buckets
@@ -69,12 +70,15 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string
 		p.granted++
 		rec := storedRecord{User: g.User, Pos: g.Pos, AtMs: g.At.UnixMilli(), Status: "pending", Idem: g.Idem}
 		switch {
+		case statuses[id] == "confirmed":
+			// Trusted over a released event: Redis confirmed the claim,
+			// so a release was decided on a copy that lost the
+			// confirmation, and its unit stays sold.
+			rec.Status = "confirmed"
+			p.confirmed++
 		case released[id]:
 			rec.Status = "released"
 			p.released++
-		case statuses[id] == "confirmed":
-			rec.Status = "confirmed"
-			p.confirmed++
 		}
 		b, err := ParseClaimID(id)
 		if err != nil || b >= n {

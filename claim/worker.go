@@ -154,6 +154,9 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 }
 
 // granted records the order once per claim id, then confirms the claim.
+// Redis decides between a confirmation and a release (confirm.lua and
+// release.lua each act only on a pending claim): when the release came
+// first, the order is marked released.
 func (w *Worker) granted(ctx context.Context, oe OrderEvent) error {
 	key := orderKey(oe.Event, oe.ClaimID)
 	raw, _ := json.Marshal(Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At})
@@ -171,18 +174,32 @@ func (w *Worker) granted(ctx context.Context, oe OrderEvent) error {
 	} else if err != nil {
 		return err
 	}
-	_, err = w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+	status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
 	if errors.Is(err, ErrNotFound) {
 		// Redis lost the claim (a failover): a rebuild restores it from
 		// the stream, confirmed by the order recorded above.
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	if status == "released" {
+		return w.markReleased(ctx, oe, time.Time{})
+	}
+	return nil
 }
 
 // released marks the order released, creating it when the released event
-// arrives before the granted one.
+// arrives before the granted one. A confirmed order stays confirmed: Redis
+// confirmed the claim, so the release was decided on a copy that had lost
+// the confirmation (a failover) and the rebuild undoes it.
 func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
+	return w.markReleased(ctx, oe, oe.At)
+}
+
+// markReleased sets the order of oe's claim to released unless it is
+// confirmed by Redis. at is the release time, zero when unknown.
+func (w *Worker) markReleased(ctx context.Context, oe OrderEvent, at time.Time) error {
 	key := orderKey(oe.Event, oe.ClaimID)
 	for attempt := 0; attempt < 5; attempt++ {
 		o, rev, err := w.order(ctx, key)
@@ -191,10 +208,25 @@ func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 		} else if err != nil {
 			return err
 		}
-		if o.Status == "released" {
+		switch {
+		case o.Status == "released" && (at.IsZero() || !o.ReleasedAt.IsZero()):
 			return nil
+		case o.Status == "confirmed" && !at.IsZero():
+			// The released event: keep a confirmed order unless Redis
+			// says the release came first.
+			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+			if errors.Is(err, ErrNotFound) || (err == nil && status == "confirmed") {
+				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", key))
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 		}
-		o.Status, o.ReleasedAt = "released", oe.At
+		o.Status = "released"
+		if !at.IsZero() {
+			o.ReleasedAt = at
+		}
 		raw, _ := json.Marshal(o)
 		if rev == 0 {
 			_, err = w.kv.Create(ctx, key, raw)
