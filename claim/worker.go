@@ -190,9 +190,9 @@ func (w *Worker) granted(ctx context.Context, oe OrderEvent) error {
 }
 
 // released marks the order released, creating it when the released event
-// arrives before the granted one. A confirmed order stays confirmed: Redis
-// confirmed the claim, so the release was decided on a copy that had lost
-// the confirmation (a failover) and the rebuild undoes it.
+// arrives before the granted one. An order whose claim Redis confirmed
+// stays confirmed: the release was decided on a copy that had lost the
+// confirmation (a failover), and the rebuild trusts the confirmed order.
 func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 	return w.markReleased(ctx, oe, oe.At)
 }
@@ -212,14 +212,17 @@ func (w *Worker) markReleased(ctx context.Context, oe OrderEvent, at time.Time) 
 		case o.Status == "released" && (at.IsZero() || !o.ReleasedAt.IsZero()):
 			return nil
 		case o.Status == "confirmed" && !at.IsZero():
-			// The released event: keep a confirmed order unless Redis
-			// says the release came first.
+			// The released event for an order recorded as confirmed: the
+			// granted event's handler may be between recording the order
+			// and confirming the claim. Redis decides: a claim it
+			// confirmed stays confirmed. One it cannot find has no
+			// confirmation to keep.
 			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
-			if errors.Is(err, ErrNotFound) || (err == nil && status == "confirmed") {
+			if err == nil && status == "confirmed" {
 				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", key))
 				return nil
 			}
-			if err != nil {
+			if err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}
 		}
