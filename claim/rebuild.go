@@ -64,6 +64,9 @@ type Report struct {
 	// Oversold is above 0 only if the stream holds more live grants than
 	// units on sale.
 	Oversold int64 `json:"oversold"`
+	// Paused says whether the event is paused after the rebuild: as it was
+	// before, unless its config was written while the rebuild ran.
+	Paused bool `json:"paused"`
 	// Seconds is how long the rebuild took.
 	Seconds float64 `json:"seconds"`
 }
@@ -75,9 +78,12 @@ const freezeAbandoned = 5 * time.Minute
 // reads every order event of ev from the stream, rewrites each bucket
 // (stock, stats, claim records, per-user held claims and history,
 // idempotency keys, expiry index) and resumes: the event's paused flag is
-// left as it was before. On an error before any bucket is rewritten, the
-// buckets are unfrozen and the event stays paused; after, they stay frozen
-// (and paused) until a rebuild succeeds.
+// left as it was before — unless the event's config was written while the
+// rebuild ran (an operator paused or resumed it): then the flag stays as
+// that writer left it, so a pause issued during a rebuild is never lost
+// (Report.Paused says what it is). On an error before any bucket is
+// rewritten, the buckets are unfrozen and the event stays paused; after,
+// they stay frozen (and paused) until a rebuild succeeds.
 func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	start := r.now()
 	cfg, err := r.configs.Get(ctx, ev)
@@ -85,10 +91,11 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 		return Report{}, err
 	}
 	wasPaused := cfg.Paused
-	if err := r.setPaused(ctx, ev, true); err != nil {
+	paused, err := r.setPaused(ctx, ev, true)
+	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Event: ev, OnSale: cfg.OnSale()}
+	rep := Report{Event: ev, OnSale: cfg.OnSale(), Paused: true}
 	token, err := r.freeze(ctx, ev, cfg.Buckets)
 	if err != nil {
 		return rep, err
@@ -106,7 +113,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	if err := r.unfreeze(ctx, ev, cfg.Buckets, token); err != nil {
 		return rep, err
 	}
-	if err := r.setPaused(ctx, ev, wasPaused); err != nil {
+	if rep.Paused, err = r.restorePaused(ctx, ev, wasPaused, paused.Version); err != nil {
 		return rep, err
 	}
 	if rep.After, err = r.svc.store.Totals(ctx, ev, cfg.Buckets); err != nil {
@@ -193,18 +200,41 @@ func (r *Rebuilder) unfreeze(ctx context.Context, ev string, buckets int, token 
 }
 
 // setPaused sets the event's paused flag with a compare-and-set, retrying
-// a few times when another writer wins.
-func (r *Rebuilder) setPaused(ctx context.Context, ev string, paused bool) error {
+// a few times when another writer wins, and returns the stored config.
+func (r *Rebuilder) setPaused(ctx context.Context, ev string, paused bool) (event.Config, error) {
 	for attempt := 0; ; attempt++ {
 		cfg, err := r.configs.Get(ctx, ev)
 		if err != nil || cfg.Paused == paused {
-			return err
+			return cfg, err
 		}
 		cfg.Paused = paused
-		_, err = r.configs.Put(ctx, cfg)
+		saved, err := r.configs.Put(ctx, cfg)
 		if errors.Is(err, event.ErrConflict) && attempt < 5 {
 			continue
 		}
-		return err
+		return saved, err
 	}
+}
+
+// restorePaused sets the event's paused flag back to was, only if its
+// config is still at version (the one the rebuild's pause left): a write
+// since — an operator's pause or resume — decides instead. It returns
+// whether the event is paused now.
+func (r *Rebuilder) restorePaused(ctx context.Context, ev string, was bool, version int64) (bool, error) {
+	cfg, err := r.configs.Get(ctx, ev)
+	if err != nil {
+		return true, err
+	}
+	if cfg.Version != version || cfg.Paused == was {
+		return cfg.Paused, nil
+	}
+	cfg.Paused = was
+	if _, err := r.configs.Put(ctx, cfg); errors.Is(err, event.ErrConflict) {
+		// Written meanwhile: that writer decides.
+		cfg, err = r.configs.Get(ctx, ev)
+		return cfg.Paused || err != nil, err
+	} else if err != nil {
+		return true, err
+	}
+	return was, nil
 }

@@ -56,3 +56,59 @@ func TestRebuildKeepsWhatTheStreamLost(t *testing.T) {
 		t.Errorf("stream holds %d claims after the rebuild, want 6", len(granted))
 	}
 }
+
+// pausingConfigs is the event store with an operator who pauses the event
+// right after the rebuild's own pause was stored.
+type pausingConfigs struct {
+	*event.Store
+	t    *testing.T
+	puts int
+}
+
+func (c *pausingConfigs) Put(ctx context.Context, cfg event.Config) (event.Config, error) {
+	saved, err := c.Store.Put(ctx, cfg)
+	if c.puts++; c.puts == 1 && err == nil {
+		// The operator's POST /admin/events/{id}/pause, while the rebuild
+		// runs: it stores the flag (already set) again.
+		cur, gerr := c.Store.Get(ctx, cfg.ID)
+		if gerr != nil {
+			c.t.Fatal(gerr)
+		}
+		cur.Paused = true
+		if _, perr := c.Store.Put(ctx, cur); perr != nil {
+			c.t.Fatal(perr)
+		}
+	}
+	return saved, err
+}
+
+// TestRebuildKeepsPauseIssuedDuringIt: an operator pauses the event while a
+// rebuild runs; the rebuild must not resume it when it restores the flag it
+// saved (unpaused) at its start.
+func TestRebuildKeepsPauseIssuedDuringIt(t *testing.T) {
+	e := singleRedis(t)
+	ctx := context.Background()
+	cfg := saleConfig(t, e, "pause", 10, 2)
+	configs := &pausingConfigs{Store: event.NewStore(e.rdb), t: t}
+	rep, err := NewRebuilder(e.svc, e.js, configs).Rebuild(ctx, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := configs.Get(ctx, cfg.ID)
+	if err != nil || !got.Paused || !rep.Paused {
+		t.Errorf("after the rebuild: paused=%v (report %v, %v), want the operator's pause kept", got.Paused, rep.Paused, err)
+	}
+	// Without an operator, the rebuild resumes what it paused.
+	rep, err = NewRebuilder(e.svc, e.js, configs.Store).Rebuild(ctx, cfg.ID)
+	if err != nil || !rep.Paused {
+		t.Fatalf("second rebuild: %+v %v, want it left paused (it was paused before)", rep, err)
+	}
+	got.Paused = false
+	if _, err := configs.Store.Put(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = NewRebuilder(e.svc, e.js, configs.Store).Rebuild(ctx, cfg.ID)
+	if got, gerr := configs.Get(ctx, cfg.ID); err != nil || gerr != nil || got.Paused || rep.Paused {
+		t.Errorf("rebuild of a running event: paused=%v report %v (%v %v), want resumed", got.Paused, rep.Paused, err, gerr)
+	}
+}
