@@ -112,3 +112,39 @@ func TestRebuildKeepsPauseIssuedDuringIt(t *testing.T) {
 		t.Errorf("rebuild of a running event: paused=%v report %v (%v %v), want resumed", got.Paused, rep.Paused, err, gerr)
 	}
 }
+
+// TestRebuildFailureUnfreezes: a rebuild that fails before rewriting any
+// bucket (here an outbox entry it cannot decode) unfreezes the buckets and
+// leaves the event paused; once the cause is gone, a rebuild succeeds.
+func TestRebuildFailureUnfreezes(t *testing.T) {
+	e := singleRedis(t)
+	ctx := context.Background()
+	cfg := saleConfig(t, e, "fails", 10, 2)
+	if _, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: 2}); err != nil {
+		t.Fatal(err)
+	}
+	box := bucketOf(cfg.ID, 1).outbox()
+	if err := e.rdb.HSet(ctx, box, "broken", "{not json").Err(); err != nil {
+		t.Fatal(err)
+	}
+	configs := event.NewStore(e.rdb)
+	rb := NewRebuilder(e.svc, e.js, configs)
+	if _, err := rb.Rebuild(ctx, cfg.ID); err == nil {
+		t.Fatal("rebuild with an undecodable outbox entry succeeded")
+	}
+	for b := range cfg.Buckets {
+		if n, err := e.rdb.Exists(ctx, bucketOf(cfg.ID, b).frozen()).Result(); err != nil || n != 0 {
+			t.Errorf("bucket %d frozen after a failed rebuild (%v)", b, err)
+		}
+	}
+	if got, err := configs.Get(ctx, cfg.ID); err != nil || !got.Paused {
+		t.Errorf("event paused=%v (%v) after a failed rebuild, want paused", got.Paused, err)
+	}
+	if err := e.rdb.HDel(ctx, box, "broken").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := rb.Rebuild(ctx, cfg.ID)
+	if err != nil || rep.Granted != 1 || rep.Available != cfg.OnSale()-1 {
+		t.Errorf("rebuild after the fix: %+v %v, want 1 granted", rep, err)
+	}
+}

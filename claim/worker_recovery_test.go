@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -101,5 +102,67 @@ func TestWorkerReleaseFirstInRedis(t *testing.T) {
 	}
 	if got := e.totals(t, cfg.ID, 1, cfg.OnSale()); got.Remaining != cfg.OnSale() {
 		t.Errorf("remaining %d, want %d", got.Remaining, cfg.OnSale())
+	}
+}
+
+// TestWorkerRecoveryBranches: an undecodable message and one of an unknown
+// type are terminated (never block the consumer), and a confirmation
+// refused while a rebuild froze the bucket is retried until it succeeds.
+func TestWorkerRecoveryBranches(t *testing.T) {
+	e := singleRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := saleConfig(t, e, "branches", 5, 1)
+	if err := e.pub.Publish(ctx, Subject(cfg.ID, "granted"), "garbage", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	odd := encoded(OrderEvent{Type: "refunded", Event: cfg.ID, ClaimID: "0-0123456789abcdef01234567"})
+	if err := e.pub.Publish(ctx, Subject(cfg.ID, "granted"), "odd", []byte(odd.payload)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := NewRebuilder(e.svc, e.js, nil)
+	token, err := rb.freeze(ctx, cfg.ID, cfg.Buckets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan struct{}, 1)
+	w, err := NewWorker(ctx, e.store, e.js, WorkerConfig{OnError: func(err error) {
+		t.Logf("worker: %v", err)
+		if errors.Is(err, ErrPaused) {
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	defer func() { stop(); <-done }()
+	select {
+	case <-refused:
+	case <-ctx.Done():
+		t.Fatal("the worker never tried to confirm on the frozen bucket")
+	}
+	if rec, err := e.store.Lookup(ctx, cfg.ID, res.ClaimID); err != nil || rec.Status != "pending" {
+		t.Fatalf("claim while frozen: %+v %v, want pending", rec, err)
+	}
+	if err := rb.unfreeze(ctx, cfg.ID, cfg.Buckets, token); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retried confirmation", 20*time.Second, func() bool {
+		rec, err := e.store.Lookup(ctx, cfg.ID, res.ClaimID)
+		return err == nil && rec.Status == "confirmed"
+	})
+	workerCaughtUp(t, e)
+	if st, err := OrderStatuses(ctx, e.js, cfg.ID); err != nil || len(st) != 1 {
+		t.Errorf("orders %v (%v), want only the real claim's", st, err)
 	}
 }
