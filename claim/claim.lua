@@ -9,8 +9,8 @@
 -- idempotency key -> claim id.
 -- All keys share the bucket's hash tag: safe on Redis Cluster.
 -- ARGV for request i, 8 each from ARGV[8i-7]: user, per-user limit, new claim
--- id, order event JSON, position, idempotency key, idempotency TTL (s),
--- claim TTL (ms).
+-- id, order event JSON (an object without "epoch": the script adds the
+-- bucket's), position, idempotency key, idempotency TTL (s), claim TTL (ms).
 -- Reply: 5 values per request {code, claim id, units left, status, payload}
 -- code 0 granted, 1 replay of an earlier request (payload is set while the
 -- order event is still in the outbox, '' once published), 2 per-user limit
@@ -43,6 +43,10 @@ end
 if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
   return refuse(5)
 end
+-- The stream-side fence (see the package doc): each granted order event
+-- carries its bucket's epoch, the stream sequence of the rebuild's epoch
+-- marker its stock descends from (absent: laid, never rebuilt).
+local mark = redis.call('HGET', KEYS[4], 'mark') or '0'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function reply(code, id, left, status, payload)
@@ -67,6 +71,9 @@ for i = 1, n do
   elseif tonumber(redis.call('GET', KEYS[1]) or '0') <= 0 then
     reply(3, '', 0, '', '')
   else
+    if mark ~= '0' then
+      payload = string.sub(payload, 1, -2) .. ',"epoch":' .. mark .. '}'
+    end
     local left = redis.call('DECR', KEYS[1])
     redis.call('SADD', held, id)
     redis.call('SADD', hist, id)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,6 +59,13 @@ type Report struct {
 	Granted   int `json:"granted"`
 	Released  int `json:"released"`
 	Confirmed int `json:"confirmed"`
+	// Superseded counts grants on the stream that the fence voids: decided
+	// on stock an earlier rebuild (or this one) replaced, stored after its
+	// epoch marker, never acknowledged, not counted.
+	Superseded int `json:"superseded"`
+	// Epoch is the stream sequence of this rebuild's epoch marker, the
+	// buckets' new epoch.
+	Epoch uint64 `json:"epoch"`
 	// Available is what the buckets hold afterwards: OnSale − Granted +
 	// Released.
 	Available int64 `json:"available"`
@@ -69,6 +77,21 @@ type Report struct {
 	Paused bool `json:"paused"`
 	// Seconds is how long the rebuild took.
 	Seconds float64 `json:"seconds"`
+}
+
+// onlySuperseded reports whether err (possibly joined) holds nothing but
+// ErrSuperseded: outbox grants of an epoch a rebuild already ended, which
+// the rebuild drops (they were never acknowledged).
+func onlySuperseded(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlySuperseded(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, ErrSuperseded)
 }
 
 // freezeAbandoned is when another rebuild's freeze counts as abandoned.
@@ -132,22 +155,49 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	var flushed []OrderEvent
 	for b := range cfg.Buckets {
 		evs, err := r.svc.publishOutbox(ctx, cfg.ID, b, 0)
-		if err != nil {
+		if err != nil && !onlySuperseded(err) {
 			return nil, fmt.Errorf("rebuild %s: publish outbox: %w", cfg.ID, err)
 		}
 		flushed = append(flushed, evs...)
 	}
 	rep.Published = len(flushed)
+	// The epoch marker ends the buckets' epochs on the stream: a grant of
+	// an old epoch stored after it is void (never acknowledged, never
+	// counted), so whatever the read below misses cannot be sold twice.
+	mark, err := publishMarker(ctx, r.js, cfg.ID, r.now())
+	if err != nil {
+		return nil, fmt.Errorf("rebuild %s: %w", cfg.ID, err)
+	}
+	rep.Epoch = mark
 	evs, err := ReadEvents(ctx, r.js, cfg.ID)
 	if err != nil {
 		return nil, err
 	}
-	evs = append(evs, flushed...)
+	st, err := r.js.Stream(ctx, StreamName)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild %s: %w", cfg.ID, err)
+	}
+	markers, err := readMarkers(ctx, st, cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(markers) == 0 || markers[len(markers)-1] < mark {
+		return nil, fmt.Errorf("rebuild %s: epoch marker %d not found on the stream", cfg.ID, mark)
+	}
+	markers = markers[:slices.Index(markers, mark)+1]
 	// Claims Redis holds that the stream lacks (it lost them, or they are
-	// older than its history): republished, and counted either way.
+	// older than its history): republished in the new epoch, and counted
+	// either way. A claim the stream holds only as void is not lacking:
+	// it was never acknowledged.
 	lost, err := r.svc.missing(ctx, Sale{ID: cfg.ID, Buckets: cfg.Buckets}, seenOf(evs), nil, 0, math.MaxInt)
 	if err != nil {
 		return nil, err
+	}
+	for i := range lost {
+		if lost[i].ev.Type == "granted" {
+			lost[i].ev.Epoch = mark
+			lost[i] = encoded(lost[i].ev)
+		}
 	}
 	if _, err := r.svc.publishMany(ctx, cfg.ID, lost); err != nil {
 		return nil, fmt.Errorf("rebuild %s: republish: %w", cfg.ID, err)
@@ -160,9 +210,9 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	if err != nil {
 		return nil, err
 	}
-	plan := planRestore(cfg, evs, statuses, r.now())
+	plan := planRestore(cfg, evs, statuses, markers, r.now())
 	rep.Granted, rep.Released, rep.Confirmed = plan.granted, plan.released, plan.confirmed
-	rep.Available, rep.Oversold = plan.available, plan.oversold
+	rep.Available, rep.Oversold, rep.Superseded = plan.available, plan.oversold, plan.superseded
 	return plan, nil
 }
 

@@ -7,7 +7,8 @@
 -- transfer ids, KEYS[8] parked units, KEYS[9] generation, KEYS[10] frozen
 -- marker. All share the bucket's hash tag.
 -- ARGV[1] stock, ARGV[2] granted, ARGV[3] released, ARGV[4] new generation,
--- ARGV[5] the rebuild's token.
+-- ARGV[5] the rebuild's token, ARGV[6] the stream sequence of the rebuild's
+-- epoch marker (the bucket's new epoch, carried by its granted events).
 -- Reply: 1, or 0 when the bucket is not frozen by this rebuild (nothing is
 -- changed). The rebuilt stock belongs to this server: its replication id
 -- becomes the bucket's epoch (see claim.lua's fence).
@@ -29,6 +30,6 @@ end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[4])
-redis.call('HSET', KEYS[4], 'granted', ARGV[2], 'released', ARGV[3], 'epoch', replid())
+redis.call('HSET', KEYS[4], 'granted', ARGV[2], 'released', ARGV[3], 'epoch', replid(), 'mark', ARGV[6])
 redis.call('SET', KEYS[9], ARGV[4])
 return 1

@@ -133,6 +133,13 @@ type OrderEvent struct {
 	Idem string `json:"idem,omitempty"`
 	// Reason says why a claim was released: user, admin or expired.
 	Reason string `json:"reason,omitempty"`
+	// Epoch is, on a granted event, the stream sequence of the epoch
+	// marker its bucket's stock descends from (0: laid, never rebuilt);
+	// claim.lua writes it (see EpochSubject and the package doc's fence).
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Seq is the event's stream sequence when it was read from the
+	// stream, else 0.
+	Seq uint64 `json:"-"`
 }
 
 // msgID is the Nats-Msg-Id (and outbox field) of the event.

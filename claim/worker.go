@@ -18,8 +18,10 @@ const OrdersBucket = "anteroom-orders"
 // WorkerConsumer names the order worker's durable consumer.
 const WorkerConsumer = "anteroom-order-worker"
 
-// Order is the order worker's record of one claim. Status is confirmed or
-// released.
+// Order is the order worker's record of one claim. Status is confirmed,
+// released, or void: a grant the fence superseded (decided on stock a
+// rebuild replaced, stored after the rebuild's epoch marker), never
+// acknowledged to its client and never counted.
 type Order struct {
 	Event      string    `json:"event"`
 	ClaimID    string    `json:"claim_id"`
@@ -60,10 +62,11 @@ type WorkerConfig struct {
 // every step is idempotent. Redelivery and republishing after JetStream's
 // duplicate window therefore never record an order twice.
 type Worker struct {
-	store *Store
-	kv    jetstream.KeyValue
-	cons  jetstream.Consumer
-	cfg   WorkerConfig
+	store  *Store
+	kv     jetstream.KeyValue
+	cons   jetstream.Consumer
+	stream *streamHandle
+	cfg    WorkerConfig
 }
 
 // NewWorker creates (or binds to) the orders bucket and the durable
@@ -96,7 +99,7 @@ func NewWorker(ctx context.Context, store *Store, js jetstream.JetStream, cfg Wo
 	if err != nil {
 		return nil, fmt.Errorf("order consumer: %w", err)
 	}
-	return &Worker{store: store, kv: kv, cons: cons, cfg: cfg}, nil
+	return &Worker{store: store, kv: kv, cons: cons, stream: &streamHandle{js: js}, cfg: cfg}, nil
 }
 
 // Run handles order events until ctx is done, then lets the messages in
@@ -135,7 +138,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	var err error
 	switch oe.Type {
 	case "granted":
-		err = w.granted(ctx, oe)
+		var md *jetstream.MsgMetadata
+		if md, err = m.Metadata(); err == nil {
+			err = w.granted(ctx, oe, md.Sequence.Stream)
+		}
 	case "released":
 		err = w.released(ctx, oe)
 	default:
@@ -157,19 +163,45 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 // Redis decides between a confirmation and a release (confirm.lua and
 // release.lua each act only on a pending claim): when the release came
 // first, the order is marked released.
-func (w *Worker) granted(ctx context.Context, oe OrderEvent) error {
+func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 	key := orderKey(oe.Event, oe.ClaimID)
-	raw, _ := json.Marshal(Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At})
-	_, err := w.kv.Create(ctx, key, raw)
+	o := Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At}
+	st, err := w.stream.get(ctx)
+	if err != nil {
+		return err
+	}
+	first, err := firstMarkerAfter(ctx, st, oe.Event, oe.Epoch)
+	if err != nil {
+		return err
+	}
+	if ended(first, seq) {
+		// Superseded (see PublishGrant): recorded void, unless an earlier
+		// copy of the grant, stored in its epoch, recorded the order.
+		o.Status = "void"
+		raw, _ := json.Marshal(o)
+		if _, err := w.kv.Create(ctx, key, raw); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		return nil
+	}
+	raw, _ := json.Marshal(o)
+	_, err = w.kv.Create(ctx, key, raw)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		// Seen before: a redelivery, or a republish after the duplicate
 		// window. Finish the confirmation unless the claim was released.
-		o, _, gerr := w.order(ctx, key)
+		o, rev, gerr := w.order(ctx, key)
 		if gerr != nil {
 			return gerr
 		}
 		if o.Status == "released" {
 			return nil
+		}
+		if o.Status == "void" {
+			// A later copy, stored after an epoch marker, was handled
+			// first; this one is in its epoch and decides.
+			if _, err := w.kv.Update(ctx, key, raw, rev); err != nil {
+				return err
+			}
 		}
 	} else if err != nil {
 		return err
@@ -209,7 +241,7 @@ func (w *Worker) markReleased(ctx context.Context, oe OrderEvent, at time.Time) 
 			return err
 		}
 		switch {
-		case o.Status == "released" && (at.IsZero() || !o.ReleasedAt.IsZero()):
+		case o.Status == "released" && (at.IsZero() || !o.ReleasedAt.IsZero()), o.Status == "void":
 			return nil
 		case o.Status == "confirmed" && !at.IsZero():
 			// The released event for an order recorded as confirmed: the
