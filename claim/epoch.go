@@ -143,3 +143,40 @@ func firstAfterIn(markers []uint64, epoch uint64) uint64 {
 	}
 	return 0
 }
+
+// CountedEvents returns the order events of event ev on the stream, as
+// ReadEvents does, less what the fence voids: granted events stored after
+// an epoch marker ended their epoch (never acknowledged; see PublishGrant),
+// and released events of claims with no counted grant. Audits count these.
+func CountedEvents(ctx context.Context, js jetstream.JetStream, ev string) ([]OrderEvent, error) {
+	evs, err := ReadEvents(ctx, js, ev)
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ev, err)
+	}
+	markers, err := readMarkers(ctx, st, ev)
+	if err != nil {
+		return nil, err
+	}
+	counted := map[string]bool{}
+	out := make([]OrderEvent, 0, len(evs))
+	for _, e := range evs {
+		if e.Type == "granted" {
+			if ended(firstAfterIn(markers, e.Epoch), e.Seq) {
+				continue
+			}
+			counted[e.ClaimID] = true
+		}
+		out = append(out, e)
+	}
+	kept := out[:0]
+	for _, e := range out {
+		if e.Type != "released" || counted[e.ClaimID] {
+			kept = append(kept, e)
+		}
+	}
+	return kept, nil
+}

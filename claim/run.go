@@ -202,19 +202,9 @@ type message struct {
 	ev          OrderEvent
 }
 
-// grantPublisher is the fenced publish of granted events (Publisher has
-// it; see PublishGrant).
-type grantPublisher interface {
-	PublishGrant(ctx context.Context, ev, id string, payload []byte) error
-}
-
-// publishGrant publishes a granted event through the fence when the
-// publisher has it.
+// publishGrant publishes a granted event through the fence.
 func (s *Service) publishGrant(ctx context.Context, ev, id, payload string) error {
-	if gp, ok := s.pub.(grantPublisher); ok {
-		return gp.PublishGrant(ctx, ev, id, []byte(payload))
-	}
-	return s.pub.Publish(ctx, Subject(ev, "granted"), id, []byte(payload))
+	return s.pub.PublishGrant(ctx, ev, id, []byte(payload))
 }
 
 // publishMany publishes msgs, up to 64 at a time, each with a bounded

@@ -39,9 +39,12 @@ type Result struct {
 	Replay bool
 }
 
-// publisher is what the Service needs from JetStream.
+// publisher is what the Service needs from JetStream: Publisher's
+// Publish, and PublishGrant, which publishes a granted event through the
+// failover fence (a wrapper must pass both through).
 type publisher interface {
 	Publish(ctx context.Context, subject, id string, payload []byte) error
+	PublishGrant(ctx context.Context, ev, id string, payload []byte) error
 }
 
 // Service runs claims end to end: the atomic script (refilling the home

@@ -25,12 +25,7 @@ func (g *gatedPublisher) Publish(ctx context.Context, subject, id string, payloa
 
 func (g *gatedPublisher) PublishGrant(ctx context.Context, ev, id string, payload []byte) error {
 	<-g.gate
-	if gp, ok := any(g.real).(interface {
-		PublishGrant(ctx context.Context, ev, id string, payload []byte) error
-	}); ok {
-		return gp.PublishGrant(ctx, ev, id, payload)
-	}
-	return g.real.Publish(ctx, Subject(ev, "granted"), id, payload)
+	return g.real.PublishGrant(ctx, ev, id, payload)
 }
 
 // TestSupersededPrimaryNeverAcknowledged partitions the old primary during a
