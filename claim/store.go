@@ -25,9 +25,10 @@ var (
 	ErrUnavailable  = errors.New("claim: order stream unavailable")
 	// ErrNeedsRebuild means a bucket's Redis server is not the one its
 	// stock was laid or rebuilt on — a failover promoted a replica that may
-	// have missed grants — so claims wait for POST
-	// /admin/events/{id}/rebuild. It wraps ErrPaused.
-	ErrNeedsRebuild = fmt.Errorf("%w: Redis failed over since the stock was laid; rebuild it from the order stream", ErrPaused)
+	// have missed grants, a slot migration moved the bucket, or the server
+	// lost the bucket's data — so claims, releases and confirmations wait
+	// for POST /admin/events/{id}/rebuild. It wraps ErrPaused.
+	ErrNeedsRebuild = fmt.Errorf("%w: the bucket's Redis server changed since the stock was laid (failover, slot migration or lost data); rebuild it from the order stream (POST /admin/events/{id}/rebuild)", ErrPaused)
 	// ErrPaused means the event's buckets are frozen by a rebuild; retry
 	// with the same idempotency key once it is done.
 	ErrPaused = errors.New("claim: paused for a rebuild")
