@@ -86,11 +86,21 @@ func (p *Publisher) PublishGrant(ctx context.Context, ev, id string, payload []b
 	if err != nil {
 		return err
 	}
+	epoch := epochOf(payload)
+	// Usually no marker follows the grant's epoch: one shared read of the
+	// latest marker shows it. Otherwise, look at the first one after it.
+	last, err := p.markers.latest(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if last <= epoch {
+		return nil
+	}
 	st, err := p.stream.get(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	first, err := firstMarkerAfter(ctx, st, ev, epochOf(payload))
+	first, err := firstMarkerAfter(ctx, st, ev, epoch)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -51,13 +51,15 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int) err
 // and are acknowledged asynchronously, so they batch on the wire. It is safe
 // for concurrent use.
 type Publisher struct {
-	js     jetstream.JetStream
-	stream *streamHandle
+	js      jetstream.JetStream
+	stream  *streamHandle
+	markers *markerLanes
 }
 
 // NewPublisher returns a Publisher on js.
 func NewPublisher(js jetstream.JetStream) *Publisher {
-	return &Publisher{js: js, stream: &streamHandle{js: js}}
+	h := &streamHandle{js: js}
+	return &Publisher{js: js, stream: h, markers: &markerLanes{stream: h, m: map[string]*markerLane{}}}
 }
 
 // Publish sends payload with Nats-Msg-Id = id to subject and returns once
