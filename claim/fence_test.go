@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -214,6 +215,81 @@ func TestEmptyBucketRefuses(t *testing.T) {
 	granted, _ := e.streamCheck(t, cfg.ID)
 	if len(granted) != 1 {
 		t.Errorf("%d claims on the stream, want 1", len(granted))
+	}
+	e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+}
+
+// TestEmptyShardRefusesOnCluster is TestEmptyBucketRefuses on a Redis
+// Cluster: one master comes back without its buckets' data. Claims homed
+// there refuse (and refills skip its buckets as donors) until the
+// rebuild; claims homed elsewhere go on; after the rebuild every replay
+// returns its first claim and no key was granted twice.
+func TestEmptyShardRefusesOnCluster(t *testing.T) {
+	c := testenv.StartRedisCluster(t, 3)
+	ns := testenv.StartNATS(t)
+	e := newEnv(t, c.Client(t), ns.URL(), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := saleConfig(t, e, "shard", 60, 6)
+	first := map[string]string{}
+	for i := range 24 {
+		u := fmt.Sprint("u", i)
+		res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: u, IdemKey: "k", Limit: 1, Buckets: cfg.Buckets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[u] = res.ClaimID
+	}
+	e.svc.flush(ctx, func(err error) { t.Fatal(err) })
+	// Master 0 loses its buckets.
+	node := c.Node(0).Client(t)
+	wiped := map[int]bool{}
+	for b := range cfg.Buckets {
+		keys, err := node.Keys(ctx, bucketOf(cfg.ID, b).tag+"*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) > 0 {
+			wiped[b] = true
+			if err := node.Del(ctx, keys...).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(wiped) == 0 || len(wiped) == cfg.Buckets {
+		t.Fatalf("master 0 held buckets %v: want some, not all", wiped)
+	}
+	refused, served := 0, 0
+	for u, id := range first {
+		res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: u, IdemKey: "k", Limit: 1, Buckets: cfg.Buckets})
+		if wiped[HomeBucket(u, cfg.Buckets)] {
+			refused++
+			if !errors.Is(err, ErrNeedsRebuild) {
+				t.Errorf("replay of %s on a wiped bucket: %+v %v, want ErrNeedsRebuild", u, res, err)
+			}
+		} else {
+			served++
+			if err != nil || res.ClaimID != id {
+				t.Errorf("replay of %s on an intact bucket: %+v %v, want %s", u, res, err, id)
+			}
+		}
+	}
+	if refused == 0 || served == 0 {
+		t.Fatalf("%d replays refused, %d served: the test needs both", refused, served)
+	}
+	if _, err := NewRebuilder(e.svc, e.js, event.NewStore(e.rdb)).Rebuild(ctx, cfg.ID); err != nil {
+		t.Fatal(err)
+	}
+	for u, id := range first {
+		res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: u, IdemKey: "k", Limit: 1, Buckets: cfg.Buckets})
+		if err != nil || res.ClaimID != id {
+			t.Errorf("replay of %s after the rebuild: %+v %v, want %s", u, res, err, id)
+		}
+	}
+	e.svc.flush(ctx, func(err error) { t.Fatal(err) })
+	granted, _ := e.streamCheck(t, cfg.ID)
+	if len(granted) != len(first) {
+		t.Errorf("%d claims on the stream, want %d", len(granted), len(first))
 	}
 	e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
 }
