@@ -122,6 +122,27 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 		"%d grants on the superseded primary after the rebuild, %d of them on the stream as void", superseded, len(void))
 	d.check("no superseded grant acknowledged", voidAcked == 0 && ackedA == 0,
 		"%d void grants answered 201/200; node A answered %d claims 201 after the rebuild", voidAcked, ackedA)
+	// The order worker, run over the whole stream once the sale is over.
+	w, err := claim.NewWorker(ctx, claim.NewStore(b.Redis()), b.JS, claim.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- w.Run(wctx) }()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		lag, err := claim.OrderLag(ctx, b.JS)
+		if err == nil && lag != nil && lag.Pending == 0 && lag.AckPending == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			d.check("order worker caught up", false, "lag %+v (%v) after 30 s", lag, err)
+			break
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	stopWorker()
+	<-workerDone
 	statuses, err := claim.OrderStatuses(ctx, b.JS, ev)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +156,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 			other++
 		}
 	}
-	d.check("worker records them void", other == 0,
+	d.check("worker records them void", other == 0 && recordedVoid == len(void),
 		"%d of %d void grants recorded as void orders, %d with another status", recordedVoid, len(void), other)
 	d.check("rebuild counted the stream", rep.Oversold == 0 && int64(rep.Granted)-int64(rep.Released)+rep.Available == rep.OnSale,
 		"report: %d granted, %d released, %d available of %d on sale, oversold %d, epoch marker at %d",
@@ -145,6 +166,10 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 		"void grants on the stream: %d", atSplit.Granted, afterRebuild.Granted, stoppedAt.Sub(rebuiltAt).Seconds(), onOld.Granted, len(void))
 	d.figure("rebuild", "from the stream: %d granted, %d released, %d superseded; %d outbox entries published, %d republished; after: remaining %d; %.2f s",
 		rep.Granted, rep.Released, rep.Superseded, rep.Published, rep.Republished, rep.After.Remaining, rep.Seconds)
+	if inFlight := len(void) - int(superseded); inFlight > 0 {
+		d.note("%d of the void grants were decided on the old primary before the rebuild but stored after its epoch marker "+
+			"(published late); the rebuild did not count them, so they were refused like the later ones.", inFlight)
+	}
 	d.crowdFigures(c)
 	honest, _, _, dishonest := d.refusalCheck(c)
 	d.summary = fmt.Sprintf("%s; the old primary granted %d claims after the rebuild, %d void on the stream, %d acknowledged; "+
