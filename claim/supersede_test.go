@@ -135,4 +135,20 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 	if rep.Granted != len(acked) || rep.Available != cfg.OnSale()-int64(len(acked)) || rep.Oversold != 0 {
 		t.Errorf("second rebuild %+v, want %d granted, none oversold", rep, len(acked))
 	}
+	counted, err := CountedEvents(ctx, e.js, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counted) != len(acked) {
+		t.Errorf("%d counted events on the stream, want the %d acknowledged grants", len(counted), len(acked))
+	}
+	// Failing back to the old primary: its outbox still holds the void
+	// grants; its rebuild drops them and counts what the stream counts.
+	rep, err = NewRebuilder(old.svc, old.js, event.NewStore(old.rdb)).Rebuild(ctx, cfg.ID)
+	if err != nil {
+		t.Fatalf("rebuild on the old primary: %v", err)
+	}
+	if rep.Granted != len(acked) || rep.Oversold != 0 {
+		t.Errorf("rebuild on the old primary %+v, want %d granted", rep, len(acked))
+	}
 }
