@@ -75,15 +75,15 @@
 //
 // # Order worker
 //
-// Worker consumes the stream with explicit acks, records one Order per
-// claim id in a JetStream key-value bucket (Create fails if the key exists:
-// the dedupe that survives the finite duplicate window), then marks the
-// claim confirmed in Redis (confirm.lua: only if pending), then acks.
-// Redis decides between a confirmation and a release (each script acts on
-// a pending claim only): when confirm.lua answers "released", the order
-// is marked released; a released event never turns an order into released
-// while Redis holds the claim confirmed. A granted event the fence voids
-// (below) is recorded as a void order.
+// Worker consumes the stream with explicit acks, marks the claim confirmed
+// in Redis (confirm.lua: only if pending), records one Order per claim id
+// in a JetStream key-value bucket with the status Redis answered (Create
+// fails if the key exists: the dedupe that survives the finite duplicate
+// window), then acks. Redis decides between a confirmation and a release
+// (each script acts on a pending claim only), so an order is recorded
+// confirmed only once Redis confirmed the claim, and a released event
+// never turns it into released while Redis holds the claim confirmed. A
+// granted event the fence voids (below) is recorded as a void order.
 //
 // # Reconciliation and rebuild
 //

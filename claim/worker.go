@@ -54,13 +54,15 @@ type WorkerConfig struct {
 }
 
 // Worker is the order worker: a durable JetStream consumer with explicit
-// acknowledgements on the order stream. For each granted event it records
-// the order in the OrdersBucket, deduplicated by claim id (Create fails when
-// the key exists), then marks the claim confirmed in Redis (only if it is
-// still pending); for each released event it marks the order released. A
-// message is acknowledged only after both, so a crash redelivers it, and
-// every step is idempotent. Redelivery and republishing after JetStream's
-// duplicate window therefore never record an order twice.
+// acknowledgements on the order stream. For each granted event it marks
+// the claim confirmed in Redis (only if it is still pending), then records
+// the order with the status Redis answered in the OrdersBucket,
+// deduplicated by claim id (Create fails when the key exists); for each
+// released event it marks the order released unless Redis holds the claim
+// confirmed. A message is acknowledged only after both, so a crash
+// redelivers it, and every step is idempotent. Redelivery and republishing
+// after JetStream's duplicate window therefore never record an order
+// twice, and an order is recorded confirmed only once Redis confirmed it.
 type Worker struct {
 	store  *Store
 	kv     jetstream.KeyValue
@@ -159,10 +161,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
-// granted records the order once per claim id, then confirms the claim.
-// Redis decides between a confirmation and a release (confirm.lua and
-// release.lua each act only on a pending claim): when the release came
-// first, the order is marked released.
+// granted confirms the claim in Redis, then records the order once per
+// claim id with the status Redis answered. Redis decides between a
+// confirmation and a release (confirm.lua and release.lua each act only on
+// a pending claim), so an order is recorded confirmed only once Redis has
+// confirmed the claim, and released when the release came first.
 func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 	key := orderKey(oe.Event, oe.ClaimID)
 	o := Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At}
@@ -184,54 +187,48 @@ func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 		}
 		return nil
 	}
+	known := true
+	status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Redis lost the claim's record: recorded confirmed (a rebuild
+		// restores it so from the stream), unless a release was recorded.
+		known = false
+	case err != nil:
+		return err
+	default:
+		o.Status = status
+	}
 	raw, _ := json.Marshal(o)
 	_, err = w.kv.Create(ctx, key, raw)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		// Seen before: a redelivery, or a republish after the duplicate
-		// window. Finish the confirmation unless the claim was released.
-		o, rev, gerr := w.order(ctx, key)
-		if gerr != nil {
-			return gerr
-		}
-		if o.Status == "released" {
-			return nil
-		}
-		if o.Status == "void" {
-			// A later copy, stored after an epoch marker, was handled
-			// first; this one is in its epoch and decides.
-			if _, err := w.kv.Update(ctx, key, raw, rev); err != nil {
-				return err
-			}
-		}
-	} else if err != nil {
+	if !errors.Is(err, jetstream.ErrKeyExists) {
 		return err
 	}
-	status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
-	if errors.Is(err, ErrNotFound) {
-		// Redis lost the claim (a failover): a rebuild restores it from
-		// the stream, confirmed by the order recorded above.
-		return nil
-	}
+	// Recorded before: a redelivery, a republish after the duplicate
+	// window, the released event first, or a void copy handled first.
+	prev, rev, err := w.order(ctx, key)
 	if err != nil {
 		return err
 	}
-	if status == "released" {
-		return w.markReleased(ctx, oe, time.Time{})
+	if prev.Status == o.Status || (!known && prev.Status != "void") {
+		return nil
 	}
-	return nil
+	if o.Status == "released" && prev.Status == "released" {
+		return nil
+	}
+	// Redis's answer decides (void: this copy is in its epoch).
+	prev.Status = o.Status
+	raw, _ = json.Marshal(prev)
+	_, err = w.kv.Update(ctx, key, raw, rev)
+	return err
 }
 
 // released marks the order released, creating it when the released event
 // arrives before the granted one. An order whose claim Redis confirmed
 // stays confirmed: the release was decided on a copy that had lost the
 // confirmation (a failover), and the rebuild trusts the confirmed order.
+// A void order stays void.
 func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
-	return w.markReleased(ctx, oe, oe.At)
-}
-
-// markReleased sets the order of oe's claim to released unless it is
-// confirmed by Redis. at is the release time, zero when unknown.
-func (w *Worker) markReleased(ctx context.Context, oe OrderEvent, at time.Time) error {
 	key := orderKey(oe.Event, oe.ClaimID)
 	for attempt := 0; attempt < 5; attempt++ {
 		o, rev, err := w.order(ctx, key)
@@ -240,15 +237,17 @@ func (w *Worker) markReleased(ctx context.Context, oe OrderEvent, at time.Time) 
 		} else if err != nil {
 			return err
 		}
-		switch {
-		case o.Status == "released" && (at.IsZero() || !o.ReleasedAt.IsZero()), o.Status == "void":
+		switch o.Status {
+		case "void":
 			return nil
-		case o.Status == "confirmed" && !at.IsZero():
-			// The released event for an order recorded as confirmed: the
-			// granted event's handler may be between recording the order
-			// and confirming the claim. Redis decides: a claim it
-			// confirmed stays confirmed. One it cannot find has no
-			// confirmation to keep.
+		case "released":
+			if !o.ReleasedAt.IsZero() {
+				return nil
+			}
+		case "confirmed":
+			// Recorded confirmed because Redis confirmed the claim —
+			// or could not find it, when there is no confirmation to
+			// keep. Redis decides.
 			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
 			if err == nil && status == "confirmed" {
 				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", key))
@@ -258,10 +257,7 @@ func (w *Worker) markReleased(ctx context.Context, oe OrderEvent, at time.Time) 
 				return err
 			}
 		}
-		o.Status = "released"
-		if !at.IsZero() {
-			o.ReleasedAt = at
-		}
+		o.Status, o.ReleasedAt = "released", oe.At
 		raw, _ := json.Marshal(o)
 		if rev == 0 {
 			_, err = w.kv.Create(ctx, key, raw)
