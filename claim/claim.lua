@@ -9,19 +9,21 @@
 -- idempotency key -> claim id.
 -- All keys share the bucket's hash tag: safe on Redis Cluster.
 -- ARGV for request i, 8 each from ARGV[8i-7]: user, per-user limit, new claim
--- id, order event JSON, position, idempotency key, idempotency TTL (s),
--- claim TTL (ms).
+-- id, order event JSON (an object without "epoch": the script adds the
+-- bucket's), position, idempotency key, idempotency TTL (s), claim TTL (ms).
 -- Reply: 5 values per request {code, claim id, units left, status, payload}
 -- code 0 granted, 1 replay of an earlier request (payload is set while the
 -- order event is still in the outbox, '' once published), 2 per-user limit
 -- reached (claim id field holds the user's ids joined by ','), 3 bucket
 -- empty, 4 frozen (rebuild running), 5 stale (the Redis server changed
--- since the stock was laid: a failover; rebuild first).
+-- since the stock was laid, or lost it: rebuild first).
 -- The fence against a Redis failover: the bucket remembers the replication
 -- id (master_replid) of the server its stock was laid or rebuilt on. A
 -- promoted replica gets a new one, so a stale copy of the stock refuses
--- until a rebuild has recomputed it from the order stream. An embedded
--- server without INFO has no replicas, and no id: '' == ''.
+-- until a rebuild has recomputed it from the order stream. A bucket with no
+-- recorded id (never laid, or its server came back without its data)
+-- refuses too: starting afresh would forget its claims. An embedded server
+-- without INFO has no replicas, and no id: '' == ''.
 local function replid()
   local ok, info = pcall(redis.call, 'INFO', 'replication')
   if not ok or type(info) ~= 'string' then return '' end
@@ -38,12 +40,13 @@ end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return refuse(4)
 end
-local epoch, cur = redis.call('HGET', KEYS[4], 'epoch'), replid()
-if not epoch then
-  redis.call('HSET', KEYS[4], 'epoch', cur)
-elseif epoch ~= cur then
+if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
   return refuse(5)
 end
+-- The stream-side fence (see the package doc): each granted order event
+-- carries its bucket's epoch, the stream sequence of the rebuild's epoch
+-- marker its stock descends from (absent: laid, never rebuilt).
+local mark = redis.call('HGET', KEYS[4], 'mark') or '0'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function reply(code, id, left, status, payload)
@@ -68,6 +71,9 @@ for i = 1, n do
   elseif tonumber(redis.call('GET', KEYS[1]) or '0') <= 0 then
     reply(3, '', 0, '', '')
   else
+    if mark ~= '0' then
+      payload = string.sub(payload, 1, -2) .. ',"epoch":' .. mark .. '}'
+    end
     local left = redis.call('DECR', KEYS[1])
     redis.call('SADD', held, id)
     redis.call('SADD', hist, id)

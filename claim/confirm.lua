@@ -1,12 +1,24 @@
 -- confirm.lua: mark a pending claim confirmed (the order worker recorded its
 -- order); a confirmed claim never expires.
--- KEYS[1] claim records, KEYS[2] expiry index, KEYS[3] frozen marker. All
--- share the bucket's hash tag.
+-- KEYS[1] claim records, KEYS[2] expiry index, KEYS[3] frozen marker,
+-- KEYS[4] bucket stats (field epoch). All share the bucket's hash tag.
 -- ARGV[1] claim id.
 -- Reply {code, status}: 0 with the status now (confirmed, or released when
--- the release came first), 1 no such claim, 5 frozen.
+-- the release came first), 1 no such claim, 5 frozen, 6 stale (the Redis
+-- server changed since the stock was laid, or lost it: rebuild first).
+-- The fence against a Redis failover, as in claim.lua: a confirmation
+-- decided on a promoted replica's stale copy could contradict one the old
+-- primary made, so it waits for the rebuild.
+local function replid()
+  local ok, info = pcall(redis.call, 'INFO', 'replication')
+  if not ok or type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%w+)') or ''
+end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return {5, ''}
+end
+if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
+  return {6, ''}
 end
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then

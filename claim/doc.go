@@ -82,10 +82,15 @@
 //
 // # Order worker
 //
-// Worker consumes the stream with explicit acks, records one Order per
-// claim id in a JetStream key-value bucket (Create fails if the key exists:
-// the dedupe that survives the finite duplicate window), then marks the
-// claim confirmed in Redis (confirm.lua: only if pending), then acks.
+// Worker consumes the stream with explicit acks, marks the claim confirmed
+// in Redis (confirm.lua: only if pending), records one Order per claim id
+// in a JetStream key-value bucket with the status Redis answered (Create
+// fails if the key exists: the dedupe that survives the finite duplicate
+// window), then acks. Redis decides between a confirmation and a release
+// (each script acts on a pending claim only), so an order is recorded
+// confirmed only once Redis confirmed the claim, and a released event
+// never turns it into released while Redis holds the claim confirmed. A
+// granted event the fence voids (below) is recorded as a void order.
 //
 // # Reconciliation and rebuild
 //
@@ -93,24 +98,73 @@
 // counts (minus those still in outboxes) with the stream's counts, and on a
 // shortfall republishes, bounded, what the stream lacks.
 //
+// Rebuilder.Rebuild: pauses the event; freezes every bucket (every script
+// on a frozen bucket refuses, on every node, whatever its snapshot says);
+// publishes every outbox entry; publishes an epoch marker (below); reads
+// all order events of the event from the stream, adding (and republishing,
+// in the new epoch) any claim the Redis holds that the stream lacks, so a
+// unit is never counted free that someone holds; and rewrites each bucket
+// from them: claim records (confirmed if the worker recorded the order
+// confirmed — even when a released event exists: the confirmation wins —
+// else released if a released event exists, else pending with its
+// deadline), each user's held claims, history and idempotency keys, stats,
+// and stock = its share of (supply − reserve − distinct counted granted +
+// their released), with the transfer state cleared, a new generation and
+// the new epoch; then it unfreezes and restores the paused flag — unless
+// the event's config was written meanwhile (an operator's pause or resume
+// decides). Claims granted on the old primary but never published were
+// never acknowledged to anyone, so dropping them is correct.
+//
+// # The failover fence
+//
 // After a Redis failover the promoted replica may lack writes it never
-// received, so until a rebuild its stock must not be trusted. The fence:
-// every bucket records in its stats the replication id (INFO replication
-// master_replid) of the server its stock was laid or rebuilt on; claim.lua
-// and donate.lua compare it with their server's id on every call, and a
-// promoted replica — which takes a new id — refuses grants and transfers
-// (ErrNeedsRebuild, 503 paused) on every node at once, whatever their
-// views say, until the rebuild records the new id. Rebuilder.Rebuild: pauses the event; freezes every bucket
-// (every script on a frozen bucket refuses, on every node, whatever its
-// snapshot says); publishes every outbox entry; reads all order events of
-// the event from the stream, adding (and republishing) any claim the
-// promoted Redis holds that the stream lacks, so a unit is never counted
-// free that someone holds; and rewrites each bucket from them: claim
-// records (released if a released event exists, confirmed if the worker
-// recorded the order, else pending with its deadline), each user's held
-// claims, history and idempotency keys, stats, and stock = its share of
-// (supply − reserve − distinct granted + distinct released), with the
-// transfer state cleared and a new generation; then it unfreezes and
-// restores the paused flag. Claims granted on the old primary but never
-// published were never acknowledged to anyone, so dropping them is correct.
+// received, and the old primary may go on taking them (a partition), so
+// two fences keep a unit from being sold twice.
+//
+// The server fence, in Redis: every bucket records in its stats (field
+// epoch) the replication id (INFO replication master_replid) of the server
+// its stock was laid or rebuilt on. claim.lua, donate.lua, release.lua and
+// confirm.lua compare it with their server's id on every call; a promoted
+// replica — which takes a new id — refuses grants, transfers, releases and
+// confirmations (ErrNeedsRebuild, 503 paused) on every node at once,
+// whatever their views say, until the rebuild records the new id. So a
+// claim the old primary confirmed cannot be released on a replica that
+// lost the confirmation. A bucket with no recorded id refuses too: its
+// server came back without its data (AOF lost, a replica promoted before
+// its first sync), and starting afresh would forget its claims and
+// idempotency keys. A refill skips a donor that refuses and tries the
+// next; only when none gives is the refusal the answer (not "sold out").
+//
+// A Redis Cluster slot migration also moves a bucket to a server with
+// another id, and it refuses the same way: from inside a script a
+// migrated bucket (data intact) cannot be told from a server that
+// restarted without the last second of its AOF (data lost), and guessing
+// wrong oversells. The needed action is the same and safe in both cases:
+// POST /admin/events/{id}/rebuild after the migration (the 503 problem's
+// detail and the rebuild's own docs say so). Plan migrations outside sales.
+//
+// The stream fence, in JetStream: a grant decided on the old primary
+// (cut off by a partition) or still in a NATS client's reconnect buffer
+// can reach the stream after the rebuild read it; the rebuild did not
+// count it. Every rebuild therefore publishes an epoch marker
+// (EpochSubject, in the order stream) after flushing the outboxes and
+// before reading the stream, and records the marker's stream sequence in
+// each bucket it rewrites (stats field mark); claim.lua writes the
+// bucket's mark into each granted event ("epoch"). One rule decides, the
+// same for the publisher, the order worker and every later rebuild: a
+// granted event stored at stream sequence S in epoch g is void when the
+// first marker after g precedes S (the rebuild that published it read the
+// stream without it). Publisher.PublishGrant checks the rule after the
+// PubAck, with one JetStream request (GetMsg next_by_subj on the marker
+// subject); a void grant answers ErrSuperseded (wraps ErrPaused: 503
+// paused, retry) instead of 201 and stays in the outbox, so a replay of
+// it is refused too. A grant stored before the marker is counted by the
+// rebuild; one after it in the new epoch was decided on the rebuilt stock:
+// either way no 201 is sent for a grant the rebuild did not count.
+// (JetStream's Nats-Expected-Last-Subject-Sequence-Subject header would let
+// the stream refuse such a publish itself, but a clustered stream rejects
+// concurrent publishes carrying it for one subject, so the check runs
+// after the PubAck.) The shipped Redis configuration adds
+// min-replicas-to-write 1: a primary cut off from its replicas stops
+// writing within seconds.
 package claim

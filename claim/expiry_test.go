@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestExpiry lets unconfirmed claims expire: their units return to their
@@ -133,5 +135,38 @@ func TestRelease(t *testing.T) {
 	_, released := e.streamCheck(t, ev)
 	if len(released) != 2 {
 		t.Errorf("stream holds %d released events, want 2", len(released))
+	}
+}
+
+// TestExpireDropsIndexWithoutRecord: an expiry index entry whose claim
+// record is gone would block the head of the index forever; the expiry
+// loop drops it and still releases the claims due behind it.
+func TestExpireDropsIndexWithoutRecord(t *testing.T) {
+	e := singleRedis(t)
+	ctx := context.Background()
+	const ev = "ghost"
+	if err := e.store.Lay(ctx, ev, 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.svc.Claim(ctx, Request{Event: ev, User: "u", IdemKey: "k", Limit: 1, Buckets: 1, ClaimTTL: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := bucketOf(ev, 0)
+	if err := e.rdb.ZAdd(ctx, k.expiry(), redis.Z{Score: 1, Member: "0-0123456789abcdef01234567"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the claim to be due", 5*time.Second, func() bool {
+		ids, _, err := e.store.due(ctx, ev, 0, time.Now(), 10)
+		return err == nil && len(ids) == 1
+	})
+	if n, err := e.svc.expire(ctx, Sale{ID: ev, Buckets: 1}, 10); err != nil || n != 1 {
+		t.Fatalf("expire: %d %v, want the real claim released", n, err)
+	}
+	if n, err := e.rdb.ZCard(ctx, k.expiry()).Result(); err != nil || n != 0 {
+		t.Errorf("expiry index holds %d entries (%v), want none", n, err)
+	}
+	if rec, err := e.store.Lookup(ctx, ev, res.ClaimID); err != nil || rec.Status != "released" {
+		t.Errorf("claim %+v %v, want released", rec, err)
 	}
 }

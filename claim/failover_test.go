@@ -114,7 +114,7 @@ func TestFailoverRebuild(t *testing.T) {
 	if err := rb.unfreeze(ctx, cfg.ID, cfg.Buckets, token); err != nil {
 		t.Fatal(err)
 	}
-	if err := rb.setPaused(ctx, cfg.ID, false); err != nil {
+	if _, err := rb.setPaused(ctx, cfg.ID, false); err != nil {
 		t.Fatal(err)
 	}
 

@@ -71,21 +71,24 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 	if len(res) != 5*len(reqs) {
 		return nil, fmt.Errorf("claim %s/%d: %d replies for %d requests", ev, b, len(res), len(reqs))
 	}
+	f := fields(fmt.Sprintf("claim %s/%d", ev, b), res)
 	out := make([]outcome, len(reqs))
 	for i := range out {
-		v := res[5*i : 5*i+5]
 		o := &out[i]
-		o.code, _ = v[0].(int64)
-		o.claimID, _ = v[1].(string)
-		o.left, _ = v[2].(int64)
-		o.status, _ = v[3].(string)
-		o.payload, _ = v[4].(string)
+		o.code = f.code(5*i, codeGranted, codeStale)
+		o.claimID = f.str(5*i + 1)
+		o.left = f.int(5*i + 2)
+		o.status = f.str(5*i + 3)
+		o.payload = f.str(5*i + 4)
+		if f.err == nil && (o.code == codeGranted || o.code == codeReplay) && o.claimID == "" {
+			f.err = fmt.Errorf("claim %s/%d: malformed reply: code %d without a claim id", ev, b, o.code)
+		}
 		if o.code == codeLimit {
 			o.held, o.claimID = strings.Split(o.claimID, ","), ""
 		}
-		if o.code < codeGranted || o.code > codeStale {
-			return nil, fmt.Errorf("claim %s/%d: unknown reply code %d", ev, b, o.code)
-		}
+	}
+	if f.err != nil {
+		return nil, f.err
 	}
 	return out, nil
 }

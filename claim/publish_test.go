@@ -29,6 +29,16 @@ func (p *dyingPublisher) Publish(ctx context.Context, subject, id string, payloa
 	return fmt.Errorf("%w: publisher killed", ErrUnavailable)
 }
 
+func (p *dyingPublisher) PublishGrant(ctx context.Context, ev, id string, payload []byte) error {
+	if !p.dead.Load() {
+		return p.real.PublishGrant(ctx, ev, id, payload)
+	}
+	if p.lostAck {
+		_ = p.real.PublishGrant(ctx, ev, id, payload)
+	}
+	return fmt.Errorf("%w: publisher killed", ErrUnavailable)
+}
+
 // TestPublisherKilled kills the publisher between grant and publish in the
 // middle of a sale — granted claims sit in the outbox, unacknowledged —
 // then starts a new Service (the restarted node) whose sweeper publishes

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -58,14 +59,39 @@ type Report struct {
 	Granted   int `json:"granted"`
 	Released  int `json:"released"`
 	Confirmed int `json:"confirmed"`
+	// Superseded counts grants on the stream that the fence voids: decided
+	// on stock an earlier rebuild (or this one) replaced, stored after its
+	// epoch marker, never acknowledged, not counted.
+	Superseded int `json:"superseded"`
+	// Epoch is the stream sequence of this rebuild's epoch marker, the
+	// buckets' new epoch.
+	Epoch uint64 `json:"epoch"`
 	// Available is what the buckets hold afterwards: OnSale − Granted +
 	// Released.
 	Available int64 `json:"available"`
 	// Oversold is above 0 only if the stream holds more live grants than
 	// units on sale.
 	Oversold int64 `json:"oversold"`
+	// Paused says whether the event is paused after the rebuild: as it was
+	// before, unless its config was written while the rebuild ran.
+	Paused bool `json:"paused"`
 	// Seconds is how long the rebuild took.
 	Seconds float64 `json:"seconds"`
+}
+
+// onlySuperseded reports whether err (possibly joined) holds nothing but
+// ErrSuperseded: outbox grants of an epoch a rebuild already ended, which
+// the rebuild drops (they were never acknowledged).
+func onlySuperseded(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlySuperseded(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, ErrSuperseded)
 }
 
 // freezeAbandoned is when another rebuild's freeze counts as abandoned.
@@ -75,9 +101,12 @@ const freezeAbandoned = 5 * time.Minute
 // reads every order event of ev from the stream, rewrites each bucket
 // (stock, stats, claim records, per-user held claims and history,
 // idempotency keys, expiry index) and resumes: the event's paused flag is
-// left as it was before. On an error before any bucket is rewritten, the
-// buckets are unfrozen and the event stays paused; after, they stay frozen
-// (and paused) until a rebuild succeeds.
+// left as it was before — unless the event's config was written while the
+// rebuild ran (an operator paused or resumed it): then the flag stays as
+// that writer left it, so a pause issued during a rebuild is never lost
+// (Report.Paused says what it is). On an error before any bucket is
+// rewritten, the buckets are unfrozen and the event stays paused; after,
+// they stay frozen (and paused) until a rebuild succeeds.
 func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	start := r.now()
 	cfg, err := r.configs.Get(ctx, ev)
@@ -85,10 +114,11 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 		return Report{}, err
 	}
 	wasPaused := cfg.Paused
-	if err := r.setPaused(ctx, ev, true); err != nil {
+	paused, err := r.setPaused(ctx, ev, true)
+	if err != nil {
 		return Report{}, err
 	}
-	rep := Report{Event: ev, OnSale: cfg.OnSale()}
+	rep := Report{Event: ev, OnSale: cfg.OnSale(), Paused: true}
 	token, err := r.freeze(ctx, ev, cfg.Buckets)
 	if err != nil {
 		return rep, err
@@ -106,7 +136,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	if err := r.unfreeze(ctx, ev, cfg.Buckets, token); err != nil {
 		return rep, err
 	}
-	if err := r.setPaused(ctx, ev, wasPaused); err != nil {
+	if rep.Paused, err = r.restorePaused(ctx, ev, wasPaused, paused.Version); err != nil {
 		return rep, err
 	}
 	if rep.After, err = r.svc.store.Totals(ctx, ev, cfg.Buckets); err != nil {
@@ -125,22 +155,49 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	var flushed []OrderEvent
 	for b := range cfg.Buckets {
 		evs, err := r.svc.publishOutbox(ctx, cfg.ID, b, 0)
-		if err != nil {
+		if err != nil && !onlySuperseded(err) {
 			return nil, fmt.Errorf("rebuild %s: publish outbox: %w", cfg.ID, err)
 		}
 		flushed = append(flushed, evs...)
 	}
 	rep.Published = len(flushed)
+	// The epoch marker ends the buckets' epochs on the stream: a grant of
+	// an old epoch stored after it is void (never acknowledged, never
+	// counted), so whatever the read below misses cannot be sold twice.
+	mark, err := publishMarker(ctx, r.js, cfg.ID, r.now())
+	if err != nil {
+		return nil, fmt.Errorf("rebuild %s: %w", cfg.ID, err)
+	}
+	rep.Epoch = mark
 	evs, err := ReadEvents(ctx, r.js, cfg.ID)
 	if err != nil {
 		return nil, err
 	}
-	evs = append(evs, flushed...)
+	st, err := r.js.Stream(ctx, StreamName)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild %s: %w", cfg.ID, err)
+	}
+	markers, err := readMarkers(ctx, st, cfg.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(markers) == 0 || markers[len(markers)-1] < mark {
+		return nil, fmt.Errorf("rebuild %s: epoch marker %d not found on the stream", cfg.ID, mark)
+	}
+	markers = markers[:slices.Index(markers, mark)+1]
 	// Claims Redis holds that the stream lacks (it lost them, or they are
-	// older than its history): republished, and counted either way.
+	// older than its history): republished in the new epoch, and counted
+	// either way. A claim the stream holds only as void is not lacking:
+	// it was never acknowledged.
 	lost, err := r.svc.missing(ctx, Sale{ID: cfg.ID, Buckets: cfg.Buckets}, seenOf(evs), nil, 0, math.MaxInt)
 	if err != nil {
 		return nil, err
+	}
+	for i := range lost {
+		if lost[i].ev.Type == "granted" {
+			lost[i].ev.Epoch = mark
+			lost[i] = encoded(lost[i].ev)
+		}
 	}
 	if _, err := r.svc.publishMany(ctx, cfg.ID, lost); err != nil {
 		return nil, fmt.Errorf("rebuild %s: republish: %w", cfg.ID, err)
@@ -153,9 +210,9 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	if err != nil {
 		return nil, err
 	}
-	plan := planRestore(cfg, evs, statuses, r.now())
+	plan := planRestore(cfg, evs, statuses, markers, r.now())
 	rep.Granted, rep.Released, rep.Confirmed = plan.granted, plan.released, plan.confirmed
-	rep.Available, rep.Oversold = plan.available, plan.oversold
+	rep.Available, rep.Oversold, rep.Superseded = plan.available, plan.oversold, plan.superseded
 	return plan, nil
 }
 
@@ -193,18 +250,41 @@ func (r *Rebuilder) unfreeze(ctx context.Context, ev string, buckets int, token 
 }
 
 // setPaused sets the event's paused flag with a compare-and-set, retrying
-// a few times when another writer wins.
-func (r *Rebuilder) setPaused(ctx context.Context, ev string, paused bool) error {
+// a few times when another writer wins, and returns the stored config.
+func (r *Rebuilder) setPaused(ctx context.Context, ev string, paused bool) (event.Config, error) {
 	for attempt := 0; ; attempt++ {
 		cfg, err := r.configs.Get(ctx, ev)
 		if err != nil || cfg.Paused == paused {
-			return err
+			return cfg, err
 		}
 		cfg.Paused = paused
-		_, err = r.configs.Put(ctx, cfg)
+		saved, err := r.configs.Put(ctx, cfg)
 		if errors.Is(err, event.ErrConflict) && attempt < 5 {
 			continue
 		}
-		return err
+		return saved, err
 	}
+}
+
+// restorePaused sets the event's paused flag back to was, only if its
+// config is still at version (the one the rebuild's pause left): a write
+// since — an operator's pause or resume — decides instead. It returns
+// whether the event is paused now.
+func (r *Rebuilder) restorePaused(ctx context.Context, ev string, was bool, version int64) (bool, error) {
+	cfg, err := r.configs.Get(ctx, ev)
+	if err != nil {
+		return true, err
+	}
+	if cfg.Version != version || cfg.Paused == was {
+		return cfg.Paused, nil
+	}
+	cfg.Paused = was
+	if _, err := r.configs.Put(ctx, cfg); errors.Is(err, event.ErrConflict) {
+		// Written meanwhile: that writer decides.
+		cfg, err = r.configs.Get(ctx, ev)
+		return cfg.Paused || err != nil, err
+	} else if err != nil {
+		return true, err
+	}
+	return was, nil
 }

@@ -111,6 +111,12 @@ func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string
 		if err != nil {
 			return nil, fmt.Errorf("records %s/%d: %w", sale.ID, b, err)
 		}
+		// The bucket's claims belong to its current epoch: a rebuild
+		// rewrote every older one.
+		mark, err := s.store.rdb.HGet(ctx, bucketOf(sale.ID, b).stats(), "mark").Uint64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("epoch %s/%d: %w", sale.ID, b, err)
+		}
 		for id, raw := range recs {
 			rec, err := decodeRecord(id, []byte(raw))
 			if err != nil {
@@ -120,12 +126,12 @@ func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string
 				continue
 			}
 			oe := OrderEvent{Type: "granted", Event: sale.ID, ClaimID: id, User: rec.User, Pos: rec.Pos, Units: 1,
-				At: time.UnixMilli(rec.AtMs).UTC(), Idem: rec.Idem}
+				At: time.UnixMilli(rec.AtMs).UTC(), Idem: rec.Idem, Epoch: mark}
 			if !seen[id] && !boxed[id] {
 				msgs = append(msgs, encoded(oe))
 			}
 			if rec.Status == "released" && !seen[id+":released"] && !boxed[id+":released"] {
-				oe.Type, oe.At, oe.Reason = "released", s.now().UTC(), "reconciled"
+				oe.Type, oe.At, oe.Reason, oe.Epoch = "released", s.now().UTC(), "reconciled", 0
 				msgs = append(msgs, encoded(oe))
 			}
 		}

@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -51,12 +52,20 @@ func (s *Service) refill(ctx context.Context, ev string, buckets, h int) (bool, 
 const maxDonors = 4
 
 // steal runs a whole transfer from the first donor that still has stock.
+// A donor that refuses (frozen by a rebuild, or fenced after a failover)
+// is skipped: the next may give. Only when none gives and one refused is
+// its refusal returned, since the refused stock is unknown (not sold out).
 func (s *Service) steal(ctx context.Context, ev string, h int, from []int) (bool, error) {
+	var refused error
 	for i, d := range from {
 		if i == maxDonors {
 			break
 		}
 		t, err := s.store.transferOut(ctx, ev, d, h, s.stealMax)
+		if errors.Is(err, ErrPaused) {
+			refused = err
+			continue
+		}
 		if err != nil {
 			return false, err
 		}
@@ -73,7 +82,7 @@ func (s *Service) steal(ctx context.Context, ev string, h int, from []int) (bool
 		}
 		return true, nil
 	}
-	return false, nil
+	return false, refused
 }
 
 // donors lists the buckets other than h that stock says hold units, from a

@@ -17,6 +17,7 @@ const (
 	releaseConfirmed = 3
 	releaseNotDue    = 4
 	releaseFrozen    = 5
+	releaseStale     = 6
 )
 
 type releaseOutcome struct {
@@ -42,42 +43,55 @@ func (s *Store) release(ctx context.Context, ev string, b int, reason string, at
 	if len(res) != 3*len(ids) {
 		return nil, fmt.Errorf("release %s/%d: %d replies for %d claims", ev, b, len(res), len(ids))
 	}
+	f := fields(fmt.Sprintf("release %s/%d", ev, b), res)
 	out := make([]releaseOutcome, len(ids))
 	for i := range out {
-		out[i].code, _ = res[3*i].(int64)
-		out[i].status, _ = res[3*i+1].(string)
-		out[i].payload, _ = res[3*i+2].(string)
+		out[i].code = f.code(3*i, releasedNow, releaseStale)
+		out[i].status = f.str(3*i + 1)
+		out[i].payload = f.str(3*i + 2)
+	}
+	if f.err != nil {
+		return nil, f.err
 	}
 	return out, nil
 }
 
 // Confirm marks claim id of event ev confirmed if it is pending, and returns
 // its status afterwards: confirmed, or released when a release came first.
-// It returns ErrNotFound or ErrPaused (a rebuild runs; retry later).
+// It returns ErrNotFound, ErrPaused (a rebuild runs; retry later) or
+// ErrNeedsRebuild (the bucket's server failed over or lost its data).
 func (s *Store) Confirm(ctx context.Context, ev, id string) (string, error) {
 	b, err := ParseClaimID(id)
 	if err != nil {
 		return "", err
 	}
 	k := bucketOf(ev, b)
-	res, err := s.lua.confirm.Run(ctx, s.rdb, []string{k.records(), k.expiry(), k.frozen()}, id).Slice()
+	res, err := s.lua.confirm.Run(ctx, s.rdb, []string{k.records(), k.expiry(), k.frozen(), k.stats()}, id).Slice()
 	if err != nil {
 		return "", fmt.Errorf("confirm %s: %w", id, err)
 	}
-	if len(res) != 2 {
-		return "", fmt.Errorf("confirm %s: unexpected reply %v", id, res)
+	f := fields("confirm "+id, res)
+	code, status := f.int(0), f.str(1)
+	if f.err == nil && len(res) != 2 {
+		f.err = fmt.Errorf("confirm %s: malformed reply: %d fields, want 2", id, len(res))
 	}
-	code, _ := res[0].(int64)
-	status, _ := res[1].(string)
+	if f.err != nil {
+		return "", f.err
+	}
 	switch code {
 	case 0:
+		if status != "confirmed" && status != "released" {
+			return "", fmt.Errorf("confirm %s: malformed reply: status %q", id, status)
+		}
 		return status, nil
 	case 1:
 		return "", ErrNotFound
 	case releaseFrozen:
 		return "", ErrPaused
+	case releaseStale:
+		return "", ErrNeedsRebuild
 	}
-	return "", fmt.Errorf("confirm %s: unknown reply code %d", id, code)
+	return "", fmt.Errorf("confirm %s: malformed reply: unknown code %d", id, code)
 }
 
 // due returns up to n claims of bucket b whose expiry deadline is before
@@ -122,7 +136,10 @@ func (s *Store) due(ctx context.Context, ev string, b int, now time.Time, n int)
 // user is the caller, who must own the claim; "" releases as an admin.
 // Releasing a released claim again succeeds and changes nothing. Errors:
 // ErrNotFound, ErrConfirmed, ErrPaused, ErrUnavailable (the release is
-// done; its event stays in the outbox until the sweeper publishes it).
+// done; its event stays in the outbox until the sweeper publishes it),
+// ErrNeedsRebuild (the bucket's server failed over or lost its data: the
+// claim may have been confirmed there; nothing is released before the
+// rebuild).
 func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, error) {
 	b, err := ParseClaimID(id)
 	if err != nil {
@@ -152,6 +169,8 @@ func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, err
 		return Record{}, ErrConfirmed
 	case releaseFrozen:
 		return Record{}, ErrPaused
+	case releaseStale:
+		return Record{}, ErrNeedsRebuild
 	default:
 		return Record{}, fmt.Errorf("release %s: unknown reply code %d", id, res[0].code)
 	}

@@ -10,7 +10,16 @@
 -- Reply: 3 values per claim {code, status, payload}: 0 released now (payload
 -- is the order event, also in the outbox under '<claim id>:released'), 1 no
 -- such claim of that user, 2 released before, 3 confirmed (never released),
--- 4 not due (reason expired, deadline not reached), 5 frozen.
+-- 4 not due (reason expired, deadline not reached), 5 frozen, 6 stale (the
+-- Redis server changed since the stock was laid, or lost it: rebuild first).
+-- The fence against a Redis failover, as in claim.lua: a promoted replica
+-- may show pending a claim the old primary confirmed, so nothing is
+-- released on it before the rebuild.
+local function replid()
+  local ok, info = pcall(redis.call, 'INFO', 'replication')
+  if not ok or type(info) ~= 'string' then return '' end
+  return string.match(info, 'master_replid:(%w+)') or ''
+end
 local out = {}
 local n = (#ARGV - 3) / 2
 local function reply(code, status, payload)
@@ -20,6 +29,10 @@ local function reply(code, status, payload)
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   for _ = 1, n do reply(5, '', '') end
+  return out
+end
+if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
+  for _ = 1, n do reply(6, '', '') end
   return out
 end
 local t = redis.call('TIME')

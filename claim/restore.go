@@ -17,6 +17,8 @@ const DefaultIdemTTL = 24 * time.Hour
 // restorePlan is what a rebuild writes into each bucket.
 type restorePlan struct {
 	gen                          string
+	mark                         uint64 // the rebuild's epoch marker
+	superseded                   int    // grants void by the fence
 	stock, grantedB, releasedB   []int64
 	claims                       [][]restoreClaim // per bucket
 	granted, released, confirmed int
@@ -42,21 +44,35 @@ type storedRecord struct {
 // planRestore derives every bucket's state from the order events evs
 // (duplicates allowed) and the order worker's statuses: each distinct
 // granted claim is restored in the bucket its id names (the user's home
-// bucket), released if a released event exists, else confirmed if the
-// worker confirmed it, else pending with its expiry deadline; the units not
+// bucket), confirmed if the worker confirmed it (even when a released event
+// exists: the confirmation wins), else released if a released event
+// exists, else pending with its expiry deadline; the units not
 // held by live claims are spread evenly over the buckets.
-func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string, now time.Time) *restorePlan {
+//
+// markers are the event's epoch markers (the rebuild's own last, at
+// sequence mark): a granted event read from the stream counts only if no
+// marker lies between its epoch and its sequence (see ended); events not
+// read from the stream (Seq 0) are the rebuild's own republishes and count.
+func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string, markers []uint64, now time.Time) *restorePlan {
 	n := cfg.Buckets
 	p := &restorePlan{
 		gen:   strconv.FormatInt(now.UnixNano(), 10),
 		stock: make([]int64, n), grantedB: make([]int64, n), releasedB: make([]int64, n),
 		claims: make([][]restoreClaim, n),
 	}
+	if len(markers) > 0 {
+		p.mark = markers[len(markers)-1]
+	}
 	granted := map[string]OrderEvent{}
 	released := map[string]bool{}
+	void := map[string]bool{}
 	for _, e := range evs {
 		switch e.Type {
 		case "granted":
+			if e.Seq != 0 && ended(firstAfterIn(markers, e.Epoch), e.Seq) {
+				void[e.ClaimID] = true
+				continue
+			}
 			if _, ok := granted[e.ClaimID]; !ok {
 				granted[e.ClaimID] = e
 			}
@@ -64,17 +80,25 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string
 			released[e.ClaimID] = true
 		}
 	}
+	for id := range void {
+		if _, ok := granted[id]; !ok {
+			p.superseded++
+		}
+	}
 	ttl := time.Duration(cfg.ClaimTTLSeconds) * time.Second
 	for id, g := range granted {
 		p.granted++
 		rec := storedRecord{User: g.User, Pos: g.Pos, AtMs: g.At.UnixMilli(), Status: "pending", Idem: g.Idem}
 		switch {
+		case statuses[id] == "confirmed":
+			// Trusted over a released event: Redis confirmed the claim,
+			// so a release was decided on a copy that lost the
+			// confirmation, and its unit stays sold.
+			rec.Status = "confirmed"
+			p.confirmed++
 		case released[id]:
 			rec.Status = "released"
 			p.released++
-		case statuses[id] == "confirmed":
-			rec.Status = "confirmed"
-			p.confirmed++
 		}
 		b, err := ParseClaimID(id)
 		if err != nil || b >= n {
@@ -113,7 +137,7 @@ func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, tok
 		k := bucketOf(ev, b)
 		ok, err := s.lua.restore.Run(ctx, s.rdb, []string{
 			k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.transfers(), k.applied(), k.parked(), k.gen(), k.frozen(),
-		}, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token).Int()
+		}, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark).Int()
 		if err == nil && ok == 0 {
 			err = fmt.Errorf("bucket is no longer frozen by this rebuild")
 		}

@@ -7,15 +7,18 @@
 -- transfer ids, KEYS[8] parked units, KEYS[9] generation, KEYS[10] frozen
 -- marker. All share the bucket's hash tag.
 -- ARGV[1] stock, ARGV[2] granted, ARGV[3] released, ARGV[4] new generation,
--- ARGV[5] the rebuild's token.
+-- ARGV[5] the rebuild's token, ARGV[6] the stream sequence of the rebuild's
+-- epoch marker (the bucket's new epoch, carried by its granted events).
 -- Reply: 1, or 0 when the bucket is not frozen by this rebuild (nothing is
 -- changed). The rebuilt stock belongs to this server: its replication id
 -- becomes the bucket's epoch (see claim.lua's fence).
 -- The fence against a Redis failover: the bucket remembers the replication
 -- id (master_replid) of the server its stock was laid or rebuilt on. A
 -- promoted replica gets a new one, so a stale copy of the stock refuses
--- until a rebuild has recomputed it from the order stream. An embedded
--- server without INFO has no replicas, and no id: '' == ''.
+-- until a rebuild has recomputed it from the order stream. A bucket with no
+-- recorded id (never laid, or its server came back without its data)
+-- refuses too: starting afresh would forget its claims. An embedded server
+-- without INFO has no replicas, and no id: '' == ''.
 local function replid()
   local ok, info = pcall(redis.call, 'INFO', 'replication')
   if not ok or type(info) ~= 'string' then return '' end
@@ -27,6 +30,6 @@ end
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[4])
-redis.call('HSET', KEYS[4], 'granted', ARGV[2], 'released', ARGV[3], 'epoch', replid())
+redis.call('HSET', KEYS[4], 'granted', ARGV[2], 'released', ARGV[3], 'epoch', replid(), 'mark', ARGV[6])
 redis.call('SET', KEYS[9], ARGV[4])
 return 1

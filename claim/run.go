@@ -150,7 +150,10 @@ func (s *Service) sweep(ctx context.Context, sale Sale, age time.Duration, onErr
 
 // publishOutbox publishes the entries of bucket b's outbox at least age
 // old (every entry when age is 0, whatever clock wrote it), removes the
-// acknowledged ones, and returns them.
+// acknowledged ones, and returns them. A grant the fence finds superseded
+// (ErrSuperseded: this server's stock was replaced by a rebuild elsewhere)
+// stays in the outbox, so that a replay of it is refused too; such
+// grants are reported as one error wrapping ErrSuperseded.
 func (s *Service) publishOutbox(ctx context.Context, ev string, b int, age time.Duration) ([]OrderEvent, error) {
 	entries, err := s.store.outboxEntries(ctx, ev, b)
 	if err != nil {
@@ -166,14 +169,25 @@ func (s *Service) publishOutbox(ctx context.Context, ev string, b int, age time.
 			msgs = append(msgs, message{id: id, payload: payload, ev: oe})
 		}
 	}
-	done, perr := s.publishMany(ctx, ev, msgs)
+	errs := s.publishEach(ctx, ev, msgs)
 	var ids []string
 	var evs []OrderEvent
-	for i, ok := range done {
-		if ok {
+	var failed []error
+	superseded := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
 			ids, evs = append(ids, msgs[i].id), append(evs, msgs[i].ev)
+		case errors.Is(err, ErrSuperseded):
+			superseded++
+		default:
+			failed = append(failed, err)
 		}
 	}
+	if superseded > 0 {
+		failed = append(failed, fmt.Errorf("outbox %s/%d: %d grants stay unacknowledged: %w", ev, b, superseded, ErrSuperseded))
+	}
+	perr := errors.Join(failed...)
 	if len(ids) > 0 {
 		if err := s.store.unbox(ctx, ev, b, ids); err != nil && perr == nil {
 			perr = err
@@ -188,11 +202,26 @@ type message struct {
 	ev          OrderEvent
 }
 
+// publishGrant publishes a granted event through the fence.
+func (s *Service) publishGrant(ctx context.Context, ev, id, payload string) error {
+	return s.pub.PublishGrant(ctx, ev, id, []byte(payload))
+}
+
 // publishMany publishes msgs, up to 64 at a time, each with a bounded
 // wait for its acknowledgement. done[i] reports whether msgs[i] was
 // acknowledged; the error joins the failures.
 func (s *Service) publishMany(ctx context.Context, ev string, msgs []message) (done []bool, err error) {
+	errs := s.publishEach(ctx, ev, msgs)
 	done = make([]bool, len(msgs))
+	for i, e := range errs {
+		done[i] = e == nil
+	}
+	return done, errors.Join(errs...)
+}
+
+// publishEach publishes msgs (granted events through the fence) and
+// returns each one's error.
+func (s *Service) publishEach(ctx context.Context, ev string, msgs []message) []error {
 	errs := make([]error, len(msgs))
 	sem := make(chan struct{}, 64)
 	var wg sync.WaitGroup
@@ -203,12 +232,15 @@ func (s *Service) publishMany(ctx context.Context, ev string, msgs []message) (d
 			defer func() { <-sem; wg.Done() }()
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			errs[i] = s.pub.Publish(pctx, Subject(ev, m.ev.Type), m.id, []byte(m.payload))
-			done[i] = errs[i] == nil
+			if m.ev.Type == "granted" {
+				errs[i] = s.publishGrant(pctx, ev, m.id, m.payload)
+			} else {
+				errs[i] = s.pub.Publish(pctx, Subject(ev, m.ev.Type), m.id, []byte(m.payload))
+			}
 		}()
 	}
 	wg.Wait()
-	return done, errors.Join(errs...)
+	return errs
 }
 
 // recoverTransfers completes the transfers out of sale's buckets that are

@@ -39,9 +39,12 @@ type Result struct {
 	Replay bool
 }
 
-// publisher is what the Service needs from JetStream.
+// publisher is what the Service needs from JetStream: Publisher's
+// Publish, and PublishGrant, which publishes a granted event through the
+// failover fence (a wrapper must pass both through).
 type publisher interface {
 	Publish(ctx context.Context, subject, id string, payload []byte) error
+	PublishGrant(ctx context.Context, ev, id string, payload []byte) error
 }
 
 // Service runs claims end to end: the atomic script (refilling the home
@@ -123,7 +126,9 @@ func NewService(store *Store, pub publisher, opts ...Option) *Service {
 const maxRefills = 6
 
 // Claim grants r.User one unit of r.Event, or returns ErrSoldOut, a
-// *LimitError (errors.Is ErrLimitReached), ErrPaused while a rebuild runs,
+// *LimitError (errors.Is ErrLimitReached), ErrPaused while a rebuild runs
+// (or ErrSuperseded, which wraps it, for a grant decided on stock a rebuild
+// replaced),
 // or an error wrapping ErrUnavailable when the order event could not be
 // acknowledged — the grant then stays in the outbox and a retry with the
 // same idempotency key returns it.
@@ -171,7 +176,10 @@ func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
 			continue
 		}
 		if o.payload != "" {
-			if err := s.pub.Publish(ctx, Subject(r.Event, "granted"), o.claimID, []byte(o.payload)); err != nil {
+			// Through the fence: a grant stored after a rebuild's epoch
+			// marker ended its epoch is refused (ErrSuperseded), never
+			// acknowledged, and stays in the outbox.
+			if err := s.publishGrant(ctx, r.Event, o.claimID, o.payload); err != nil {
 				return Result{}, err
 			}
 			s.ack(boxRef{r.Event, h}, o.claimID)

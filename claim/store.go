@@ -25,9 +25,10 @@ var (
 	ErrUnavailable  = errors.New("claim: order stream unavailable")
 	// ErrNeedsRebuild means a bucket's Redis server is not the one its
 	// stock was laid or rebuilt on — a failover promoted a replica that may
-	// have missed grants — so claims wait for POST
-	// /admin/events/{id}/rebuild. It wraps ErrPaused.
-	ErrNeedsRebuild = fmt.Errorf("%w: Redis failed over since the stock was laid; rebuild it from the order stream", ErrPaused)
+	// have missed grants, a slot migration moved the bucket, or the server
+	// lost the bucket's data — so claims, releases and confirmations wait
+	// for POST /admin/events/{id}/rebuild. It wraps ErrPaused.
+	ErrNeedsRebuild = fmt.Errorf("%w: the bucket's Redis server changed since the stock was laid (failover, slot migration or lost data); rebuild it from the order stream (POST /admin/events/{id}/rebuild)", ErrPaused)
 	// ErrPaused means the event's buckets are frozen by a rebuild; retry
 	// with the same idempotency key once it is done.
 	ErrPaused = errors.New("claim: paused for a rebuild")
@@ -133,6 +134,13 @@ type OrderEvent struct {
 	Idem string `json:"idem,omitempty"`
 	// Reason says why a claim was released: user, admin or expired.
 	Reason string `json:"reason,omitempty"`
+	// Epoch is, on a granted event, the stream sequence of the epoch
+	// marker its bucket's stock descends from (0: laid, never rebuilt);
+	// claim.lua writes it (see EpochSubject and the package doc's fence).
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Seq is the event's stream sequence when it was read from the
+	// stream, else 0.
+	Seq uint64 `json:"-"`
 }
 
 // msgID is the Nats-Msg-Id (and outbox field) of the event.

@@ -20,11 +20,13 @@ func Subject(ev, kind string) string { return "anteroom.orders." + ev + "." + ki
 
 // StreamConfig describes the order stream: limits retention, kept for 90
 // days (well past any sale, so stock can be rebuilt from it), duplicates
-// rejected within DuplicateWindow by Nats-Msg-Id.
+// rejected within DuplicateWindow by Nats-Msg-Id. It holds the order events
+// (anteroom.orders.<event>.granted|released) and the rebuilds' epoch
+// markers (anteroom.epochs.<event>).
 func StreamConfig(replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:       StreamName,
-		Subjects:   []string{"anteroom.orders.>"},
+		Subjects:   []string{"anteroom.orders.>", "anteroom.epochs.>"},
 		Retention:  jetstream.LimitsPolicy,
 		Storage:    jetstream.FileStorage,
 		MaxAge:     90 * 24 * time.Hour,
@@ -49,29 +51,41 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int) err
 // and are acknowledged asynchronously, so they batch on the wire. It is safe
 // for concurrent use.
 type Publisher struct {
-	js jetstream.JetStream
+	js      jetstream.JetStream
+	stream  *streamHandle
+	markers *markerLanes
 }
 
 // NewPublisher returns a Publisher on js.
-func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
+func NewPublisher(js jetstream.JetStream) *Publisher {
+	h := &streamHandle{js: js}
+	return &Publisher{js: js, stream: h, markers: &markerLanes{stream: h, m: map[string]*markerLane{}}}
+}
 
 // Publish sends payload with Nats-Msg-Id = id to subject and returns once
 // JetStream has stored it (or recognised it as a duplicate). Errors wrap
 // ErrUnavailable.
 func (p *Publisher) Publish(ctx context.Context, subject, id string, payload []byte) error {
+	_, err := p.publish(ctx, subject, id, payload)
+	return err
+}
+
+// publish is Publish, returning the message's stream sequence (the first
+// copy's, for a duplicate).
+func (p *Publisher) publish(ctx context.Context, subject, id string, payload []byte) (uint64, error) {
 	msg := &nats.Msg{Subject: subject, Data: payload, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, id)
 	f, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	select {
-	case <-f.Ok():
-		return nil
+	case ack := <-f.Ok():
+		return ack.Sequence, nil
 	case err := <-f.Err():
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, ctx.Err())
 	}
 }
 
@@ -118,6 +132,9 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ..
 			var oe OrderEvent
 			if err := json.Unmarshal(m.Data(), &oe); err != nil {
 				return out, fmt.Errorf("read %s: message %s: %w", ev, m.Headers().Get(jetstream.MsgIDHeader), err)
+			}
+			if md, err := m.Metadata(); err == nil {
+				oe.Seq = md.Sequence.Stream
 			}
 			out = append(out, oe)
 		}

@@ -52,12 +52,17 @@ func (s *Store) transferOut(ctx context.Context, ev string, from, to int, most i
 	if err != nil {
 		return transfer{}, fmt.Errorf("donate %s/%d: %w", ev, from, err)
 	}
-	if len(res) != 3 {
-		return transfer{}, fmt.Errorf("donate %s/%d: unexpected reply %v", ev, from, res)
+	f := fields(fmt.Sprintf("donate %s/%d", ev, from), res)
+	code, n, gen := f.code(0, 0, codeStale), f.int(1), f.str(2)
+	if f.err == nil && len(res) != 3 {
+		f.err = fmt.Errorf("donate %s/%d: malformed reply: %d fields, want 3", ev, from, len(res))
 	}
-	code, _ := res[0].(int64)
-	n, _ := res[1].(int64)
-	gen, _ := res[2].(string)
+	if f.err == nil && code == 0 && n <= 0 {
+		f.err = fmt.Errorf("donate %s/%d: malformed reply: %d units moved", ev, from, n)
+	}
+	if f.err != nil {
+		return transfer{}, f.err
+	}
 	switch code {
 	case 0:
 		return transfer{ID: id, From: from, To: to, N: n, Gen: gen}, nil

@@ -166,3 +166,44 @@ func TestStealAndSoldOut(t *testing.T) {
 		t.Errorf("totals %+v, want 6 granted, nothing left", got)
 	}
 }
+
+// TestRefillSkipsRefusingDonor: one donor bucket refuses (its server failed
+// over: the fence stops it) while another holds stock. A refill must take
+// the stock from the other instead of failing the claim.
+func TestRefillSkipsRefusingDonor(t *testing.T) {
+	e := singleRedis(t)
+	ctx := context.Background()
+	const ev, buckets = "donors", 3
+	if err := e.store.Lay(ctx, ev, 30, buckets); err != nil {
+		t.Fatal(err)
+	}
+	// Bucket 1 was laid on another server: it refuses.
+	if err := e.rdb.HSet(ctx, bucketOf(ev, 1).stats(), "epoch", "another-server").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := 0, 0; n < 12; i++ {
+		u := fmt.Sprint("u", i)
+		if HomeBucket(u, buckets) != 0 {
+			continue
+		}
+		n++
+		// The home bucket is empty; bucket 2 holds one unit, bucket 1 ten.
+		if err := e.rdb.Set(ctx, bucketOf(ev, 0).stock(), 0, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.Set(ctx, bucketOf(ev, 2).stock(), 1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Claim(ctx, Request{Event: ev, User: u, IdemKey: "k", Limit: 1, Buckets: buckets}); err != nil {
+			t.Fatalf("claim %d of %s: %v, want the unit of bucket 2", n, u, err)
+		}
+	}
+	// With no other donor, the refusal stands: not sold out.
+	u := "last"
+	for i := 0; HomeBucket(u, buckets) != 0; i++ {
+		u = fmt.Sprint("last", i)
+	}
+	if _, err := e.svc.Claim(ctx, Request{Event: ev, User: u, IdemKey: "k", Limit: 1, Buckets: buckets}); !errors.Is(err, ErrNeedsRebuild) {
+		t.Errorf("claim with only a refusing donor: %v, want ErrNeedsRebuild", err)
+	}
+}

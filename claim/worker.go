@@ -18,8 +18,10 @@ const OrdersBucket = "anteroom-orders"
 // WorkerConsumer names the order worker's durable consumer.
 const WorkerConsumer = "anteroom-order-worker"
 
-// Order is the order worker's record of one claim. Status is confirmed or
-// released.
+// Order is the order worker's record of one claim. Status is confirmed,
+// released, or void: a grant the fence superseded (decided on stock a
+// rebuild replaced, stored after the rebuild's epoch marker), never
+// acknowledged to its client and never counted.
 type Order struct {
 	Event      string    `json:"event"`
 	ClaimID    string    `json:"claim_id"`
@@ -52,18 +54,21 @@ type WorkerConfig struct {
 }
 
 // Worker is the order worker: a durable JetStream consumer with explicit
-// acknowledgements on the order stream. For each granted event it records
-// the order in the OrdersBucket, deduplicated by claim id (Create fails when
-// the key exists), then marks the claim confirmed in Redis (only if it is
-// still pending); for each released event it marks the order released. A
-// message is acknowledged only after both, so a crash redelivers it, and
-// every step is idempotent. Redelivery and republishing after JetStream's
-// duplicate window therefore never record an order twice.
+// acknowledgements on the order stream. For each granted event it marks
+// the claim confirmed in Redis (only if it is still pending), then records
+// the order with the status Redis answered in the OrdersBucket,
+// deduplicated by claim id (Create fails when the key exists); for each
+// released event it marks the order released unless Redis holds the claim
+// confirmed. A message is acknowledged only after both, so a crash
+// redelivers it, and every step is idempotent. Redelivery and republishing
+// after JetStream's duplicate window therefore never record an order
+// twice, and an order is recorded confirmed only once Redis confirmed it.
 type Worker struct {
-	store *Store
-	kv    jetstream.KeyValue
-	cons  jetstream.Consumer
-	cfg   WorkerConfig
+	store  *Store
+	kv     jetstream.KeyValue
+	cons   jetstream.Consumer
+	stream *streamHandle
+	cfg    WorkerConfig
 }
 
 // NewWorker creates (or binds to) the orders bucket and the durable
@@ -96,7 +101,7 @@ func NewWorker(ctx context.Context, store *Store, js jetstream.JetStream, cfg Wo
 	if err != nil {
 		return nil, fmt.Errorf("order consumer: %w", err)
 	}
-	return &Worker{store: store, kv: kv, cons: cons, cfg: cfg}, nil
+	return &Worker{store: store, kv: kv, cons: cons, stream: &streamHandle{js: js}, cfg: cfg}, nil
 }
 
 // Run handles order events until ctx is done, then lets the messages in
@@ -135,7 +140,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	var err error
 	switch oe.Type {
 	case "granted":
-		err = w.granted(ctx, oe)
+		var md *jetstream.MsgMetadata
+		if md, err = m.Metadata(); err == nil {
+			err = w.granted(ctx, oe, md.Sequence.Stream)
+		}
 	case "released":
 		err = w.released(ctx, oe)
 	default:
@@ -153,35 +161,73 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
-// granted records the order once per claim id, then confirms the claim.
-func (w *Worker) granted(ctx context.Context, oe OrderEvent) error {
+// granted confirms the claim in Redis, then records the order once per
+// claim id with the status Redis answered. Redis decides between a
+// confirmation and a release (confirm.lua and release.lua each act only on
+// a pending claim), so an order is recorded confirmed only once Redis has
+// confirmed the claim, and released when the release came first.
+func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 	key := orderKey(oe.Event, oe.ClaimID)
-	raw, _ := json.Marshal(Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At})
-	_, err := w.kv.Create(ctx, key, raw)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		// Seen before: a redelivery, or a republish after the duplicate
-		// window. Finish the confirmation unless the claim was released.
-		o, _, gerr := w.order(ctx, key)
-		if gerr != nil {
-			return gerr
-		}
-		if o.Status == "released" {
-			return nil
-		}
-	} else if err != nil {
+	o := Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At}
+	st, err := w.stream.get(ctx)
+	if err != nil {
 		return err
 	}
-	_, err = w.store.Confirm(ctx, oe.Event, oe.ClaimID)
-	if errors.Is(err, ErrNotFound) {
-		// Redis lost the claim (a failover): a rebuild restores it from
-		// the stream, confirmed by the order recorded above.
+	first, err := firstMarkerAfter(ctx, st, oe.Event, oe.Epoch)
+	if err != nil {
+		return err
+	}
+	if ended(first, seq) {
+		// Superseded (see PublishGrant): recorded void, unless an earlier
+		// copy of the grant, stored in its epoch, recorded the order.
+		o.Status = "void"
+		raw, _ := json.Marshal(o)
+		if _, err := w.kv.Create(ctx, key, raw); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
 		return nil
 	}
+	known := true
+	status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// Redis lost the claim's record: recorded confirmed (a rebuild
+		// restores it so from the stream), unless a release was recorded.
+		known = false
+	case err != nil:
+		return err
+	default:
+		o.Status = status
+	}
+	raw, _ := json.Marshal(o)
+	_, err = w.kv.Create(ctx, key, raw)
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	// Recorded before: a redelivery, a republish after the duplicate
+	// window, the released event first, or a void copy handled first.
+	prev, rev, err := w.order(ctx, key)
+	if err != nil {
+		return err
+	}
+	if prev.Status == o.Status || (!known && prev.Status != "void") {
+		return nil
+	}
+	if o.Status == "released" && prev.Status == "released" {
+		return nil
+	}
+	// Redis's answer decides (void: this copy is in its epoch).
+	prev.Status = o.Status
+	raw, _ = json.Marshal(prev)
+	_, err = w.kv.Update(ctx, key, raw, rev)
 	return err
 }
 
 // released marks the order released, creating it when the released event
-// arrives before the granted one.
+// arrives before the granted one. An order whose claim Redis confirmed
+// stays confirmed: the release was decided on a copy that had lost the
+// confirmation (a failover), and the rebuild trusts the confirmed order.
+// A void order stays void.
 func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 	key := orderKey(oe.Event, oe.ClaimID)
 	for attempt := 0; attempt < 5; attempt++ {
@@ -191,8 +237,25 @@ func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 		} else if err != nil {
 			return err
 		}
-		if o.Status == "released" {
+		switch o.Status {
+		case "void":
 			return nil
+		case "released":
+			if !o.ReleasedAt.IsZero() {
+				return nil
+			}
+		case "confirmed":
+			// Recorded confirmed because Redis confirmed the claim —
+			// or could not find it, when there is no confirmation to
+			// keep. Redis decides.
+			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+			if err == nil && status == "confirmed" {
+				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", key))
+				return nil
+			}
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
 		}
 		o.Status, o.ReleasedAt = "released", oe.At
 		raw, _ := json.Marshal(o)

@@ -136,3 +136,7 @@ type publisherFunc func(ctx context.Context, subject, id string, payload []byte)
 func (f publisherFunc) Publish(ctx context.Context, subject, id string, payload []byte) error {
 	return f(ctx, subject, id, payload)
 }
+
+func (f publisherFunc) PublishGrant(ctx context.Context, ev, id string, payload []byte) error {
+	return f(ctx, Subject(ev, "granted"), id, payload)
+}

@@ -124,7 +124,8 @@ func TestRedisConfig(t *testing.T) {
 		k, v, _ := strings.Cut(line, " ")
 		conf[k] = strings.TrimSpace(v)
 	}
-	for k, want := range map[string]string{"cluster-enabled": "yes", "appendonly": "yes", "maxmemory-policy": "noeviction", "cluster-require-full-coverage": "yes"} {
+	for k, want := range map[string]string{"cluster-enabled": "yes", "appendonly": "yes", "maxmemory-policy": "noeviction", "cluster-require-full-coverage": "yes",
+		"min-replicas-to-write": "1"} {
 		if conf[k] != want {
 			t.Errorf("%s %q, want %q", k, conf[k], want)
 		}

@@ -114,9 +114,10 @@ func (s *Server) lookupClaim(c *fiber.Ctx) error {
 func claimProblem(err error) error {
 	switch {
 	case errors.Is(err, claim.ErrNeedsRebuild):
-		// A failover: the stock on this Redis may be stale until an
-		// operator rebuilds it (POST /admin/events/{id}/rebuild).
-		return retryLater("paused", "claims wait for the stock to be rebuilt after a Redis failover; retry with the same Idempotency-Key", 5)
+		// A failover, a slot migration or lost data: the stock on this
+		// Redis may be stale until an operator rebuilds it (POST
+		// /admin/events/{id}/rebuild).
+		return retryLater("paused", "claims wait for the stock to be rebuilt after a change of Redis server (failover, slot migration or lost data); retry with the same Idempotency-Key", 5)
 	case errors.Is(err, claim.ErrPaused):
 		// A rebuild froze the stock: the same request succeeds after it.
 		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5)

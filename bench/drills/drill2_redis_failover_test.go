@@ -155,11 +155,11 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	d.crowdFigures(c)
 	honest, _, _, dishonest := d.refusalCheck(c)
 	if late > 0 {
-		d.note("Why: a node on the promoted replica claims against its stale state until the rebuild — stock that misses the lost " +
-			"grants (an oversell once the sale nears its end), per-user claim sets that miss the lost claims (users above their limit) " +
-			"and idempotency keys that miss them (a retry may get a second claim). The rebuild then counts every one of those claims " +
-			"from the stream but cannot take them back. Nothing in anteroom notices the promotion: claims go on until someone pauses " +
-			"or rebuilds, so drill 2 passes only because its operator pauses the sale within milliseconds of the node's restart.")
+		d.note("Why: a node on the promoted replica would claim against its stale state until the rebuild — stock that misses the lost " +
+			"grants (an oversell once the sale nears its end), per-user claim sets and idempotency keys that miss the lost claims. " +
+			"The failover fence stops it: every bucket records the replication id of the server it was laid or rebuilt on, so on the " +
+			"promoted replica claims, releases and confirmations answer 503 paused until the rebuild. A late rebuild costs refusals, " +
+			"not units.")
 	}
 	d.summary = fmt.Sprintf("%s; the promoted replica lacked %d of %d grants; %d claims granted on it before the pause or rebuild; "+
 		"rebuild from the stream: %d granted, %d available, %d oversold; %d claims refused 503/429, %d other 5xx",

@@ -120,7 +120,8 @@ for i in 1 2 3; do
 	redis_ports+=("$p")
 	mkdir -p "$work/redis-$i"
 	start "redis-$i" redis-server "$ROOT/deploy/redis/redis.conf" --port "$p" --cluster-port "$(free_port)" --bind 127.0.0.1 \
-		--dir "$work/redis-$i" --logfile "$work/redis-$i/redis.log" --appendonly no --save ''
+		--dir "$work/redis-$i" --logfile "$work/redis-$i/redis.log" --appendonly no --save '' \
+		--min-replicas-to-write 0 # no replicas here: the shipped config wants one
 done
 for p in "${redis_ports[@]}"; do until_ok "redis :$p" 10 redis-cli -p "$p" ping; done
 seeds=$(printf '127.0.0.1:%s ' "${redis_ports[@]}")

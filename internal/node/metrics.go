@@ -66,6 +66,7 @@ func (o *ops) observe() web.Observe {
 // publisher is the order-event publisher the claim service uses.
 type publisher interface {
 	Publish(ctx context.Context, subject, id string, payload []byte) error
+	PublishGrant(ctx context.Context, ev, id string, payload []byte) error
 }
 
 // timedPublisher times every JetStream publish, from the call to the
@@ -80,6 +81,15 @@ type timedPublisher struct {
 func (p timedPublisher) Publish(ctx context.Context, subject, id string, payload []byte) error {
 	start := time.Now()
 	err := p.pub.Publish(ctx, subject, id, payload)
+	p.observe(time.Since(start), err)
+	return err
+}
+
+// PublishGrant publishes a granted event through the wrapped publisher's
+// failover fence, timed like Publish.
+func (p timedPublisher) PublishGrant(ctx context.Context, ev, id string, payload []byte) error {
+	start := time.Now()
+	err := p.pub.PublishGrant(ctx, ev, id, payload)
 	p.observe(time.Since(start), err)
 	return err
 }

@@ -52,6 +52,8 @@ type opsNopPublisher struct{}
 
 func (opsNopPublisher) Publish(context.Context, string, string, []byte) error { return nil }
 
+func (opsNopPublisher) PublishGrant(context.Context, string, string, []byte) error { return nil }
+
 // BenchmarkOpsRedisShard measures what one Redis shard (one redis-server,
 // single-threaded) spends per join and per claim: the figures that decide
 // how many shards a sale needs. It reports operations per second of Redis
