@@ -164,34 +164,11 @@ func (i *Issuer) Verify(raw, event string, now time.Time) (Admission, error) {
 	if len(raw) > maxTokenLen {
 		return Admission{}, invalid(fmt.Sprintf("token longer than %d bytes", maxTokenLen))
 	}
-	snap := i.keys.snap.Load()
-	parser := jwt.NewParser(
-		jwt.WithValidMethods(i.Algorithms()),
-		jwt.WithStrictDecoding(),
-		jwt.WithIssuer(i.issuer),
-		jwt.WithAudience(i.audience),
-		jwt.WithExpirationRequired(),
-		jwt.WithNotBeforeRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithLeeway(i.leeway),
-		jwt.WithTimeFunc(func() time.Time { return now }),
-	)
-	var c admissionClaims
-	_, err := parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
-		if _, ok := t.Header["crit"]; ok {
-			return nil, errors.New("crit header not supported")
-		}
-		kid, _ := t.Header["kid"].(string)
-		pub, ok := snap.pubs[kid]
-		if !ok {
-			return nil, fmt.Errorf("unknown kid %q", kid)
-		}
-		return pub, nil
-	})
+	c, err := i.verifyToken(i.keys.snap.Load(), raw, now)
 	if err != nil {
 		return Admission{}, invalid(err)
 	}
-	return i.admissionOf(&c, event)
+	return i.admissionOf(c, event)
 }
 
 func (i *Issuer) admissionOf(c *admissionClaims, event string) (Admission, error) {
