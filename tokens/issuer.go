@@ -46,7 +46,9 @@ type IssuerConfig struct {
 // "typ":"JWT"}, claims iss, sub (user), aud, exp, nbf, iat, jti, event and
 // pos.
 //
-// Verification is strict: only EdDSA, only kids present in the KeySet, all
+// Verification is strict and the same on every node as at a gateway with
+// the JWKS: the Ed25519 signature is always verified (nothing else vouches
+// for a token), only EdDSA, only kids present in the KeySet, all
 // of those claims required, iss and aud must match, exp, nbf and iat are
 // checked against the time passed in with a small leeway, and input longer
 // than 4096 bytes is refused before parsing.
