@@ -29,6 +29,10 @@ func TestAdmissionHeader(t *testing.T) {
 	if len(h) != 3 || h["alg"] != "EdDSA" || h["typ"] != "JWT" || h["kid"] != keys.Active() {
 		t.Errorf("header %s, want exactly alg EdDSA, kid %s and typ JWT", hb, keys.Active())
 	}
+	// Verify recognizes it without decoding it (a matter of speed only).
+	if vk := keys.snap.Load().verify[keys.Active()]; vk == nil || vk.header != strings.Split(raw, ".")[0] {
+		t.Errorf("Verify does not recognize the header Issue writes")
+	}
 }
 
 // TestAdmissionSignatureRequired: without a valid Ed25519 signature by a
