@@ -205,6 +205,26 @@ func BenchmarkAdmissionVerifyPaths(b *testing.B) {
 			}
 		}
 	})
+	b.Run("reference-parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := iss.verifyReference(raw, "spring-drop-2026", t0()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("Verify-parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := iss.Verify(raw, "spring-drop-2026", t0()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
 	dot := strings.LastIndexByte(raw, '.')
 	msg, sig := []byte(raw[:dot]), mustB64(b, raw[dot+1:])
 	snap := keys.snap.Load()
