@@ -92,6 +92,12 @@ func (r *report) write(dir string) error {
 		b.WriteString(c + "\n")
 	}
 	b.WriteString("```\n")
+	// Hand-written sections after keptMarker survive a new run.
+	if old, err := os.ReadFile(filepath.Join(dir, "RESULTS.md")); err == nil {
+		if i := strings.Index(string(old), keptMarker); i >= 0 {
+			b.WriteString("\n" + string(old[i:]))
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "RESULTS.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
@@ -100,3 +106,6 @@ func (r *report) write(dir string) error {
 	}
 	return nil
 }
+
+// keptMarker starts the hand-written part of RESULTS.md, which a run keeps.
+const keptMarker = "<!-- written by hand: go run ./bench keeps everything below this line -->"

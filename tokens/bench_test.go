@@ -7,10 +7,12 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	voi "github.com/oasisprotocol/curve25519-voi/primitives/ed25519"
 )
 
 func BenchmarkTicketSign(b *testing.B) {
@@ -177,4 +179,75 @@ func BenchmarkUserVerify(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAdmissionVerifyPaths compares, in one run, Verify with the
+// plain golang-jwt + crypto/ed25519 verification it replaced
+// (verifyReference), and the bare signature checks of each.
+//
+//	go test -run '^$' -bench AdmissionVerifyPaths -count 6 ./tokens/
+func BenchmarkAdmissionVerifyPaths(b *testing.B) {
+	iss, keys := newTestIssuer(b)
+	raw, _, _ := iss.Issue("spring-drop-2026", "user-0123456789", 1234567, 5*time.Minute, t0())
+	b.Run("reference", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := iss.verifyReference(raw, "spring-drop-2026", t0()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Verify", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := iss.Verify(raw, "spring-drop-2026", t0()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reference-parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := iss.verifyReference(raw, "spring-drop-2026", t0()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	b.Run("Verify-parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := iss.Verify(raw, "spring-drop-2026", t0()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+	dot := strings.LastIndexByte(raw, '.')
+	msg, sig := []byte(raw[:dot]), mustB64(b, raw[dot+1:])
+	snap := keys.snap.Load()
+	b.Run("signature/crypto-ed25519", func(b *testing.B) {
+		for b.Loop() {
+			if !ed25519.Verify(snap.pubs[snap.active], msg, sig) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("signature/voi-expanded", func(b *testing.B) {
+		for b.Loop() {
+			if !voi.VerifyExpandedWithOptions(snap.verify[snap.active].pub, msg, sig, stdlibVerify) {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
+
+func mustB64(b *testing.B, s string) []byte {
+	out, err := unb64(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }

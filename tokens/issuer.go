@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -40,12 +39,6 @@ type IssuerConfig struct {
 	//
 	// Default: 5s
 	Leeway time.Duration
-
-	// MACKey, when set, turns on the fast path (see AdmissionMACKey): every
-	// node of a deployment must use the same key.
-	//
-	// Default: none (every token's signature is verified)
-	MACKey []byte
 }
 
 // Issuer mints and verifies admission tokens: JWTs signed with the active
@@ -53,7 +46,9 @@ type IssuerConfig struct {
 // "typ":"JWT"}, claims iss, sub (user), aud, exp, nbf, iat, jti, event and
 // pos.
 //
-// Verification is strict: only EdDSA, only kids present in the KeySet, all
+// Verification is strict and the same on every node as at a gateway with
+// the JWKS: the Ed25519 signature is always verified (nothing else vouches
+// for a token), only EdDSA, only kids present in the KeySet, all
 // of those claims required, iss and aud must match, exp, nbf and iat are
 // checked against the time passed in with a small leeway, and input longer
 // than 4096 bytes is refused before parsing.
@@ -65,12 +60,11 @@ type Issuer struct {
 	issuer   string
 	audience string
 	leeway   time.Duration
-	mac      []byte
 }
 
 // NewIssuer returns an Issuer signing with keys' active key.
 func NewIssuer(keys *KeySet, cfg IssuerConfig) *Issuer {
-	i := &Issuer{keys: keys, issuer: cfg.Issuer, audience: cfg.Audience, leeway: cfg.Leeway, mac: cfg.MACKey}
+	i := &Issuer{keys: keys, issuer: cfg.Issuer, audience: cfg.Audience, leeway: cfg.Leeway}
 	if i.issuer == "" {
 		i.issuer = "anteroom"
 	}
@@ -157,13 +151,6 @@ func (i *Issuer) Issue(event, user string, pos int64, ttl time.Duration, now tim
 		Pos:   &pos,
 	})
 	t.Header["kid"] = snap.active
-	if i.mac != nil {
-		ss, err := t.SigningString()
-		if err != nil {
-			return "", Admission{}, fmt.Errorf("tokens: sign admission: %w", err)
-		}
-		t.Header[macParam] = admissionMAC(i.mac, snap.active, ss[strings.LastIndexByte(ss, '.')+1:])
-	}
 	raw, err := t.SignedString(snap.signer)
 	if err != nil {
 		return "", Admission{}, fmt.Errorf("tokens: sign admission: %w", err)
@@ -179,38 +166,21 @@ func (i *Issuer) Verify(raw, event string, now time.Time) (Admission, error) {
 	if len(raw) > maxTokenLen {
 		return Admission{}, invalid(fmt.Sprintf("token longer than %d bytes", maxTokenLen))
 	}
-	if i.mac != nil {
-		a, err := i.verifyFast(raw, event, now)
-		if !errors.Is(err, errNoFastPath) {
-			return a, err
-		}
-	}
-	snap := i.keys.snap.Load()
-	parser := jwt.NewParser(
-		jwt.WithValidMethods(i.Algorithms()),
-		jwt.WithStrictDecoding(),
-		jwt.WithIssuer(i.issuer),
-		jwt.WithAudience(i.audience),
-		jwt.WithExpirationRequired(),
-		jwt.WithNotBeforeRequired(),
-		jwt.WithIssuedAt(),
-		jwt.WithLeeway(i.leeway),
-		jwt.WithTimeFunc(func() time.Time { return now }),
-	)
-	var c admissionClaims
-	_, err := parser.ParseWithClaims(raw, &c, func(t *jwt.Token) (any, error) {
-		if _, ok := t.Header["crit"]; ok {
-			return nil, errors.New("crit header not supported")
-		}
-		kid, _ := t.Header["kid"].(string)
-		pub, ok := snap.pubs[kid]
-		if !ok {
-			return nil, fmt.Errorf("unknown kid %q", kid)
-		}
-		return pub, nil
-	})
+	c, err := i.verifyToken(i.keys.snap.Load(), raw, now)
 	if err != nil {
 		return Admission{}, invalid(err)
 	}
-	return i.admissionOf(&c, event)
+	return i.admissionOf(c, event)
+}
+
+func (i *Issuer) admissionOf(c *admissionClaims, event string) (Admission, error) {
+	if c.Event != event {
+		return Admission{}, fmt.Errorf("%w: admission for event %q", ErrWrongEvent, c.Event)
+	}
+	return Admission{
+		Event: c.Event, User: c.Subject, Pos: *c.Pos, ID: c.ID,
+		IssuedAt:  c.IssuedAt.UTC(),
+		NotBefore: c.NotBefore.UTC(),
+		ExpiresAt: c.ExpiresAt.UTC(),
+	}, nil
 }

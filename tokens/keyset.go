@@ -76,8 +76,9 @@ type keySnapshot struct {
 	active   string
 	signer   ed25519.PrivateKey
 	pubs     map[string]ed25519.PublicKey
-	inactive map[string]time.Time // when non-active keys stopped signing, if recorded
-	kids     []string             // active first, then the others sorted
+	verify   map[string]*verifyKey // per kid, precomputed from pubs
+	inactive map[string]time.Time  // when non-active keys stopped signing, if recorded
+	kids     []string              // active first, then the others sorted
 	jwks     []byte
 }
 
@@ -228,6 +229,9 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 	slices.Sort(snap.kids)
 	snap.kids = slices.Insert(snap.kids, 0, snap.active)
 	if snap.jwks, err = encodeJWKS(snap.kids, snap.pubs); err != nil {
+		return nil, err
+	}
+	if snap.verify, err = newVerifyKeys(snap.pubs); err != nil {
 		return nil, err
 	}
 	return snap, nil

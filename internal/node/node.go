@@ -114,10 +114,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err := snaps.Refresh(sctx); err != nil {
 		cfg.Log.Warn("first refresh", "err", err)
 	}
-	// The nodes share the ticket secret, so they verify each other's
-	// admission tokens by MAC instead of the Ed25519 signature (the fast
-	// path, see tokens.AdmissionMACKey); gateways still check signatures.
-	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience, MACKey: tokens.AdmissionMACKey(secret)})
+	// Every admission token's Ed25519 signature is verified, as a gateway
+	// verifies it with the JWKS: no key but the signing keys vouches for one.
+	issuer := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: cfg.Issuer, Audience: cfg.Audience})
 	limitRDB, err := limit.ClientFor(back.rdb) // a pool of its own that honours deadlines
 	if err != nil {
 		return nil, err
