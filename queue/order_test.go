@@ -1,0 +1,130 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/queue"
+)
+
+// TestShardedJoinOrder joins people to a queue of 16 join shards on a
+// 3-master Redis Cluster, inside the window and over several later seconds,
+// and checks that a repeated join returns the same entry, that positions
+// are a bijection onto 1..N with the window first, that the window is
+// π(offset(s) + seq), and that later joiners keep their seconds' order.
+func TestShardedJoinOrder(t *testing.T) {
+	const shards, inWindow, perSecond, seconds = 16, 60, 30, 3
+	ctx := context.Background()
+	rdb := testenv.StartRedisCluster(t, 3).Client(t)
+	j := queue.NewJoiner(rdb)
+	now := time.Now()
+	times := queue.Times{Opens: now.Add(-time.Minute), WindowEnd: now.Add(500 * time.Millisecond), JoinEnd: now.Add(time.Hour), Shards: shards}
+	entries := map[string]queue.Entry{}
+	join := func(user string) {
+		e, err := j.Join(ctx, "big", user, times)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Existing || e.Shard != queue.ShardOf(user, shards) {
+			t.Fatalf("%s: %+v", user, e)
+		}
+		entries[user] = e
+	}
+	for i := range inWindow {
+		join(fmt.Sprint("w", i))
+	}
+	// Later joiners in distinct seconds of shard 0's Redis TIME.
+	last := int64(-1)
+	for sec := range seconds {
+		for i := 0; ; i++ {
+			r, err := j.ReadShard(ctx, "big", 0, times.WindowEnd, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Now.Before(times.WindowEnd) && r.Now.Unix() > last {
+				last = r.Now.Unix()
+				break
+			}
+			if i > 1000 {
+				t.Fatal("Redis TIME does not move")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for i := range perSecond {
+			join(fmt.Sprintf("l%d-%d", sec, i))
+		}
+	}
+	for user, want := range entries {
+		e, err := j.Join(ctx, "big", user, times)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.Existing || e.Seq != want.Seq || e.Shard != want.Shard || !e.JoinedAt.Equal(want.JoinedAt) {
+			t.Fatalf("%s joined again: %+v, first %+v", user, e, want)
+		}
+	}
+
+	total := int64(len(entries))
+	o := queue.NewOrder(shards, times.Opens)
+	for i := 0; o.Settled() < total; i++ {
+		if i > 1000 {
+			t.Fatalf("settled %d of %d", o.Settled(), total)
+		}
+		reads := make([]queue.ShardRead, shards)
+		for s := range reads {
+			r, err := j.ReadShard(ctx, "big", s, times.WindowEnd, o.ReadFrom(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads[s] = r
+		}
+		if o = o.Next(reads); o.Settled() < total {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if o.Window() != inWindow || o.Joined() != total {
+		t.Fatalf("W %d joined %d, want %d and %d", o.Window(), o.Joined(), inWindow, total)
+	}
+	perm, err := queue.NewPermutation(make([]byte, 32), o.Window())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := o.Windows()
+	seen := map[int64]string{}
+	for user, e := range entries {
+		pos := o.Position(perm, queue.Place{Shard: e.Shard, Seq: e.Seq, Joined: e.JoinedAt})
+		if prev, dup := seen[pos]; dup || pos < 1 || pos > total {
+			t.Fatalf("%s has position %d (also %q)", user, pos, prev)
+		}
+		seen[pos] = user
+		window := user[0] == 'w'
+		if window != (pos <= inWindow) {
+			t.Fatalf("%s (%+v) has position %d with W = %d", user, e, pos, inWindow)
+		}
+		if window {
+			var off int64
+			for _, w := range ws[:e.Shard] {
+				off += w
+			}
+			if want := perm.Apply(off + e.Seq); pos != want {
+				t.Fatalf("%s: position %d, want π(%d) = %d", user, pos, off+e.Seq, want)
+			}
+		}
+	}
+	for a, ea := range entries {
+		for b, eb := range entries {
+			if a[0] == 'w' || b[0] == 'w' {
+				continue
+			}
+			pa := o.Position(perm, queue.Place{Shard: ea.Shard, Seq: ea.Seq, Joined: ea.JoinedAt})
+			pb := o.Position(perm, queue.Place{Shard: eb.Shard, Seq: eb.Seq, Joined: eb.JoinedAt})
+			earlier := ea.JoinedAt.Before(eb.JoinedAt) || ea.Shard == eb.Shard && ea.Seq < eb.Seq
+			if earlier && pa > pb {
+				t.Fatalf("%s (%+v, %d) is behind %s (%+v, %d)", a, ea, pa, b, eb, pb)
+			}
+		}
+	}
+}
