@@ -69,8 +69,11 @@ func NewOrder(shards int, opens time.Time) *Order {
 	return o
 }
 
-// Shards returns S.
-func (o *Order) Shards() int { return o.shards }
+// Fits reports whether o is the view of a queue of shards join shards
+// that opens at opens.
+func (o *Order) Fits(shards int, opens time.Time) bool {
+	return o.shards == shards && o.opens == opens.UnixMilli()
+}
 
 // ReadFrom returns the seconds list index to read shard s from next.
 func (o *Order) ReadFrom(s int) int { return o.read[s] }
