@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -112,11 +111,15 @@ func userKeyIn(tag, user string) string {
 	return tag + "u:" + strconv.FormatUint(uint64(userHash(user)%userShards), 10)
 }
 
-// userHash is the 32-bit FNV-1a hash of user's bytes.
+// userHash is the 32-bit FNV-1a hash of user's bytes (as hash/fnv's
+// New32a computes it, without allocating: status calls it per poll).
 func userHash(user string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(user))
-	return h.Sum32()
+	h := uint32(2166136261)
+	for i := range len(user) {
+		h ^= uint32(user[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // Keys names the keys the admission frontier shares with the queue, so the

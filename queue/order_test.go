@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"testing"
 	"time"
 
@@ -126,5 +127,22 @@ func TestShardedJoinOrder(t *testing.T) {
 				t.Fatalf("%s (%+v, %d) is behind %s (%+v, %d)", a, ea, pa, b, eb, pb)
 			}
 		}
+	}
+}
+
+// TestShardOf pins the shard function: FNV-1a-32 of the user's bytes mod S,
+// as hash/fnv computes it, and 0 for S = 1.
+func TestShardOf(t *testing.T) {
+	for _, user := range []string{"", "a", "someone", "user-123456", "ünïcode"} {
+		h := fnv.New32a()
+		h.Write([]byte(user))
+		for _, s := range []int{1, 2, 16, 256} {
+			if got, want := queue.ShardOf(user, s), int(h.Sum32()%uint32(s)); got != want {
+				t.Errorf("ShardOf(%q, %d) = %d, want %d", user, s, got, want)
+			}
+		}
+	}
+	if got := queue.ShardOf("x", 1); got != 0 {
+		t.Errorf("ShardOf with S = 1 is %d", got)
 	}
 }
