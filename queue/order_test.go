@@ -146,3 +146,50 @@ func TestShardOf(t *testing.T) {
 		t.Errorf("ShardOf with S = 1 is %d", got)
 	}
 }
+
+// TestOrderRoundRobin pins the later joiners' order from shard reads alone:
+// whole seconds in order, within a second the shards taking turns, and a
+// second with a shard whose Redis TIME has not passed it stays unsettled.
+func TestOrderRoundRobin(t *testing.T) {
+	opens := time.Unix(1_000_000, 0)
+	at := func(s float64) time.Time { return opens.Add(time.Duration(s * float64(time.Second))) }
+	o := queue.NewOrder(3, opens).Next([]queue.ShardRead{
+		// Shard 0: window of 2, then seqs 3-5 in second 7 and 6 in second 8.
+		{Now: at(9.5), Joined: 6, Window: 2, Starts: []queue.SecondStart{{Second: 7, First: 3}, {Second: 8, First: 6}}},
+		// Shard 1: window of 0, then seq 1 in second 7.
+		{Now: at(8.2), Joined: 1, Window: 0, Starts: []queue.SecondStart{{Second: 7, First: 1}}},
+		// Shard 2: window of 1, then seqs 2-3 in second 7.
+		{Now: at(9.1), Joined: 3, Window: 1, Starts: []queue.SecondStart{{Second: 7, First: 2}}},
+	})
+	if o.Window() != 3 || o.Settled() != 3+6 || o.Joined() != 10 {
+		t.Fatalf("W %d settled %d joined %d, want 3, 9 (second 8 waits for shard 1) and 10", o.Window(), o.Settled(), o.Joined())
+	}
+	perm, err := queue.NewPermutation(make([]byte, 32), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := func(shard int, seq int64, sec float64) int64 {
+		return o.Position(perm, queue.Place{Shard: shard, Seq: seq, Joined: at(sec)})
+	}
+	// Second 7: counts 3, 1, 2. Round 1: shards 0, 1, 2; round 2: 0, 2; round 3: 0.
+	for _, c := range []struct {
+		shard int
+		seq   int64
+		want  int64
+	}{{0, 3, 4}, {1, 1, 5}, {2, 2, 6}, {0, 4, 7}, {2, 3, 8}, {0, 5, 9}} {
+		if got := pos(c.shard, c.seq, 7); got != c.want {
+			t.Errorf("shard %d seq %d: position %d, want %d", c.shard, c.seq, got, c.want)
+		}
+	}
+	if got := pos(0, 6, 8); got != 0 {
+		t.Errorf("second 8 before shard 1 passed it: position %d, want 0 (unsettled)", got)
+	}
+	if got := pos(2, 1, 3); got != perm.Apply(2+0+1) {
+		t.Errorf("window member of shard 2: position %d, want π(3) = %d", got, perm.Apply(3))
+	}
+	// Shard 1 passes second 8 with nobody new: seq 6 of shard 0 is next.
+	o = o.Next([]queue.ShardRead{{Now: at(9.6), Joined: 6, Window: 2}, {Now: at(9.0), Joined: 1, Window: 0}, {Now: at(9.7), Joined: 3, Window: 1}})
+	if got := pos(0, 6, 8); got != 10 || o.Settled() != 10 {
+		t.Errorf("after shard 1 passed second 8: position %d, settled %d, want 10 and 10", got, o.Settled())
+	}
+}
