@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 //go:embed readshard.lua
@@ -49,12 +51,59 @@ type SecondStart struct{ Second, First int64 }
 // (frozen here once Redis TIME reaches windowEnd) and its seconds list from
 // index from on.
 func (j *Joiner) ReadShard(ctx context.Context, ev string, s int, windowEnd time.Time, from int) (ShardRead, error) {
-	tag := shardTag(ev, s)
-	keys := []string{tag + "seq", tag + "w", tag + "sec"}
-	res, err := j.read.Run(ctx, j.rdb, keys, windowEnd.UnixMilli(), from).Int64Slice()
+	res, err := j.read.Run(ctx, j.rdb, shardReadKeys(ev, s), windowEnd.UnixMilli(), from).Int64Slice()
 	if err != nil {
 		return ShardRead{}, fmt.Errorf("read shard %d of %s: %w", s, ev, err)
 	}
+	return parseShardRead(ev, s, res)
+}
+
+// ReadShards reads every shard of event ev, shard s from list index
+// from[s], in one pipeline when the client has one (a cluster client sends
+// each master its part at once), else one shard after another.
+func (j *Joiner) ReadShards(ctx context.Context, ev string, windowEnd time.Time, from []int) ([]ShardRead, error) {
+	out := make([]ShardRead, len(from))
+	if p, ok := j.rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
+		pipe := p.Pipeline()
+		cmds := make([]*redis.Cmd, len(from))
+		for s := range from {
+			cmds[s] = j.read.EvalSha(ctx, pipe, shardReadKeys(ev, s), windowEnd.UnixMilli(), from[s])
+		}
+		_, _ = pipe.Exec(ctx) // errors are per command, below
+		for s, c := range cmds {
+			res, err := c.Int64Slice()
+			if err != nil {
+				// NOSCRIPT on a master that has not seen the script yet, or
+				// a redirect: one shard at a time, loading as needed.
+				return j.readEach(ctx, ev, windowEnd, from)
+			}
+			if out[s], err = parseShardRead(ev, s, res); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return j.readEach(ctx, ev, windowEnd, from)
+}
+
+func (j *Joiner) readEach(ctx context.Context, ev string, windowEnd time.Time, from []int) ([]ShardRead, error) {
+	out := make([]ShardRead, len(from))
+	for s := range from {
+		r, err := j.ReadShard(ctx, ev, s, windowEnd, from[s])
+		if err != nil {
+			return nil, err
+		}
+		out[s] = r
+	}
+	return out, nil
+}
+
+func shardReadKeys(ev string, s int) []string {
+	tag := shardTag(ev, s)
+	return []string{tag + "seq", tag + "w", tag + "sec"}
+}
+
+func parseShardRead(ev string, s int, res []int64) (ShardRead, error) {
 	if len(res) < 3 || len(res)%2 != 1 {
 		return ShardRead{}, fmt.Errorf("read shard %d of %s: unexpected reply of %d values", s, ev, len(res))
 	}
