@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,7 @@ func BenchmarkShardedJoins(b *testing.B) {
 		cpu     [3]float64 // per master, summed over rounds
 		busiest float64    // the busiest master's CPU, summed over rounds
 		client  float64    // this process's CPU (the load generator)
+		sys     float64    // the masters' system CPU, summed
 	}
 	results := map[int]*total{1: {}, 16: {}}
 	for round := range 6 {
@@ -61,7 +63,7 @@ func BenchmarkShardedJoins(b *testing.B) {
 			times.WindowEnd = now.Add(time.Hour)
 		}
 		ev := fmt.Sprintf("bench%d", round)
-		before, clientBefore := cpuOf(b, masters), selfCPU()
+		before, clientBefore, sysBefore := cpuOf(b, masters, "used_cpu_sys", "used_cpu_user"), selfCPU(), cpuOf(b, masters, "used_cpu_sys")
 		var n atomic.Int64
 		start := time.Now()
 		stop := start.Add(time.Duration(secs) * time.Second)
@@ -81,7 +83,10 @@ func BenchmarkShardedJoins(b *testing.B) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start).Seconds()
-		after := cpuOf(b, masters)
+		after, sysAfter := cpuOf(b, masters, "used_cpu_sys", "used_cpu_user"), cpuOf(b, masters, "used_cpu_sys")
+		for i := range sysAfter {
+			results[shards].sys += sysAfter[i] - sysBefore[i]
+		}
 		t := results[shards]
 		t.joins += n.Load()
 		t.secs += elapsed
@@ -105,8 +110,8 @@ func BenchmarkShardedJoins(b *testing.B) {
 		// With a core per master, the busiest master's CPU per join bounds
 		// the rate the cluster could reach.
 		ceiling := float64(t.joins) / t.busiest
-		b.Logf("S=%-2d %6.0f joins/s | Redis CPU %.1f µs/join, per master %s µs | busiest master %.1f µs/join → ceiling %.0f joins/s | cores busy: Redis %.2f + load generator %.2f",
-			s, rate, 1e6*cpu/float64(t.joins), strings.Join(split, " / "), 1e6*t.busiest/float64(t.joins), ceiling, cpu/t.secs, t.client/t.secs)
+		b.Logf("S=%-2d %6.0f joins/s | Redis CPU %.1f µs/join (%.1f system), per master %s µs | busiest master %.1f µs/join → ceiling %.0f joins/s | cores busy: Redis %.2f + load generator %.2f",
+			s, rate, 1e6*cpu/float64(t.joins), 1e6*t.sys/float64(t.joins), strings.Join(split, " / "), 1e6*t.busiest/float64(t.joins), ceiling, cpu/t.secs, t.client/t.secs)
 		b.ReportMetric(rate, fmt.Sprintf("joins/s-S%d", s))
 		b.ReportMetric(ceiling, fmt.Sprintf("ceiling-joins/s-S%d", s))
 		b.ReportMetric(1e6*cpu/float64(t.joins), fmt.Sprintf("redis-µs/join-S%d", s))
@@ -130,8 +135,8 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// cpuOf returns each master's used_cpu_sys + used_cpu_user in seconds.
-func cpuOf(b *testing.B, masters []*redis.Client) []float64 {
+// cpuOf returns the sum of each master's INFO cpu fields in seconds.
+func cpuOf(b *testing.B, masters []*redis.Client, fields ...string) []float64 {
 	out := make([]float64, len(masters))
 	for i, m := range masters {
 		info, err := m.Info(context.Background(), "cpu").Result()
@@ -140,7 +145,7 @@ func cpuOf(b *testing.B, masters []*redis.Client) []float64 {
 		}
 		for _, line := range strings.Split(info, "\r\n") {
 			k, v, _ := strings.Cut(line, ":")
-			if k == "used_cpu_sys" || k == "used_cpu_user" {
+			if slices.Contains(fields, k) {
 				f, _ := strconv.ParseFloat(v, 64)
 				out[i] += f
 			}
