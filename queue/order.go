@@ -20,10 +20,12 @@ import (
 //     the permutation anteroom/v1 of 1..W keyed by the revealed seed.
 //  3. Later joiners are ordered by their arrival second t (whole seconds
 //     since the queue opened, by the shard's Redis TIME, as in the ticket's
-//     iat minus the opening's unix second), earlier seconds first. Within
-//     one second, c_r is the number of later joiners of shard r in second t
-//     and j the rank (1, 2, ...) of the user among those of shard s in t, by
-//     seq. The shards are interleaved round by round: position
+//     iat minus the opening's unix second; never earlier than the shard's
+//     previous later joiner's, should its clock step back), earlier
+//     seconds first. Within one second, c_r is the number of later joiners
+//     of shard r in second t and j the rank (1, 2, ...) of the user among
+//     those of shard s in t, by seq. The shards are interleaved round by
+//     round: position
 //     W + B + sum over r of min(c_r, j-1) + #{r < s : c_r >= j} + 1,
 //     where B counts the later joiners of all earlier seconds.
 //
