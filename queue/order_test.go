@@ -193,3 +193,50 @@ func TestOrderRoundRobin(t *testing.T) {
 		t.Errorf("after shard 1 passed second 8: position %d, settled %d, want 10 and 10", got, o.Settled())
 	}
 }
+
+// TestShardSecondsNeverGoBack seeds a shard's seconds list with a second
+// ahead of the server's clock (as if the clock had stepped back since):
+// the next later joiner is counted in that second, so the list stays in
+// order and the ticket's second matches it.
+func TestShardSecondsNeverGoBack(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.StartRedis(t).Client(t)
+	j := queue.NewJoiner(rdb)
+	now := time.Now()
+	times := queue.Times{Opens: now.Add(-time.Minute), WindowEnd: now.Add(-time.Second), JoinEnd: now.Add(time.Hour), Shards: 2}
+	first, err := j.Join(ctx, "back", "someone", times)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := first.Shard
+	ahead := time.Unix(times.Opens.Unix()+5000, 0)
+	// Shard s's list says its latest later joiner came in second 5000.
+	if err := rdb.RPush(ctx, fmt.Sprintf("ar:{back.%d}:sec", s), fmt.Sprintf("5000:%d", first.Seq)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		user := fmt.Sprint("other", i)
+		if queue.ShardOf(user, 2) != s {
+			continue
+		}
+		e, err := j.Join(ctx, "back", user, times)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !e.JoinedAt.Equal(ahead) {
+			t.Fatalf("joined at %v, want the shard's latest second %v", e.JoinedAt, ahead)
+		}
+		r, err := j.ReadShard(ctx, "back", s, times.WindowEnd, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := r.Starts[len(r.Starts)-1]; last.Second != 5000 || len(r.Starts) != 2 {
+			t.Fatalf("seconds list %+v: want it to end with second 5000, no new entry", r.Starts)
+		}
+		again, err := j.Join(ctx, "back", user, times)
+		if err != nil || !again.JoinedAt.Equal(ahead) || again.Seq != e.Seq {
+			t.Fatalf("repeat join: %+v %v", again, err)
+		}
+		return
+	}
+}
