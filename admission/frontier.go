@@ -13,7 +13,9 @@
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
-//   - F never moves back and never passes the number who joined.
+//   - F never moves back and never passes the number who joined (with
+//     join shards: who hold a settled position; see queue.Order, which
+//     each node reads from every shard on its tick, ReadOrder).
 //   - Caps count people. With max_active, F stops while max_active people
 //     are active: admitted and not yet present (within the grace), present
 //     with an unexpired admission not yet used for a claim, or holding a
