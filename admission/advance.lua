@@ -18,7 +18,11 @@
 -- clock stands still), ARGV[4] no-show grace (ms), ARGV[5] most positions
 -- checked per call, ARGV[6] units a lottery may still sell (on sale +
 -- released; -1: not a lottery), ARGV[7] max_active (0: none), ARGV[8]
--- admission TTL (ms), ARGV[9] np, ARGV[10] nc, then np positions present,
+-- admission TTL (ms), ARGV[9] np, ARGV[10] nc, ARGV[11] joined and
+-- ARGV[12] W for a queue of join shards (their keys are on other slots: the
+-- node reads them and passes the people with a settled position and W, -1
+-- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here; then np
+-- positions present,
 -- nc positions that were granted a claim, and the rest: positions holding
 -- a pending claim.
 --
@@ -40,6 +44,7 @@ local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
 local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
+local sharded = tonumber(ARGV[11]) >= 0
 
 -- Every key is read before anything is written: a key of the wrong type
 -- fails the script here, before a presence mark is set without its
@@ -48,6 +53,10 @@ local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 local st = redis.call('HMGET', KEYS[1], 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p')
 local joined = tonumber(redis.call('GET', KEYS[2]) or '0')
 local w = redis.call('GET', KEYS[3])
+if sharded then
+  joined, w = tonumber(ARGV[11]), ARGV[12]
+  if tonumber(w) < 0 then w = nil end
+end
 redis.call('GETBIT', KEYS[4], 0)
 redis.call('LLEN', KEYS[5])
 redis.call('ZCARD', KEYS[6])
@@ -60,7 +69,7 @@ local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
 if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
 
-for i = 11, 10 + np do
+for i = 13, 12 + np do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
     p = p + 1
@@ -68,11 +77,11 @@ for i = 11, 10 + np do
   end
   if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
 end
-for i = 11 + np, 10 + np + nc do
+for i = 13 + np, 12 + np + nc do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
 end
 
-if not w and now >= start then
+if not w and now >= start and not sharded then
   w = tostring(joined)
   redis.call('SET', KEYS[3], w)
 end
@@ -110,7 +119,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', KEYS[6])
-  for i = 11 + np + nc, #ARGV do
+  for i = 13 + np + nc, #ARGV do
     if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
   end
 end

@@ -13,7 +13,9 @@
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
-//   - F never moves back and never passes the number who joined.
+//   - F never moves back and never passes the number who joined (with
+//     join shards: who hold a settled position; see queue.Order, which
+//     each node reads from every shard on its tick, ReadOrder).
 //   - Caps count people. With max_active, F stops while max_active people
 //     are active: admitted and not yet present (within the grace), present
 //     with an unexpired admission not yet used for a claim, or holding a
@@ -51,11 +53,12 @@ const MaxNoShowChecks = 4096
 type Frontier struct {
 	rdb     redis.Scripter
 	advance *redis.Script
+	shards  *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
-	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua)}
+	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.
@@ -92,13 +95,18 @@ type Step struct {
 	// Pending are positions holding a pending claim now (read only when
 	// MaxActive is set).
 	Pending []int64
+	// Order, for a queue of join shards, is the node's view of it: the
+	// frontier then never passes Order.Settled() and W is Order.Window().
+	// Nil for a queue on one slot, whose keys the script reads itself.
+	Order *queue.Order
 }
 
 // Reading is the state of one event's queue at one Redis instant.
 type Reading struct {
 	// Frontier is F: every position ≤ Frontier is admitted.
 	Frontier float64
-	// Joined is how many people have joined.
+	// Joined is how many people have joined; with join shards, Advance
+	// reports how many hold a settled position (queue.Order.Settled).
 	Joined int64
 	// Window is the frozen window size W, or 0 while the window is open.
 	Window int64
@@ -125,9 +133,13 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.Lottery {
 		units = max(s.Units, 0)
 	}
-	args := make([]any, 0, 10+len(s.Present)+len(s.Claimed)+len(s.Pending))
+	joined, window := int64(-1), int64(-1)
+	if s.Order != nil {
+		joined, window = s.Order.Settled(), s.Order.Window()
+	}
+	args := make([]any, 0, 12+len(s.Present)+len(s.Claimed)+len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
-		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed))
+		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window)
 	for _, ps := range [][]int64{s.Present, s.Claimed, s.Pending} {
 		for _, p := range ps {
 			args = append(args, p)

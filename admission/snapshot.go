@@ -20,6 +20,9 @@ type Sale struct {
 	Reading
 	// Perm orders the window once it is frozen (Window > 0).
 	Perm queue.Permutation
+	// Order is the view of a queue of join shards (JoinShards > 1), nil
+	// for a queue on one slot.
+	Order *queue.Order
 	// Remaining is the stock left for sale.
 	Remaining int64
 	// BucketStock is the stock left in each of the event's buckets; the
@@ -153,12 +156,23 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	for _, n := range perBucket {
 		left += n
 	}
+	var order *queue.Order
+	if cfg.JoinShards > 1 {
+		var po *queue.Order
+		if prev != nil {
+			po = prev.Order
+		}
+		if order, err = s.frontier.ReadOrder(ctx, id, &cfg, po); err != nil {
+			return nil, err
+		}
+	}
 	step := Step{
 		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || left <= 0,
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
 		Present: s.take(&s.present, id), Claimed: s.take(&s.claimed, id), Pending: live.Pending,
+		Order: order,
 	}
 	r, err := s.frontier.Advance(ctx, id, step)
 	if err != nil {
@@ -167,7 +181,10 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		return nil, err
 	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond, Order: order}
+	if order != nil {
+		sale.Joined = order.Joined()
+	}
 	if prev != nil {
 		sale.Perm = prev.Perm
 		sale.Rate = prev.Rate

@@ -42,24 +42,41 @@ const (
 	MaxPoll = 30 * time.Second
 )
 
-// Decide answers a status poll for sequence number seq from the node's view
-// of the sale, without Redis. now is the node's clock.
+// Decide answers a status poll for sequence number seq of a queue on one
+// slot (JoinShards = 1) from the node's view of the sale, without Redis.
+// now is the node's clock.
 func Decide(s *Sale, seq int64, now time.Time) Decision {
+	return DecidePlace(s, queue.Place{Seq: seq}, now)
+}
+
+// DecidePlace answers a status poll for the user at p (with one join
+// shard, p.Seq alone decides) from the node's view of the sale, without
+// Redis. now is the node's clock.
+func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 	c := &s.Config
 	if !now.Before(c.EndsAt) {
 		return Decision{State: Closed, PollAfter: MaxPoll}
 	}
+	seq, shardWindow := p.Seq, s.Window
+	if s.Order != nil {
+		shardWindow = s.Order.ShardWindow(p.Shard)
+	}
 	// Inside the window, nobody has a position until W is frozen.
-	inWindow := !s.WindowFrozen || seq <= s.Window
+	inWindow := !s.WindowFrozen || seq <= shardWindow
 	if inWindow && (!s.WindowFrozen || s.Window == 0) {
 		wait := c.WindowEnd().Sub(now)
 		return Decision{State: Prequeue, ETA: max(wait, 0), PollAfter: jitter(clamp(wait, MinPoll, MaxPoll))}
 	}
+	f := int64(math.Floor(s.Frontier))
 	pos := seq
-	if s.Window > 0 {
+	switch {
+	case s.Order != nil:
+		if pos = s.Order.Position(s.Perm, p); pos == 0 {
+			return unsettled(s, f)
+		}
+	case s.Window > 0:
 		pos = queue.Position(s.Perm, seq)
 	}
-	f := int64(math.Floor(s.Frontier))
 	admitted := pos <= f
 	switch {
 	case s.SoldOut && c.Mode == event.Lottery && !admitted:
@@ -81,6 +98,27 @@ func Decide(s *Sale, seq int64, now time.Time) Decision {
 		eta += start.Sub(now)
 	}
 	return Decision{State: Waiting, Position: pos, Ahead: ahead, ETA: eta, PollAfter: jitter(clamp(eta/4, MinPoll, MaxPoll))}
+}
+
+// unsettled answers a later joiner of a queue of join shards whose arrival
+// second is not settled on every shard yet (about a second after joining):
+// no position yet, and behind everyone settled. The frontier never passes
+// the settled, so nobody unsettled is admitted.
+func unsettled(s *Sale, f int64) Decision {
+	c := &s.Config
+	ahead := max(s.Order.Settled()-f, 0)
+	switch {
+	case s.SoldOut:
+		return Decision{State: SoldOut, PollAfter: MaxPoll}
+	case c.Paused:
+		return Decision{State: Paused, Ahead: ahead, PollAfter: jitter(5 * time.Second)}
+	}
+	rate := s.Rate
+	if rate <= 0 {
+		rate = c.AdmitRatePerSecond
+	}
+	eta := time.Duration(float64(ahead+1) / rate * float64(time.Second))
+	return Decision{State: Waiting, Ahead: ahead, ETA: eta, PollAfter: jitter(MinPoll)}
 }
 
 func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }

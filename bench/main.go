@@ -72,6 +72,10 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int) error {
 			fmt.Fprintf(os.Stderr, "bench: %s failed: %v\n", s.name, err)
 		}
 	}
+	fmt.Fprintln(os.Stderr, "bench: one event's joins over join shards on a 3-master cluster…")
+	if err := measureShards(rep); err != nil {
+		rep.note(fmt.Sprintf("join shards failed: %v", err))
+	}
 	if memUsers > 0 {
 		fmt.Fprintln(os.Stderr, "bench: redis memory per waiting user…")
 		if err := measureMemory(rep, memUsers); err != nil {

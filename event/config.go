@@ -48,6 +48,12 @@ type Config struct {
 	ReserveUnits        int64     `json:"reserve_units"`
 	Paused              bool      `json:"paused"`
 	Limits              Limits    `json:"limits"` // edge protection, see limits.go
+	// JoinShards is S, how many join shards the queue is spread over, each
+	// on its own Redis Cluster slot (see queue.Order). 1 keeps every key of
+	// the queue on the event's one slot. Locked once the queue opens.
+	//
+	// Default: 1
+	JoinShards int `json:"join_shards"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -63,7 +69,9 @@ type Config struct {
 const (
 	MaxSupply  = 100_000_000
 	MaxBuckets = 1024
-	MaxRate    = 1_000_000
+	// MaxJoinShards bounds JoinShards; a status answer costs O(S).
+	MaxJoinShards = 256
+	MaxRate       = 1_000_000
 )
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -98,6 +106,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Buckets == 0 {
 		c.Buckets = 1
+	}
+	if c.JoinShards == 0 {
+		c.JoinShards = 1
 	}
 	if c.PrequeueOpensAt.IsZero() {
 		c.PrequeueOpensAt = c.StartsAt
@@ -151,6 +162,8 @@ func (c *Config) Validate() error {
 		return bad("buckets must be between 1 and %d", MaxBuckets)
 	case int64(c.Buckets) > c.Supply-c.ReserveUnits:
 		return bad("buckets must not exceed the units for sale")
+	case c.JoinShards < 1 || c.JoinShards > MaxJoinShards:
+		return bad("join_shards must be between 1 and %d", MaxJoinShards)
 	}
 	return c.Limits.Validate()
 }

@@ -34,6 +34,8 @@ func TestValidate(t *testing.T) {
 		{"negative rate", func(c *Config) { c.AdmitRatePerSecond = -1 }, "admit_rate"},
 		{"NaN-free rate", func(c *Config) { c.AdmitRatePerSecond = 2e6 }, "admit_rate"},
 		{"too many buckets", func(c *Config) { c.Buckets = 101 }, "buckets"},
+		{"no join shards", func(c *Config) { c.JoinShards = -1 }, "join_shards"},
+		{"too many join shards", func(c *Config) { c.JoinShards = MaxJoinShards + 1 }, "join_shards"},
 		{"short admission", func(c *Config) { c.AdmissionTTLSeconds = 1 }, "admission_ttl"},
 	}
 	for _, tc := range cases {
@@ -105,6 +107,8 @@ func TestCheckUpdate(t *testing.T) {
 		{"supply after start", t0.Add(time.Second), func(c *Config) { c.Supply = 50 }, true},
 		{"buckets after start", t0.Add(time.Second), func(c *Config) { c.Buckets = 2 }, true},
 		{"opening after it passed", t0.Add(-time.Minute), func(c *Config) { c.PrequeueOpensAt = t0.Add(-5 * time.Minute) }, true},
+		{"join shards before the queue opens", t0.Add(-11 * time.Minute), func(c *Config) { c.JoinShards = 16 }, false},
+		{"join shards once the queue opened", t0.Add(-9 * time.Minute), func(c *Config) { c.JoinShards = 16 }, true},
 		{"pause any time", t0.Add(time.Hour), func(c *Config) { c.Paused = true }, false},
 	}
 	for _, tc := range cases {

@@ -57,7 +57,8 @@ type lockRule struct {
 // started — at starts_at — and a change that would close it at once (its
 // new end already passed) is refused too: positions drawn are never redrawn
 // and a window is never cut short. Supply, reserve_units and buckets lock at
-// starts_at (stock is live); the opening time once it has passed.
+// starts_at (stock is live); the opening time and join_shards once the
+// queue has opened (nobody can join before: the first join comes after).
 func lockRules(old, next *Config) []lockRule {
 	window := next.Mode != old.Mode || next.RandomWindowSeconds != old.RandomWindowSeconds || !next.StartsAt.Equal(old.StartsAt)
 	return []lockRule{
@@ -65,6 +66,7 @@ func lockRules(old, next *Config) []lockRule {
 		{window, next.WindowEnd(), "this change would close the window at once"},
 		{StockChanged(old, next), old.StartsAt, "supply, reserve_units and buckets cannot change after the sale has started"},
 		{!next.PrequeueOpensAt.Equal(old.PrequeueOpensAt), old.PrequeueOpensAt, "prequeue_opens_at cannot change after the queue has opened"},
+		{next.JoinShards != old.JoinShards, old.PrequeueOpensAt, "join_shards cannot change after the queue has opened"},
 	}
 }
 

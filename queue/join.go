@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -21,6 +20,9 @@ var (
 //go:embed join.lua
 var joinLua string
 
+//go:embed joinshard.lua
+var joinShardLua string
+
 // userShards spreads an event's user entries over small hashes that Redis
 // keeps in its compact listpack encoding (about 60 entries each at one
 // million joiners), which is what keeps a waiting user under 100 bytes.
@@ -34,6 +36,9 @@ type Entry struct {
 	Window int64
 	// Existing is true when the user had joined before.
 	Existing bool
+	// Shard is the join shard the user's entry is on (0 when S = 1); Seq
+	// and Window count within it.
+	Shard int
 }
 
 // Scripter is the part of a Redis client the queue uses; *redis.Client and
@@ -45,28 +50,41 @@ type Scripter interface {
 // Joiner hands out sequence numbers: one Redis round trip per join. It is
 // safe for concurrent use.
 type Joiner struct {
-	rdb  Scripter
-	join *redis.Script
+	rdb   Scripter
+	join  *redis.Script
+	shard *redis.Script
+	read  *redis.Script
 }
 
 // NewJoiner returns a Joiner on rdb.
 func NewJoiner(rdb Scripter) *Joiner {
-	return &Joiner{rdb: rdb, join: redis.NewScript(joinLua)}
+	return &Joiner{rdb: rdb, join: redis.NewScript(joinLua), shard: redis.NewScript(joinShardLua), read: redis.NewScript(readShardLua)}
 }
 
 // Times are the instants a join is judged against, all read from the
 // event's configuration.
 type Times struct {
 	Opens, WindowEnd, JoinEnd time.Time
+	// Shards is the event's join shard count S; 0 means 1.
+	Shards int
 }
 
 // Join gives user a sequence number in event ev, or returns the one they
 // already have. Redis TIME decides, so nodes with skewed clocks agree. It
 // returns ErrNotOpen before the queue opens and ErrClosed after joining ends
 // (a user who joined earlier still gets their entry back).
+//
+// With S > 1 shards the user's entry is on shard ShardOf(user, S), so a
+// repeated join finds it there; Seq and Window are the shard's own.
 func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, error) {
+	script, shard := j.join, 0
 	keys := []string{seqKey(ev), userKey(ev, user), windowKey(ev)}
-	res, err := j.join.Run(ctx, j.rdb, keys, user, t.Opens.UnixMilli(), t.WindowEnd.UnixMilli(), t.JoinEnd.UnixMilli()).Int64Slice()
+	if t.Shards > 1 {
+		script, shard = j.shard, ShardOf(user, t.Shards)
+		tag := shardTag(ev, shard)
+		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w", tag + "sec"}
+	}
+	res, err := script.Run(ctx, j.rdb, keys, user, t.Opens.UnixMilli(), t.WindowEnd.UnixMilli(), t.JoinEnd.UnixMilli()).Int64Slice()
 	if err != nil {
 		return Entry{}, fmt.Errorf("join %s: %w", ev, err)
 	}
@@ -80,16 +98,28 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 	case 3:
 		return Entry{}, ErrClosed
 	}
-	return Entry{Seq: res[1], JoinedAt: time.Unix(res[2], 0), Window: w, Existing: res[0] == 1}, nil
+	return Entry{Seq: res[1], JoinedAt: time.Unix(res[2], 0), Window: w, Existing: res[0] == 1, Shard: shard}, nil
 }
 
 func seqKey(ev string) string    { return "ar:{" + ev + "}:seq" }
 func windowKey(ev string) string { return "ar:{" + ev + "}:w" }
 
-func userKey(ev, user string) string {
-	h := fnv.New32a()
-	h.Write([]byte(user))
-	return "ar:{" + ev + "}:u:" + strconv.FormatUint(uint64(h.Sum32()%userShards), 10)
+func userKey(ev, user string) string { return userKeyIn("ar:{"+ev+"}:", user) }
+
+// userKeyIn names the user hash bucket of user under key prefix tag.
+func userKeyIn(tag, user string) string {
+	return tag + "u:" + strconv.FormatUint(uint64(userHash(user)%userShards), 10)
+}
+
+// userHash is the 32-bit FNV-1a hash of user's bytes (as hash/fnv's
+// New32a computes it, without allocating: status calls it per poll).
+func userHash(user string) uint32 {
+	h := uint32(2166136261)
+	for i := range len(user) {
+		h ^= uint32(user[i])
+		h *= 16777619
+	}
+	return h
 }
 
 // Keys names the keys the admission frontier shares with the queue, so the

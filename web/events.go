@@ -47,6 +47,7 @@ type publicEventJSON struct {
 	SeedCommitment  string      `json:"seed_commitment"`
 	Seed            string      `json:"seed,omitempty"`
 	WindowSize      *int64      `json:"window_size,omitempty"`
+	ShardWindows    []int64     `json:"shard_window_sizes,omitempty"` // W_s, with join shards
 	Joined          int64       `json:"joined"`
 	Admitted        int64       `json:"admitted"`
 }
@@ -79,6 +80,9 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 		out.Seed = cfg.Seed
 		w := sale.Window
 		out.WindowSize = &w
+		if sale.Order != nil {
+			out.ShardWindows = sale.Order.Windows()
+		}
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
 	return c.JSON(out)

@@ -36,7 +36,7 @@ func (s *Server) join(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd()})
+	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd(), Shards: cfg.JoinShards})
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Server) join(c *fiber.Ctx) error {
 		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
 		Expires: cfg.EndsAt.Add(time.Hour),
 	})
-	d := admission.Decide(sale, entry.Seq, now)
+	d := admission.DecidePlace(sale, queue.Place{Shard: entry.Shard, Seq: entry.Seq, Joined: entry.JoinedAt}, now)
 	out := joinJSON{Ticket: ticket, Seq: entry.Seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
 	if d.Position > 0 {
 		p := d.Position
@@ -100,7 +100,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 		return err
 	}
 	now := s.now()
-	d := admission.Decide(sale, t.Seq, now)
+	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now)
 	out := statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
 	if d.Position > 0 {
 		p := d.Position

@@ -36,6 +36,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	rate := fs.Float64("rate", 2000, "admissions per second (with -create)")
 	perUser := fs.Int64("per-user", 1, "per-user limit (with -create)")
 	buckets := fs.Int("buckets", 1, "stock buckets (with -create)")
+	joinShards := fs.Int("join-shards", 1, "join shards S (with -create): one event's joins over S Redis Cluster slots")
 	userHeader := fs.String("user-header", "", "name each shopper by this header (X-User-ID for nodes in header mode that trust this machine as a proxy); empty: by the visitor cookie (anonymous mode)")
 	admin := fs.String("admin-token", getenv("ANTEROOM_ADMIN_TOKEN"), "admin token (ANTEROOM_ADMIN_TOKEN)")
 	redisURL := fs.String("redis-url", getenv("ANTEROOM_REDIS_URL"), "Redis to reconcile against (ANTEROOM_REDIS_URL)")
@@ -51,7 +52,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	if *create {
 		now := time.Now().UTC().Truncate(time.Second)
 		if err := putEvent(ctx, targets[0], *admin, *ev, map[string]any{
-			"name": "loadgen " + *ev, "supply": *units, "per_user_limit": *perUser, "buckets": *buckets,
+			"name": "loadgen " + *ev, "supply": *units, "per_user_limit": *perUser, "buckets": *buckets, "join_shards": *joinShards,
 			"prequeue_opens_at": now.Add(time.Second), "starts_at": now.Add(3 * time.Second),
 			"ends_at": now.Add(time.Hour), "random_window_seconds": 1, "admit_rate_per_second": *rate,
 			// The generated crowd comes from this one machine: no per-IP

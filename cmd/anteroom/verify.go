@@ -5,18 +5,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/anteroom/anteroom/queue"
 )
 
 // verify recomputes a position from the revealed seed, the window size and
-// a sequence number, exactly as the service does.
+// a sequence number, exactly as the service does. For a sale of join
+// shards it takes the published shard window sizes and the user (or the
+// shard) instead of the window size.
 func verify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seedHex := fs.String("seed", "", "the event's revealed seed (64 lowercase hex characters)")
 	window := fs.Int64("window", 0, "the frozen window size W")
 	seq := fs.Int64("seq", 0, "your sequence number (from your ticket or join answer)")
+	shardWindows := fs.String("shard-windows", "", "with join shards: the published shard_window_sizes W_0,W_1,... (replaces --window)")
+	user := fs.String("user", "", "with join shards: your user id (the ticket's sub), which picks your shard")
+	shard := fs.Int("shard", -1, "with join shards: your shard, instead of --user")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -28,7 +35,35 @@ func verify(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "commitment %s\n", queue.Commitment(seed))
-	if *window == 0 || *seq > *window {
+	index := *seq
+	if *shardWindows != "" {
+		sizes, err := parseSizes(*shardWindows)
+		if err != nil {
+			return err
+		}
+		s := *shard
+		if *user != "" {
+			s = queue.ShardOf(*user, len(sizes))
+		}
+		if s < 0 || s >= len(sizes) {
+			return fmt.Errorf("verify needs --user or --shard in 0..%d with --shard-windows", len(sizes)-1)
+		}
+		var offset int64
+		for _, w := range sizes[:s] {
+			offset += w
+		}
+		*window = offset
+		for _, w := range sizes[s:] {
+			*window += w
+		}
+		if *seq > sizes[s] {
+			fmt.Fprintf(stdout, "seq %d of shard %d is outside its window of %d: a later joiner, placed after all %d of the window by arrival second\n", *seq, s, sizes[s], *window)
+			return nil
+		}
+		index = offset + *seq
+		fmt.Fprintf(stdout, "shard %d of %d, window of %d from index %d\n", s, len(sizes), sizes[s], offset+1)
+	}
+	if *window == 0 || index > *window {
 		fmt.Fprintf(stdout, "seq %d is outside the window: position %d\n", *seq, *seq)
 		return nil
 	}
@@ -36,6 +71,23 @@ func verify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "seq %d in a window of %d: position %d\n", *seq, *window, queue.Position(p, *seq))
+	fmt.Fprintf(stdout, "seq %d in a window of %d: position %d\n", index, *window, queue.Position(p, index))
 	return nil
+}
+
+// parseSizes reads comma-separated shard window sizes.
+func parseSizes(s string) ([]int64, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 256 {
+		return nil, fmt.Errorf("--shard-windows: %d sizes, at most 256", len(parts))
+	}
+	out := make([]int64, len(parts))
+	for i, p := range parts {
+		n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil || n < 0 || n > 1<<40 {
+			return nil, fmt.Errorf("--shard-windows: size %d is not a count", i+1)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
