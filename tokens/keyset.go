@@ -166,12 +166,27 @@ func generateKey(dir string) (string, error) {
 
 // loadKeyDir reads dir into a snapshot. Files that vanish while it reads
 // (another node retiring a key) are skipped.
+//
+// The active file is read before the listing: a key file is complete before
+// active names it and an active key is never removed, so the listing that
+// follows always holds the key active named, even while another node
+// rotates or makes the first key (reading it after the listing could name a
+// key written in between).
 func loadKeyDir(dir string) (*keySnapshot, error) {
+	data, err := os.ReadFile(filepath.Join(dir, activeFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errNoActive
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokens: read active key: %w", err)
+	}
+	active := strings.TrimSpace(string(data))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: read key directory: %w", err)
 	}
 	snap := &keySnapshot{
+		active:   active,
 		pubs:     make(map[string]ed25519.PublicKey),
 		inactive: make(map[string]time.Time),
 	}
@@ -209,14 +224,6 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 			snap.inactive[kid] = t
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, activeFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errNoActive
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tokens: read active key: %w", err)
-	}
-	snap.active = strings.TrimSpace(string(data))
 	snap.signer = privs[snap.active]
 	if snap.signer == nil {
 		return nil, fmt.Errorf("tokens: active key %q has no %s file in %s", snap.active, pemSuffix, dir)
