@@ -48,6 +48,8 @@ type Config struct {
 	ReserveUnits        int64     `json:"reserve_units"`
 	Paused              bool      `json:"paused"`
 	Limits              Limits    `json:"limits"` // edge protection, see limits.go
+	// Webhooks receive the sale's lifecycle events (see webhook.go).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -151,6 +153,9 @@ func (c *Config) Validate() error {
 		return bad("buckets must be between 1 and %d", MaxBuckets)
 	case int64(c.Buckets) > c.Supply-c.ReserveUnits:
 		return bad("buckets must not exceed the units for sale")
+	}
+	if err := c.validateWebhooks(); err != nil {
+		return err
 	}
 	return c.Limits.Validate()
 }
