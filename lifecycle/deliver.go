@@ -163,14 +163,14 @@ func (d *Deliverer) handle(ctx context.Context, m jetstream.Msg) {
 
 // deliver POSTs body to w once, unless an earlier attempt succeeded.
 func (d *Deliverer) deliver(ctx context.Context, w *event.Webhook, e Event, body []byte) error {
+	u, err := url.Parse(w.URL)
+	if err != nil || (u.Scheme != "https" && !(u.Scheme == "http" && d.cfg.AllowHTTP)) {
+		return errors.New("url refused: https only unless ANTEROOM_WEBHOOK_ALLOW_HTTP")
+	}
 	sum := sha256.Sum256([]byte(w.URL))
 	done := "ar:{" + e.Event + "}:wh:" + hex.EncodeToString(sum[:8]) + ":" + e.ID
 	if n, err := d.rdb.Exists(ctx, done).Result(); err == nil && n == 1 {
 		return nil
-	}
-	u, err := url.Parse(w.URL)
-	if err != nil || (u.Scheme != "https" && !(u.Scheme == "http" && d.cfg.AllowHTTP)) {
-		return errors.New("url refused: https only unless ANTEROOM_WEBHOOK_ALLOW_HTTP")
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
