@@ -37,3 +37,8 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int) err
 	}
 	return nil
 }
+
+// WithSubjects asks stream info for the per-subject counts of sale ev.
+func WithSubjects(ev string) jetstream.StreamInfoOpt {
+	return jetstream.WithSubjectFilter(Subject(ev, ">"))
+}
