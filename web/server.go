@@ -272,6 +272,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Get("/admin/events", s.requireStaff, s.listEvents)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)
+	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app
