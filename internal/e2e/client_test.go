@@ -73,4 +73,7 @@ func TestClientLibrary(t *testing.T) {
 	if out["stored"] != true {
 		t.Errorf("the claim's key is still stored after its answer")
 	}
+	room := newTab(t, browser, "room", phoneW, phoneH, nil)
+	room.do(chromedp.Navigate(n.URL() + "/e/lib"))
+	room.waitJS("the page's retry rules from the library", `performance.getEntriesByType("resource").some((r) => r.name.endsWith("/assets/anteroom.js"))`, 10*time.Second)
 }
