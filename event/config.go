@@ -54,6 +54,8 @@ type Config struct {
 	//
 	// Default: 1
 	JoinShards int `json:"join_shards"`
+	// Webhooks receive the sale's lifecycle events (see webhook.go).
+	Webhooks []Webhook `json:"webhooks,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -164,6 +166,9 @@ func (c *Config) Validate() error {
 		return bad("buckets must not exceed the units for sale")
 	case c.JoinShards < 1 || c.JoinShards > MaxJoinShards:
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)
+	}
+	if err := c.validateWebhooks(); err != nil {
+		return err
 	}
 	return c.Limits.Validate()
 }

@@ -68,6 +68,7 @@ type liveJSON struct {
 
 func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
 	out := adminEventJSON{Config: cfg, Friction: s.friction(&cfg)}
+	out.Config.Webhooks = event.RedactWebhooks(cfg.Webhooks) // secrets are write-only
 	sale, ok := s.deps.Sales.Get(cfg.ID)
 	if !ok || !sale.WindowFrozen {
 		out.Config.Seed = ""
@@ -158,8 +159,12 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	}
 	// Fields staff never set.
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
+	event.KeepWebhookSecrets(&old, &next)
 	next.Defaults()
 	if err := next.Validate(); err != nil {
+		return event.Config{}, err
+	}
+	if err := event.CheckWebhookSchemes(&next, s.cfg.WebhookAllowHTTP); err != nil {
 		return event.Config{}, err
 	}
 	// The locks are judged by Redis TIME in the same step as the save, and

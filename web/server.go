@@ -112,10 +112,18 @@ type Deps struct {
 	// Default: a random secret of this process (challenges and invites
 	// then verify on this node only)
 	EdgeSecret []byte
+	// Lifecycle lists an event's recent lifecycle events, newest first
+	// (*lifecycle.Recorder); nil answers an empty list.
+	Lifecycle lifecycleLog
 }
 
 // Config tunes the edge.
 type Config struct {
+	// WebhookAllowHTTP accepts http webhook URLs (tests, a loopback
+	// relay); otherwise they must be https.
+	//
+	// Default: false
+	WebhookAllowHTTP bool
 	// AdminToken authorises the admin API as a bearer token, and signs
 	// the staff console in (POST /admin/session) to a session cookie.
 	// Empty disables the admin API and the console.
@@ -255,6 +263,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	adm.Post("/pause", s.pauseEvent(true))
 	adm.Post("/resume", s.pauseEvent(false))
 	adm.Post("/rebuild", s.rebuildEvent)
+	adm.Get("/lifecycle", s.lifecycleEvents)
 
 	app.Post("/admin/session", s.signIn)
 	app.Get("/admin/session", s.sessionInfo)
@@ -263,6 +272,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Get("/admin/events", s.requireStaff, s.listEvents)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)
+	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app

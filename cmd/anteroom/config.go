@@ -49,6 +49,7 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 	proxies := fs.String("trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For (and, in header mode, user id header) is believed (ANTEROOM_TRUSTED_PROXIES)")
 	inFlight := fs.String("max-in-flight", env("MAX_IN_FLIGHT", "4096"), "requests in progress on this node before it answers 503 degraded (ANTEROOM_MAX_IN_FLIGHT)")
 	globalJoin := fs.String("global-join-rate", env("GLOBAL_JOIN_RATE", "0"), "joins per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_JOIN_RATE)")
+	webhookHTTP := fs.String("webhook-allow-http", env("WEBHOOK_ALLOW_HTTP", "false"), "accept http (not only https) webhook URLs; unsafe outside tests and loopback relays (ANTEROOM_WEBHOOK_ALLOW_HTTP)")
 	globalClaim := fs.String("global-claim-rate", env("GLOBAL_CLAIM_RATE", "0"), "claims per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_CLAIM_RATE)")
 	return func() (node.Config, error) {
 		cfg := node.Config{
@@ -82,6 +83,9 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 			cfg.TicketSecret = b
 		}
 		cfg.AccessLog = *accessLog
+		if cfg.WebhookAllowHTTP, err = strconv.ParseBool(*webhookHTTP); err != nil {
+			return cfg, fmt.Errorf("webhook allow http %q: want true or false", *webhookHTTP)
+		}
 		for _, d := range []struct {
 			name, value string
 			to          *time.Duration

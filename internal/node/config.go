@@ -117,6 +117,11 @@ type Config struct {
 	// ticks, outbox and key reloads): tests that count Redis commands
 	// drive the node with Snapshots.Refresh themselves.
 	Manual bool
+	// WebhookAllowHTTP accepts and delivers to http webhook URLs; by
+	// default webhooks must be https.
+	//
+	// Default: false
+	WebhookAllowHTTP bool
 	// AccessLog says which requests get an access-log line: off, errors
 	// (5xx answers and requests slower than SlowRequest) or all.
 	//

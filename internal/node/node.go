@@ -15,6 +15,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -82,6 +83,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err := claim.EnsureStream(sctx, js, cfg.StreamReplicas); err != nil {
 		return nil, err
 	}
+	if err := lifecycle.EnsureStream(sctx, js, cfg.StreamReplicas); err != nil {
+		return nil, err
+	}
 	secret, err := ticketSecret(&cfg)
 	if err != nil {
 		return nil, err
@@ -105,6 +109,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
 	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
+	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
 	if err != nil {
 		return nil, err
@@ -133,7 +138,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		metricsHandler = nil // not on the public address
 	}
 	app := web.New(web.Config{
-		AdminToken: adminToken, Log: cfg.Log, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
+		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
@@ -141,7 +146,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
-		Sales: snaps, Joiner: queue.NewJoiner(back.rdb), Tickets: web.NewTicketCache(tickets, 200_000),
+		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
 		Observe: o.observe(), Metrics: metricsHandler,
@@ -166,6 +171,13 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
 		n.goLoop(func() {
 			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
+		})
+		n.goLoop(func() { lc.Run(lctx, max(cfg.Tick, 250*time.Millisecond), snaps.All, logErr("lifecycle")) })
+		deliverer := lifecycle.NewDeliverer(js, back.rdb, events, lifecycle.DeliverConfig{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("webhook")})
+		n.goLoop(func() {
+			if err := deliverer.Run(lctx); err != nil {
+				cfg.Log.Warn("webhook deliverer stopped", "err", err)
+			}
 		})
 		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, logErr("keys")) })
 		n.goLoop(func() { limiter.NewHeartbeat(nodeID(), 0).Run(lctx, logErr("limit heartbeat")) })
@@ -212,6 +224,13 @@ func (n *Node) StartWorker(ctx context.Context) error {
 	}
 	n.goLoop(func() { _ = w.Run(n.loops) })
 	return nil
+}
+
+func wantsYourTurn(s *admission.Snapshots) func(ev string) bool {
+	return func(ev string) bool {
+		sale, ok := s.Get(ev)
+		return ok && sale.Config.WantsYourTurn()
+	}
 }
 
 func salesOf(s *admission.Snapshots) func() []claim.Sale {

@@ -1,0 +1,54 @@
+// Package lifecycle publishes a sale's lifecycle events — sale opened,
+// shuffle window closed (with the revealed seed), admission paused and
+// resumed, sold out, sale ended, and "your turn" for each admitted person —
+// on JetStream, and delivers them to the sale's webhooks.
+//
+// Exactly once, leaderless. Every node observes every sale on its tick and
+// hands what it sees to one Redis script (record.lua), which claims each
+// transition once for all nodes (HSETNX for one-shot transitions, the
+// newest config version for pause/resume, a compare-and-set cursor for
+// admitted positions) and writes the event into a per-sale outbox in the
+// same step. Any node publishes the outbox with Nats-Msg-Id = the event id
+// and removes what JetStream acknowledged, so a node that dies between the
+// script and the publish loses nothing, and two nodes publishing the same
+// entry store it once (JetStream's duplicate window).
+//
+// "Your turn". The frontier admits positions; positions map to sequence
+// numbers through the window's permutation, and a sequence number to its
+// user through a hash (seq → user) that Joiner keeps only for sales with a
+// webhook asking for your_turn: one HSET per join, about 50 bytes per
+// joiner. Events carry the position, the seq and, when known, the user.
+//
+// Webhooks. A Deliverer on every node shares one durable JetStream consumer:
+// each event is POSTed, signed (Signature), to every webhook of the sale
+// that wants its type, at least once, retried with exponential backoff;
+// X-Anteroom-Event-Id is the same on every attempt, for receivers to
+// dedupe. Delivery runs on its own goroutines and never touches joins,
+// status or claims.
+package lifecycle
+
+// Event types, as in event.LifecycleTypes.
+const (
+	SaleOpened   = "sale_opened"
+	WindowClosed = "window_closed"
+	Paused       = "paused"
+	Resumed      = "resumed"
+	SoldOut      = "sold_out"
+	SaleEnded    = "sale_ended"
+	YourTurn     = "your_turn"
+)
+
+// Event is one lifecycle event as published and delivered.
+type Event struct {
+	// ID is unique per event and transition: <sale>.<type>.<n>.
+	ID string `json:"id"`
+	// Type is one of the event types above.
+	Type string `json:"type"`
+	// Event is the sale's id.
+	Event string `json:"event"`
+	// AtUnixMs is Redis TIME when the transition was recorded.
+	AtUnixMs int64 `json:"at_unix_ms"`
+	// Data carries the type's fields (seed, window_size; position, seq,
+	// user; version).
+	Data map[string]any `json:"data"`
+}
