@@ -67,6 +67,7 @@ func BenchmarkClaimHTTP(b *testing.B) {
 			i := next.Add(1) - 1
 			req, _ := http.NewRequest(http.MethodPost, n.URL()+"/events/bench/claim", http.NoBody)
 			req.Header.Set("Authorization", "Bearer "+toks[i])
+			req.Header.Set("X-User-ID", fmt.Sprint("h", i)) // the token's subject: claims require it
 			resp, err := client.Do(req)
 			if err != nil {
 				failed.Add(1)
@@ -113,6 +114,19 @@ func redisBenchmarkEvalsha(b *testing.B, r *testenv.Redis) float64 {
 	}
 	tag := "ar:{rb#0}:"
 	if err := c.Set(ctx, tag+"stock", 1_000_000_000, 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	// The bucket is laid on this server: it records the server's
+	// replication id, as Lay does (claim.lua refuses a bucket without it).
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	replid := ""
+	if m := regexp.MustCompile(`master_replid:(\w+)`).FindStringSubmatch(info); m != nil {
+		replid = m[1]
+	}
+	if err := c.HSet(ctx, tag+"stats", "epoch", replid).Err(); err != nil {
 		b.Fatal(err)
 	}
 	payload := `{"type":"granted","event":"rb","claim_id":"0-__rand_int__","user":"__rand_int__","pos":1,"units":1,"at":"2026-01-01T00:00:00Z","idem":"k"}`
