@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/golang-jwt/jwt/v5"
@@ -30,7 +31,7 @@ func TestAdmissionSignatureRequiredOverHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	dir := t.TempDir()
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir})) // X-User-ID names the caller
 	createSale(t, n, "sig", openSale(10, 1, 0, 0, 1000))
 	genuine := admit(t, n, "sig", "alice")
 	secret, err := tokens.LoadOrCreateSecret(filepath.Join(dir, "ticket-secret")) // the node's own
@@ -81,7 +82,7 @@ func TestAdmissionNodeAgreesWithJWKSOverHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	dir := t.TempDir()
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir})
+	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir})) // X-User-ID names the caller
 	createSale(t, n, "agree", openSale(100, 1, 0, 0, 1000))
 	secret, err := tokens.LoadOrCreateSecret(filepath.Join(dir, "ticket-secret")) // the node's own
 	if err != nil {
