@@ -28,7 +28,8 @@ import (
 //     crit, the kid must be in the current key set;
 //   - the claims decoded by the same json.Unmarshal into admissionClaims
 //     (except when they have exactly the form Issue writes, which
-//     issuedClaims reads to the same values in a fifth of the time) and
+//     issuedClaims reads to the same values without encoding/json: 3.5 µs
+//     and 28 allocations less per check, bench/RESULTS.md) and
 //     validated by the same jwt.Validator with the same options;
 //   - the signature checked with curve25519-voi's Ed25519 using an expanded
 //     public key precomputed once per kid of the snapshot, with
