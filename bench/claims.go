@@ -58,7 +58,7 @@ func measureClaims(ctx context.Context, s *stack, r *report) error {
 	s.claimTokens = toks
 	// Closed loop, distinct tokens, until the first half is used or r.d ends.
 	rate, other := closedLoop(s, conns, r.d, n/2, http.StatusCreated, func(i int) (string, string, map[string]string) {
-		return http.MethodPost, "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i]}
+		return http.MethodPost, "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i], "X-User-ID": fmt.Sprintf("c%d", i)}
 	})
 	s.claimNext = n / 2
 	r.peaks["claim"] = rate

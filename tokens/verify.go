@@ -26,7 +26,10 @@ import (
 //     except when it is byte for byte the header Issue writes for a kid of
 //     the set, whose decoding is known in advance; alg must be "EdDSA", no
 //     crit, the kid must be in the current key set;
-//   - the claims decoded by the same json.Unmarshal into admissionClaims and
+//   - the claims decoded by the same json.Unmarshal into admissionClaims
+//     (except when they have exactly the form Issue writes, which
+//     issuedClaims reads to the same values without encoding/json: 3.5 µs
+//     and 28 allocations less per check, bench/RESULTS.md) and
 //     validated by the same jwt.Validator with the same options;
 //   - the signature checked with curve25519-voi's Ed25519 using an expanded
 //     public key precomputed once per kid of the snapshot, with
@@ -86,8 +89,10 @@ func (i *Issuer) verifyToken(snap *keySnapshot, raw string, now time.Time) (*adm
 		return nil, fmt.Errorf("could not base64 decode claim: %w", err)
 	}
 	var c admissionClaims
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return nil, fmt.Errorf("could not JSON decode claim: %w", err)
+	if !issuedClaims(payload, &c) {
+		if err := json.Unmarshal(payload, &c); err != nil {
+			return nil, fmt.Errorf("could not JSON decode claim: %w", err)
+		}
 	}
 	sig, err := b64Strict.DecodeString(s64)
 	if err != nil {

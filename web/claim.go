@@ -2,14 +2,11 @@ package web
 
 import (
 	"errors"
-	"regexp"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/gofiber/fiber/v2"
 )
-
-var idemKeyPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 type claimJSON struct {
 	ClaimID string `json:"claim_id"`
@@ -43,7 +40,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	case key == "":
 		// A retry with the same token is the same request.
 		key = "jti:" + adm.ID
-	case !idemKeyPattern.MatchString(key):
+	case !validIdemKey(key):
 		return badRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
 	}
 	if cfg.Paused {
@@ -69,7 +66,56 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	if res.Replay {
 		status = fiber.StatusOK
 	}
-	return c.Status(status).JSON(claimJSON{ClaimID: res.ClaimID, Status: res.Status})
+	return writeClaim(c.Status(status), res)
+}
+
+// validIdemKey reports whether key is 1 to 128 characters of A-Z a-z 0-9
+// . _ : - (the Idempotency-Key the claim accepts).
+func validIdemKey(key string) bool {
+	if len(key) == 0 || len(key) > 128 {
+		return false
+	}
+	for i := range len(key) {
+		if !plainByte(key[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// plainByte reports whether b is one of A-Z a-z 0-9 . _ : -, which JSON
+// writes as is.
+func plainByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+		b == '.' || b == '_' || b == ':' || b == '-'
+}
+
+func plain(s string) bool {
+	for i := range len(s) {
+		if !plainByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeClaim sends res as claimJSON. Claim ids and statuses are plain
+// words, written without the reflecting JSON encoder (one claim's
+// allocations and about a microsecond less); anything else goes through
+// it.
+func writeClaim(c *fiber.Ctx, res claim.Result) error {
+	if !plain(res.ClaimID) || !plain(res.Status) {
+		return c.JSON(claimJSON{ClaimID: res.ClaimID, Status: res.Status})
+	}
+	r := c.Response()
+	r.Header.SetContentType(fiber.MIMEApplicationJSON)
+	r.ResetBody()
+	r.AppendBodyString(`{"claim_id":"`)
+	r.AppendBodyString(res.ClaimID)
+	r.AppendBodyString(`","status":"`)
+	r.AppendBodyString(res.Status)
+	r.AppendBodyString(`"}`)
+	return nil
 }
 
 type recordJSON struct {
