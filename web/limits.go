@@ -223,12 +223,25 @@ func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, glob
 	if device != "" {
 		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.Device, Event: ev, Value: device, Limit: toLimit(b.Device)})
 	}
+	if !anyOn(rules) {
+		return nil // rules that are off cost neither a deadline nor a call
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if d := s.deps.Limiter.Allow(ctx, rules...); !d.Allowed {
 		return rateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
 	}
 	return nil
+}
+
+// anyOn reports whether any rule limits anything.
+func anyOn(rules []limit.Rule) bool {
+	for _, r := range rules {
+		if !r.Limit.Unlimited() {
+			return true
+		}
+	}
+	return false
 }
 
 // rateLimited is the 429 answer; what names the exhausted budget.
