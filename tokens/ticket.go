@@ -3,8 +3,8 @@ package tokens
 import (
 	"bytes"
 	"crypto/hmac"
-	"encoding/base64"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"hash"
