@@ -36,23 +36,26 @@ func (j *benchJoiner) Join(_ context.Context, _, _ string, _ queue.Times) (queue
 // goes:
 //
 //	go test -run '^$' -bench Node -benchmem -cpuprofile cpu.out -memprofile mem.out ./web
-func BenchmarkNode(b *testing.B) {
+// nodeApp is the app wired as internal/node wires it, with a waiting sale
+// "ev"; it returns the ticket signer too.
+func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
+	tb.Helper()
 	signed, err := tokens.NewTickets(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	keys, err := tokens.OpenKeyDir(b.TempDir())
+	keys, err := tokens.OpenKeyDir(tb.TempDir())
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	m, err := metrics.New(prometheus.NewRegistry(), metrics.Config{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	// fasthttp's in-memory RequestCtx has the peer 0.0.0.0: the gateway.
 	identity, err := NewHeaderIdentity("X-User-ID", []string{"0.0.0.0"})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	sale := benchSale(100)
 	sale.Config.Limits.Defaults()
@@ -67,6 +70,11 @@ func BenchmarkNode(b *testing.B) {
 		Identity: identity,
 		Observe:  Observe{Request: m.ObserveRequest, TokenIssued: m.TokenIssued},
 	})
+	return app, signed
+}
+
+func BenchmarkNode(b *testing.B) {
+	app, signed := nodeApp(b)
 	b.Run("status-waiting", func(b *testing.B) {
 		ticket, err := signed.Sign(tokens.Ticket{Event: "ev", User: "alice", Seq: 5000, IssuedAt: time.Now()})
 		if err != nil {
