@@ -57,11 +57,11 @@ type Metrics struct {
 	reg  *prometheus.Registry
 	slow time.Duration
 
-	httpDuration    *prometheus.HistogramVec
+	httpDuration *prometheus.HistogramVec
 	// httpObservers caches httpDuration's series by requestSeries: a
 	// request then costs no label hashing, checking or formatting. The
 	// keys are few (routes × methods × statuses are fixed sets).
-	httpObservers sync.Map
+	httpObservers   sync.Map
 	tokensIssued    *prometheus.CounterVec
 	publishDuration *prometheus.HistogramVec
 	redisDuration   *prometheus.HistogramVec

@@ -36,6 +36,7 @@ func (j *benchJoiner) Join(_ context.Context, _, _ string, _ queue.Times) (queue
 // goes:
 //
 //	go test -run '^$' -bench Node -benchmem -cpuprofile cpu.out -memprofile mem.out ./web
+//
 // nodeApp is the app wired as internal/node wires it, with a waiting sale
 // "ev"; it returns the ticket signer too.
 func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
