@@ -28,15 +28,6 @@ func (j *benchJoiner) Join(_ context.Context, _, _ string, _ queue.Times) (queue
 	return queue.Entry{Seq: j.seq.Add(1), JoinedAt: time.Now()}, nil
 }
 
-// BenchmarkNode measures status and join through the app wired as
-// internal/node wires it (ticket cache, Prometheus request histogram,
-// header identity from a trusted proxy, the events' default limits), in
-// process, no network and no Redis (the join sequence comes from memory).
-// With -cpuprofile and -memprofile it shows where a request's own time
-// goes:
-//
-//	go test -run '^$' -bench Node -benchmem -cpuprofile cpu.out -memprofile mem.out ./web
-//
 // nodeApp is the app wired as internal/node wires it, with a waiting sale
 // "ev"; it returns the ticket signer too.
 func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
@@ -74,6 +65,14 @@ func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
 	return app, signed
 }
 
+// BenchmarkNode measures status and join through the app wired as
+// internal/node wires it (ticket cache, Prometheus request histogram,
+// header identity from a trusted proxy, the events' default limits), in
+// process, no network and no Redis (the join sequence comes from memory).
+// With -cpuprofile and -memprofile it shows where a request's own time
+// goes:
+//
+//	go test -run '^$' -bench Node -benchmem -cpuprofile cpu.out -memprofile mem.out ./web
 func BenchmarkNode(b *testing.B) {
 	app, signed := nodeApp(b)
 	b.Run("status-waiting", func(b *testing.B) {
