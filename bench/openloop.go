@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,11 +15,14 @@ import (
 // the server's speed, and measures each latency from its scheduled instant
 // (no coordinated omission). next returns the i-th request's path and
 // headers. It uses fasthttp's client, which costs the shared cores far less
-// than net/http, so the generator keeps its schedule.
-func openLoop(_ context.Context, s *stack, method string, rate float64, d time.Duration, next func(i int) (string, map[string]string)) ([]time.Duration, int, error) {
+// than net/http, so the generator keeps its schedule. It also returns each
+// request's lag: how late the generator itself started sending it, which
+// counts in the latency but is no time of the server's.
+func openLoop(_ context.Context, s *stack, method string, rate float64, d time.Duration, next func(i int) (string, map[string]string)) ([]time.Duration, []time.Duration, int, error) {
 	total := int(rate * d.Seconds())
 	interval := time.Duration(float64(time.Second) / rate)
 	lat := make([]time.Duration, total)
+	lag := make([]time.Duration, total)
 	failed := make([]bool, total)
 	sem := make(chan struct{}, 2048)
 	var wg sync.WaitGroup
@@ -34,6 +38,7 @@ func openLoop(_ context.Context, s *stack, method string, rate float64, d time.D
 			defer wg.Done()
 			defer func() { <-sem }()
 			path, hdr := next(i)
+			lag[i] = time.Since(at)
 			code, err := s.fastDo(method, path, hdr)
 			lat[i] = time.Since(at)
 			failed[i] = err != nil || code >= 500 || code == http.StatusTooManyRequests
@@ -47,7 +52,8 @@ func openLoop(_ context.Context, s *stack, method string, rate float64, d time.D
 		}
 	}
 	slices.Sort(lat)
-	return lat, bad, nil
+	slices.Sort(lag)
+	return lat, lag, bad, nil
 }
 
 // closedLoop runs workers request loops for d, or until n requests (n < 0:
@@ -103,13 +109,29 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 	for _, share := range []float64{0.5, 0.8} {
 		if peak := r.peaks["status-go"]; peak > 0 && len(s.tickets) > 0 {
 			rate := peak * share
-			lat, bad, err := openLoop(ctx, s, http.MethodGet, rate, d, func(i int) (string, map[string]string) {
+			before, herr := scrapeHist(s, "/events/:id/status", http.MethodGet)
+			var gc0 runtime.MemStats
+			runtime.ReadMemStats(&gc0)
+			lat, lag, bad, err := openLoop(ctx, s, http.MethodGet, rate, d, func(i int) (string, map[string]string) {
 				return "/events/bstatus/status", map[string]string{"Authorization": "Bearer " + s.tickets[i%len(s.tickets)]}
 			})
 			if err != nil {
 				return err
 			}
+			var gc1 runtime.MemStats
+			runtime.ReadMemStats(&gc1)
 			p99 := pct(lat, 0.99)
+			// Beside the generator's figure: the server's own p99 (its
+			// request histogram) and the generator's lag, to tell a slow
+			// server from a late generator.
+			if after, err := scrapeHist(s, "/events/:id/status", http.MethodGet); err == nil && herr == nil {
+				sp99, n := after.quantileSince(before, 0.99)
+				r.add(fmt.Sprintf("status p99 at %.0f%% of peak, server's own histogram (/metrics)", share*100), "≤ "+sp99.String(),
+					fmt.Sprintf("%.0f requests", n), 0, "—", true)
+			}
+			r.note(fmt.Sprintf("status at %.0f%% of peak: generator lag (scheduled instant to send) p50 %s p99 %s max %s; generator GCs %d, pause total %s",
+				share*100, pct(lag, 0.5).Round(time.Microsecond), pct(lag, 0.99).Round(time.Microsecond), pct(lag, 1).Round(time.Microsecond),
+				gc1.NumGC-gc0.NumGC, time.Duration(gc1.PauseTotalNs-gc0.PauseTotalNs)))
 			goal, met := "—", true
 			if share == 0.5 {
 				goal, met = "≤ 10 ms", p99 <= 10*time.Millisecond
@@ -124,7 +146,7 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 			rate := peak * share
 			toks := s.claimTokens[s.claimNext:]
 			n := min(int(rate*d.Seconds()), len(toks))
-			lat, bad, err := openLoop(ctx, s, http.MethodPost, rate, time.Duration(float64(n)/rate*float64(time.Second)), func(i int) (string, map[string]string) {
+			lat, _, bad, err := openLoop(ctx, s, http.MethodPost, rate, time.Duration(float64(n)/rate*float64(time.Second)), func(i int) (string, map[string]string) {
 				return "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i]}
 			})
 			if err != nil {

@@ -92,6 +92,7 @@ func (r *report) write(dir string) error {
 		b.WriteString(c + "\n")
 	}
 	b.WriteString("```\n")
+	b.WriteString(keptSections(filepath.Join(dir, "RESULTS.md")))
 	if err := os.WriteFile(filepath.Join(dir, "RESULTS.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
@@ -99,4 +100,21 @@ func (r *report) write(dir string) error {
 		return os.WriteFile(filepath.Join(dir, "throughput.svg"), []byte(svgChart(r.curves)), 0o644)
 	}
 	return nil
+}
+
+// keptMarker starts the hand-written part of RESULTS.md (profiles,
+// before-and-after studies), which a new run keeps below its own figures.
+const keptMarker = "\n<!-- kept by go run ./bench -->\n"
+
+// keptSections returns the hand-written part of the RESULTS.md at path,
+// marker included, or "" when there is none.
+func keptSections(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(old), keptMarker); i >= 0 {
+		return string(old[i:])
+	}
+	return ""
 }
