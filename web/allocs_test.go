@@ -39,8 +39,8 @@ func TestHotPathAllocs(t *testing.T) {
 		run  func() []byte
 		want string
 	}{
-		{"status", 5, func() []byte { return status.once() }, `"state":"waiting"`},
-		{"join", 12, func() []byte {
+		{"status", 1, func() []byte { return status.once() }, `"state":"waiting"`},
+		{"join", 10, func() []byte {
 			n++
 			user = strconv.AppendInt(append(user[:0], 'u'), int64(n), 10)
 			join.ctx.Request.Header.SetBytesV("X-User-ID", user)

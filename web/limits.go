@@ -116,8 +116,10 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 	}
 	if lim.Status.Ticket.On() {
 		if raw := rawTicket(c, cfg.ID); raw != "" {
-			key := "st:t:" + cfg.ID + ":" + strconv.FormatUint(maphash.String(s.edge.seed, raw), 36)
-			if ok, _, retry := s.edge.status.Take(key, toLimit(lim.Status.Ticket), now); !ok {
+			var buf [96]byte // "st:t:" + event id (≤ 64) + ":" + base 36 hash (≤ 13)
+			key := append(append(append(buf[:0], "st:t:"...), cfg.ID...), ':')
+			key = strconv.AppendUint(key, maphash.String(s.edge.seed, raw), 36)
+			if ok, _, retry := s.edge.status.TakeBytes(key, toLimit(lim.Status.Ticket), now); !ok {
 				return rateLimited("status polls with this ticket", retry)
 			}
 		}

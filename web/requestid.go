@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	mrand "math/rand/v2"
 	"net/netip"
-	"strings"
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,23 +20,21 @@ import (
 // . _ : -; otherwise it is replaced, so no client can forge or inject
 // log lines under another request's id.
 
-// requestIDKey is the Locals key of the request id.
-type requestIDKey struct{}
-
 // maxRequestIDLen bounds a request id kept from a trusted proxy.
 const maxRequestIDLen = 64
 
-// assignRequestID is the middleware giving each request its id.
+// assignRequestID is the middleware giving each request its id. The id
+// lives in the answer's X-Request-ID header only (requestID reads it
+// back): no string or Locals entry to allocate on every request.
 func (s *Server) assignRequestID(c *fiber.Ctx) error {
-	id := ""
+	h := &c.Response().Header
 	if v := c.Get(fiber.HeaderXRequestID); v != "" && validRequestID(v) && s.edge.proxies.trustsPeer(c) {
-		id = strings.Clone(v) // kept in Locals and logs past fiber's buffers
+		h.Set(fiber.HeaderXRequestID, v) // copied into the response
+	} else {
+		var id [requestIDLen]byte
+		s.ids.fill(&id)
+		h.SetBytesV(fiber.HeaderXRequestID, id[:])
 	}
-	if id == "" {
-		id = s.ids.next()
-	}
-	c.Set(fiber.HeaderXRequestID, id)
-	c.Locals(requestIDKey{}, id)
 	return c.Next()
 }
 
@@ -54,27 +51,24 @@ const base32Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 // requestIDLen is the length of a fresh id: 26 base32 characters.
 const requestIDLen = 26
 
-// next returns a fresh request id.
-func (r *requestIDs) next() string {
+// fill writes a fresh request id to id.
+func (r *requestIDs) fill(id *[requestIDLen]byte) {
 	g, _ := r.pool.Get().(*mrand.ChaCha8)
 	if g == nil {
 		var seed [32]byte
 		rand.Read(seed[:]) // never fails (crypto/rand)
 		g = mrand.NewChaCha8(seed)
 	}
-	var b [requestIDLen]byte
-	_, _ = g.Read(b[:]) // never fails
+	_, _ = g.Read(id[:]) // never fails
 	r.pool.Put(g)
-	for i := range b {
-		b[i] = base32Alphabet[b[i]%32]
+	for i := range id {
+		id[i] = base32Alphabet[id[i]%32]
 	}
-	return string(b[:])
 }
 
 // requestID returns the request's id, or "" before assignRequestID ran.
 func requestID(c *fiber.Ctx) string {
-	v, _ := c.Locals(requestIDKey{}).(string)
-	return v
+	return string(c.Response().Header.Peek(fiber.HeaderXRequestID))
 }
 
 // validRequestID reports whether id is short and made of safe characters
