@@ -4,6 +4,7 @@
 //
 //	go run ./bench            # about 6 minutes on 2 cores
 //	go run ./bench -d 3s      # a quick pass
+//	go run ./bench -steps status,join,openloop -mem-users 0 -out /tmp/b   # some steps
 //
 // It needs redis-server, redis-benchmark, wrk and PostgreSQL (initdb,
 // pg_ctl, pgbench): apt-get install redis-server redis-tools wrk postgresql.
@@ -17,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,14 +27,15 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "duration of each closed-loop measurement")
 	out := flag.String("out", "bench", "directory for RESULTS.md and throughput.svg")
 	memUsers := flag.Int("mem-users", 1_000_000, "joins for the memory measurement (0 skips it)")
+	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop); empty: all")
 	flag.Parse()
-	if err := run(context.Background(), *d, *out, *memUsers); err != nil {
+	if err := run(context.Background(), *d, *out, *memUsers, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, d time.Duration, out string, memUsers int) error {
+func run(ctx context.Context, d time.Duration, out string, memUsers int, only string) error {
 	if err := need("redis-server", "redis-benchmark", "redis-cli", "wrk", "pgbench", "go"); err != nil {
 		return err
 	}
@@ -54,18 +58,21 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int) error {
 	}
 	defer env.stop()
 	steps := []struct {
-		name string
-		f    func(context.Context, *stack, *report) error
+		key, name string
+		f         func(context.Context, *stack, *report) error
 	}{
-		{"http ceiling and status", measureStatus},
-		{"join", measureJoin},
-		{"throughput against concurrency", measureCurve},
-		{"claims end to end", measureClaims},
-		{"redis-benchmark EVALSHA", measureRedisBenchmark},
-		{"PostgreSQL SELECT FOR UPDATE", measurePostgres},
-		{"open-loop latency", measureOpenLoop},
+		{"status", "http ceiling and status", measureStatus},
+		{"join", "join", measureJoin},
+		{"curve", "throughput against concurrency", measureCurve},
+		{"claims", "claims end to end", measureClaims},
+		{"redis", "redis-benchmark EVALSHA", measureRedisBenchmark},
+		{"postgres", "PostgreSQL SELECT FOR UPDATE", measurePostgres},
+		{"openloop", "open-loop latency", measureOpenLoop},
 	}
 	for _, s := range steps {
+		if only != "" && !slices.Contains(strings.Split(only, ","), s.key) {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "bench: %s…\n", s.name)
 		if err := s.f(ctx, env, rep); err != nil {
 			rep.note(fmt.Sprintf("%s failed: %v", s.name, err))

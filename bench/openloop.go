@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,30 +16,41 @@ import (
 // openLoop sends rate requests per second for d at fixed instants, whatever
 // the server's speed, and measures each latency from its scheduled instant
 // (no coordinated omission). next returns the i-th request's path and
-// headers. It uses fasthttp's client, which costs the shared cores far less
-// than net/http, so the generator keeps its schedule.
-func openLoop(_ context.Context, s *stack, method string, rate float64, d time.Duration, next func(i int) (string, map[string]string)) ([]time.Duration, int, error) {
+// headers. It also returns each request's lag: how late the generator
+// itself started sending it, which counts in the latency but is no time
+// of the server's.
+//
+// The schedule is dealt round robin to a fixed set of workers, each with
+// a connection of its own (like wrk2): worker w sends requests w, w+W,
+// w+2W, ... A worker sleeps once per W requests, not a dispatcher once per
+// request, and no goroutine is started per request, so the generator
+// costs the shared cores little and keeps its schedule; a request that
+// finds its worker still waiting for an answer is sent late and counted
+// from its scheduled instant.
+func openLoop(_ context.Context, s *stack, method string, rate float64, d time.Duration, next func(i int) (string, map[string]string)) ([]time.Duration, []time.Duration, int, error) {
 	total := int(rate * d.Seconds())
 	interval := time.Duration(float64(time.Second) / rate)
 	lat := make([]time.Duration, total)
+	lag := make([]time.Duration, total)
 	failed := make([]bool, total)
-	sem := make(chan struct{}, 2048)
+	workers := min(openLoopWorkers, max(total, 1))
 	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range total {
-		at := start.Add(time.Duration(i) * interval)
-		if wait := time.Until(at); wait > 0 {
-			time.Sleep(wait)
-		}
-		sem <- struct{}{}
+	start := time.Now().Add(10 * time.Millisecond)
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			path, hdr := next(i)
-			code, err := s.fastDo(method, path, hdr)
-			lat[i] = time.Since(at)
-			failed[i] = err != nil || code >= 500 || code == http.StatusTooManyRequests
+			for i := w; i < total; i += workers {
+				at := start.Add(time.Duration(i) * interval)
+				if wait := time.Until(at); wait > 0 {
+					time.Sleep(wait)
+				}
+				path, hdr := next(i)
+				lag[i] = time.Since(at)
+				code, err := s.fastDo(method, path, hdr)
+				lat[i] = time.Since(at)
+				failed[i] = err != nil || code >= 500 || code == http.StatusTooManyRequests
+			}
 		}()
 	}
 	wg.Wait()
@@ -47,8 +61,13 @@ func openLoop(_ context.Context, s *stack, method string, rate float64, d time.D
 		}
 	}
 	slices.Sort(lat)
-	return lat, bad, nil
+	slices.Sort(lag)
+	return lat, lag, bad, nil
 }
+
+// openLoopWorkers is the open-loop generator's workers (and connections):
+// the same 64 as the closed-loop wrk runs.
+const openLoopWorkers = conns
 
 // closedLoop runs workers request loops for d, or until n requests (n < 0:
 // no bound), and returns the answers with status want per second and the
@@ -103,13 +122,36 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 	for _, share := range []float64{0.5, 0.8} {
 		if peak := r.peaks["status-go"]; peak > 0 && len(s.tickets) > 0 {
 			rate := peak * share
-			lat, bad, err := openLoop(ctx, s, http.MethodGet, rate, d, func(i int) (string, map[string]string) {
+			before, herr := scrapeHist(s, "/events/:id/status", http.MethodGet)
+			var gc0 runtime.MemStats
+			runtime.ReadMemStats(&gc0)
+			lat, lag, bad, err := openLoop(ctx, s, http.MethodGet, rate, d, func(i int) (string, map[string]string) {
 				return "/events/bstatus/status", map[string]string{"Authorization": "Bearer " + s.tickets[i%len(s.tickets)]}
 			})
 			if err != nil {
 				return err
 			}
+			var gc1 runtime.MemStats
+			runtime.ReadMemStats(&gc1)
 			p99 := pct(lat, 0.99)
+			// Beside the generator's figure: the server's own p99 (its
+			// request histogram) and the generator's lag, to tell a slow
+			// server from a late generator.
+			if after, err := scrapeHist(s, "/events/:id/status", http.MethodGet); err == nil && herr == nil {
+				sp99, n := after.quantileSince(before, 0.99)
+				goal := "—"
+				if share == 0.5 {
+					goal = "≤ 10 ms"
+				}
+				r.add(fmt.Sprintf("status p99 at %.0f%% of peak, server's own histogram (/metrics)", share*100), "≤ "+sp99.String(),
+					fmt.Sprintf("%.0f requests", n), 0, goal, sp99 > 0 && sp99 <= 10*time.Millisecond)
+			}
+			r.note(fmt.Sprintf("status at %.0f%% of peak: generator lag (scheduled instant to send) p50 %s p99 %s max %s; generator GCs %d, pause total %s; load average %s",
+				share*100, pct(lag, 0.5).Round(time.Microsecond), pct(lag, 0.99).Round(time.Microsecond), pct(lag, 1).Round(time.Microsecond),
+				gc1.NumGC-gc0.NumGC, time.Duration(gc1.PauseTotalNs-gc0.PauseTotalNs), loadAverage()))
+			if pct(lag, 0.99) > time.Millisecond {
+				r.note(fmt.Sprintf("status at %.0f%% of peak: the generator itself started 1%% of its requests more than %s late: its p99 measures the generator on the shared cores, not the server (see the server's own histogram)", share*100, pct(lag, 0.99).Round(time.Millisecond)))
+			}
 			goal, met := "—", true
 			if share == 0.5 {
 				goal, met = "≤ 10 ms", p99 <= 10*time.Millisecond
@@ -124,7 +166,7 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 			rate := peak * share
 			toks := s.claimTokens[s.claimNext:]
 			n := min(int(rate*d.Seconds()), len(toks))
-			lat, bad, err := openLoop(ctx, s, http.MethodPost, rate, time.Duration(float64(n)/rate*float64(time.Second)), func(i int) (string, map[string]string) {
+			lat, _, bad, err := openLoop(ctx, s, http.MethodPost, rate, time.Duration(float64(n)/rate*float64(time.Second)), func(i int) (string, map[string]string) {
 				return "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i]}
 			})
 			if err != nil {
@@ -140,4 +182,18 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 	}
 	r.command(fmt.Sprintf("open loop: requests at fixed instants for %s, latency from the scheduled instant", d))
 	return nil
+}
+
+// loadAverage is /proc/loadavg's 1-minute figure and runnable/total
+// tasks: how many others wanted the cores during the measurement.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return "unknown"
+	}
+	return f[0] + " (runnable/total " + f[3] + ")"
 }

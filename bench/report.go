@@ -92,12 +92,7 @@ func (r *report) write(dir string) error {
 		b.WriteString(c + "\n")
 	}
 	b.WriteString("```\n")
-	// Hand-written sections after keptMarker survive a new run.
-	if old, err := os.ReadFile(filepath.Join(dir, "RESULTS.md")); err == nil {
-		if i := strings.Index(string(old), keptMarker); i >= 0 {
-			b.WriteString("\n" + string(old[i:]))
-		}
-	}
+	b.WriteString(keptSections(filepath.Join(dir, "RESULTS.md")))
 	if err := os.WriteFile(filepath.Join(dir, "RESULTS.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
@@ -107,5 +102,19 @@ func (r *report) write(dir string) error {
 	return nil
 }
 
-// keptMarker starts the hand-written part of RESULTS.md, which a run keeps.
+// keptMarker starts the hand-written part of RESULTS.md (profiles,
+// before-and-after studies), which a new run keeps below its own figures.
 const keptMarker = "<!-- written by hand: go run ./bench keeps everything below this line -->"
+
+// keptSections returns the hand-written part of the RESULTS.md at path,
+// marker included, or "" when there is none.
+func keptSections(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if i := strings.Index(string(old), keptMarker); i >= 0 {
+		return string(old[i:])
+	}
+	return ""
+}

@@ -14,6 +14,7 @@ import (
 // wrkResult is what one wrk run measured (closed loop).
 type wrkResult struct {
 	RPS      float64
+	Requests int64 // answers counted by wrk
 	Non2xx   int64
 	P50, P99 time.Duration
 	Command  string
@@ -22,6 +23,7 @@ type wrkResult struct {
 var (
 	wrkRPS    = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 	wrkNon2xx = regexp.MustCompile(`Non-2xx or 3xx responses:\s+([0-9]+)`)
+	wrkCount  = regexp.MustCompile(`([0-9]+) requests in`)
 	wrkLat    = regexp.MustCompile(`(?m)^\s+(50|99)\.000%\s+([0-9.]+)(us|ms|s)`)
 )
 
@@ -43,6 +45,9 @@ func runWrk(url string, conns int, d time.Duration, script string) (wrkResult, e
 		return res, fmt.Errorf("wrk: no Requests/sec in %s", out)
 	}
 	res.RPS, _ = strconv.ParseFloat(string(m[1]), 64)
+	if m := wrkCount.FindSubmatch(out); m != nil {
+		res.Requests, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	}
 	if m := wrkNon2xx.FindSubmatch(out); m != nil {
 		res.Non2xx, _ = strconv.ParseInt(string(m[1]), 10, 64)
 	}

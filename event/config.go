@@ -81,7 +81,22 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // ValidID reports whether s can name an event. IDs appear in Redis keys and
 // NATS subjects, so they are restricted to lowercase letters, digits, '_'
 // and '-', at most 64 characters.
-func ValidID(s string) bool { return idPattern.MatchString(s) }
+// It is checked on every request (the event of the path), so it is
+// written out rather than run through idPattern, which it equals.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // ErrInvalid wraps every validation failure.
 var ErrInvalid = errors.New("event: invalid configuration")

@@ -59,18 +59,46 @@ func (l *Local) Take(key string, lim Limit, now time.Time) (ok bool, left float6
 	if lim.Unlimited() {
 		return true, math.Inf(1), 0
 	}
-	burst := lim.burst()
 	sh := &l.shards[maphash.String(l.seed, key)%localShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	b := sh.m[key]
 	if b == nil {
-		if len(sh.m) >= l.perShard {
-			sh.evict(now, l.perShard)
-		}
-		b = &localBucket{tokens: burst, last: now}
-		sh.m[key] = b
+		b = sh.add(key, lim, now, l.perShard)
 	}
+	return b.take(lim, now)
+}
+
+// TakeBytes is Take for a key in a buffer the caller reuses: a request
+// path builds its key without allocating, and the key is copied only when
+// its bucket is new.
+func (l *Local) TakeBytes(key []byte, lim Limit, now time.Time) (ok bool, left float64, retry time.Duration) {
+	if lim.Unlimited() {
+		return true, math.Inf(1), 0
+	}
+	sh := &l.shards[maphash.Bytes(l.seed, key)%localShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b := sh.m[string(key)] // no copy for a lookup
+	if b == nil {
+		b = sh.add(string(key), lim, now, l.perShard)
+	}
+	return b.take(lim, now)
+}
+
+// add makes key's bucket, full, evicting first when the shard holds
+// perShard buckets. The caller holds sh.mu.
+func (sh *localShard) add(key string, lim Limit, now time.Time, perShard int) *localBucket {
+	if len(sh.m) >= perShard {
+		sh.evict(now, perShard)
+	}
+	b := &localBucket{tokens: lim.burst(), last: now}
+	sh.m[key] = b
+	return b
+}
+
+// take spends one token of b, shaped lim, at now (see Take).
+func (b *localBucket) take(lim Limit, now time.Time) (ok bool, left float64, retry time.Duration) {
 	b.limit = lim
 	tokens := b.level(now)
 	if now.After(b.last) {

@@ -115,3 +115,25 @@ func TestKeysHaveTheirOwnHashTag(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalTakeBytesSharesTake: TakeBytes spends the same bucket as Take
+// for the same key, and a key buffer reused afterwards changes nothing it
+// stored.
+func TestLocalTakeBytesSharesTake(t *testing.T) {
+	l := NewLocal(0)
+	lim := Limit{Rate: 1, Burst: 2}
+	buf := []byte("st:t:ev:abc")
+	if ok, _, _ := l.TakeBytes(buf, lim, t0); !ok {
+		t.Fatal("first TakeBytes refused")
+	}
+	copy(buf, "XXXXXXXXXXX") // the caller reuses its buffer
+	if ok, _, _ := l.Take("st:t:ev:abc", lim, t0); !ok {
+		t.Fatal("Take after TakeBytes refused: want the second token")
+	}
+	if ok, _, _ := l.TakeBytes([]byte("st:t:ev:abc"), lim, t0); ok {
+		t.Fatal("third token granted: TakeBytes and Take do not share the bucket")
+	}
+	if l.Len() != 1 {
+		t.Fatalf("%d buckets, want 1", l.Len())
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,7 +57,11 @@ type Metrics struct {
 	reg  *prometheus.Registry
 	slow time.Duration
 
-	httpDuration    *prometheus.HistogramVec
+	httpDuration *prometheus.HistogramVec
+	// httpObservers caches httpDuration's series by requestSeries: a
+	// request then costs no label hashing, checking or formatting. The
+	// keys are few (routes × methods × statuses are fixed sets).
+	httpObservers   sync.Map
 	tokensIssued    *prometheus.CounterVec
 	publishDuration *prometheus.HistogramVec
 	redisDuration   *prometheus.HistogramVec
@@ -150,7 +155,18 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	if m == nil {
 		return
 	}
-	m.httpDuration.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+	k := requestSeries{route, method, status}
+	o, ok := m.httpObservers.Load(k)
+	if !ok {
+		o, _ = m.httpObservers.LoadOrStore(k, m.httpDuration.WithLabelValues(route, method, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
+}
+
+// requestSeries names one series of the request histogram.
+type requestSeries struct {
+	route, method string
+	status        int
 }
 
 // TokenIssued counts one admission token issued for event ev.

@@ -116,8 +116,10 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 	}
 	if lim.Status.Ticket.On() {
 		if raw := rawTicket(c, cfg.ID); raw != "" {
-			key := "st:t:" + cfg.ID + ":" + strconv.FormatUint(maphash.String(s.edge.seed, raw), 36)
-			if ok, _, retry := s.edge.status.Take(key, toLimit(lim.Status.Ticket), now); !ok {
+			var buf [96]byte // "st:t:" + event id (≤ 64) + ":" + base 36 hash (≤ 13)
+			key := append(append(append(buf[:0], "st:t:"...), cfg.ID...), ':')
+			key = strconv.AppendUint(key, maphash.String(s.edge.seed, raw), 36)
+			if ok, _, retry := s.edge.status.TakeBytes(key, toLimit(lim.Status.Ticket), now); !ok {
 				return rateLimited("status polls with this ticket", retry)
 			}
 		}
@@ -223,12 +225,25 @@ func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, glob
 	if device != "" {
 		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.Device, Event: ev, Value: device, Limit: toLimit(b.Device)})
 	}
+	if !anyOn(rules) {
+		return nil // rules that are off cost neither a deadline nor a call
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if d := s.deps.Limiter.Allow(ctx, rules...); !d.Allowed {
 		return rateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
 	}
 	return nil
+}
+
+// anyOn reports whether any rule limits anything.
+func anyOn(rules []limit.Rule) bool {
+	for _, r := range rules {
+		if !r.Limit.Unlimited() {
+			return true
+		}
+	}
+	return false
 }
 
 // rateLimited is the 429 answer; what names the exhausted budget.

@@ -56,7 +56,8 @@ func (s *Server) join(c *fiber.Ctx) error {
 		out.Position = &p
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(out)
+	var buf [512]byte
+	return sendJSON(c, appendJoin(buf[:0], &out))
 }
 
 type statusJSON struct {
@@ -122,8 +123,37 @@ func (s *Server) status(c *fiber.Ctx) error {
 	// The hot path — millions of waiting polls — is encoded by hand: same
 	// JSON, a fraction of the cost of reflection.
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(appendStatus(make([]byte, 0, 128), &out))
+	var buf [128]byte
+	return sendJSON(c, appendStatus(buf[:0], &out))
+}
+
+// sendJSON answers the JSON body b, copied into the response's own pooled
+// buffer (so b may live on the caller's stack).
+func sendJSON(c *fiber.Ctx, b []byte) error {
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
+	c.Response().SetBody(b)
+	return nil
+}
+
+// appendJoin encodes a join answer: the same JSON as encoding/json writes
+// for joinJSON. The ticket is base64url and dots, and State one of
+// admission's fixed identifiers, so neither needs escaping.
+func appendJoin(b []byte, j *joinJSON) []byte {
+	b = append(b, `{"ticket":"`...)
+	b = append(b, j.Ticket...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendInt(b, j.Seq, 10)
+	b = append(b, `,"position":`...)
+	if j.Position != nil {
+		b = strconv.AppendInt(b, *j.Position, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"state":"`...)
+	b = append(b, j.State...)
+	b = append(b, `","poll_after_ms":`...)
+	b = strconv.AppendInt(b, j.PollAfterMs, 10)
+	return append(b, '}')
 }
 
 // appendStatus encodes a status answer without an admission token; State

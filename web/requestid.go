@@ -2,8 +2,9 @@ package web
 
 import (
 	"crypto/rand"
+	mrand "math/rand/v2"
 	"net/netip"
-	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -11,37 +12,63 @@ import (
 // Request ids. Every request gets one, answered in X-Request-ID, logged
 // with its access-log line and shown in problem+json bodies, so that an
 // operator can find a client's failed request. An id is 26 characters of
-// base32 from crypto/rand (rand.Text, 128 bits): it reveals neither the
+// base32 (the alphabet of crypto/rand.Text, 130 bits) from a ChaCha8
+// generator seeded by crypto/rand (see requestIDs): it reveals neither the
 // request count nor the process, and cannot be guessed. A client's own
 // X-Request-ID is kept only when the peer is a trusted proxy (which passes
 // on the id it logged) and the id is 1 to 64 characters of A-Z a-z 0-9
 // . _ : -; otherwise it is replaced, so no client can forge or inject
 // log lines under another request's id.
 
-// requestIDKey is the Locals key of the request id.
-type requestIDKey struct{}
-
 // maxRequestIDLen bounds a request id kept from a trusted proxy.
 const maxRequestIDLen = 64
 
-// assignRequestID is the middleware giving each request its id.
+// assignRequestID is the middleware giving each request its id. The id
+// lives in the answer's X-Request-ID header only (requestID reads it
+// back): no string or Locals entry to allocate on every request.
 func (s *Server) assignRequestID(c *fiber.Ctx) error {
-	id := ""
+	h := &c.Response().Header
 	if v := c.Get(fiber.HeaderXRequestID); v != "" && validRequestID(v) && s.edge.proxies.trustsPeer(c) {
-		id = strings.Clone(v) // kept in Locals and logs past fiber's buffers
+		h.Set(fiber.HeaderXRequestID, v) // copied into the response
+	} else {
+		var id [requestIDLen]byte
+		s.ids.fill(&id)
+		h.SetBytesV(fiber.HeaderXRequestID, id[:])
 	}
-	if id == "" {
-		id = rand.Text()
-	}
-	c.Set(fiber.HeaderXRequestID, id)
-	c.Locals(requestIDKey{}, id)
 	return c.Next()
+}
+
+// requestIDs makes request ids. crypto/rand costs a getrandom call per
+// id, the largest cost of a status poll in the profiles; a pool of ChaCha8
+// generators (math/rand/v2: cryptographically strong), each seeded with
+// 32 bytes of crypto/rand, gives ids as unpredictable for a fraction of
+// that. Safe for concurrent use; the zero value is ready.
+type requestIDs struct{ pool sync.Pool }
+
+// base32Alphabet is crypto/rand.Text's alphabet (RFC 4648 base32).
+const base32Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+// requestIDLen is the length of a fresh id: 26 base32 characters.
+const requestIDLen = 26
+
+// fill writes a fresh request id to id.
+func (r *requestIDs) fill(id *[requestIDLen]byte) {
+	g, _ := r.pool.Get().(*mrand.ChaCha8)
+	if g == nil {
+		var seed [32]byte
+		rand.Read(seed[:]) // never fails (crypto/rand)
+		g = mrand.NewChaCha8(seed)
+	}
+	_, _ = g.Read(id[:]) // never fails
+	r.pool.Put(g)
+	for i := range id {
+		id[i] = base32Alphabet[id[i]%32]
+	}
 }
 
 // requestID returns the request's id, or "" before assignRequestID ran.
 func requestID(c *fiber.Ctx) string {
-	v, _ := c.Locals(requestIDKey{}).(string)
-	return v
+	return string(c.Response().Header.Peek(fiber.HeaderXRequestID))
 }
 
 // validRequestID reports whether id is short and made of safe characters

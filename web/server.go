@@ -185,6 +185,7 @@ type Server struct {
 	// routes labels requests with their route template.
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
+	ids    requestIDs
 }
 
 // BodyLimit is the largest request body accepted.

@@ -83,3 +83,18 @@ func TestAppendStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendJoin checks join's hand-written encoder against encoding/json.
+func TestAppendJoin(t *testing.T) {
+	pos := int64(7)
+	for _, j := range []joinJSON{
+		{Ticket: "eyJh.eyJl.c2ln-_", Seq: 7, Position: &pos, State: admission.Waiting, PollAfterMs: 1500},
+		{Ticket: "a.b.c", Seq: 1, State: admission.Prequeue, PollAfterMs: 2000},
+		{Ticket: "a.b.c", Seq: 99, State: admission.Admitted, Position: &pos},
+	} {
+		want, _ := json.Marshal(j)
+		if got := appendJoin(nil, &j); string(got) != string(want) {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}

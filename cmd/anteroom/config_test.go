@@ -35,3 +35,32 @@ func TestIdentityDefault(t *testing.T) {
 		})
 	}
 }
+
+// TestPprofAddrSetting: profiling is off unless ANTEROOM_PPROF_ADDR or
+// -pprof-addr names an address.
+func TestPprofAddrSetting(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		"nothing set": {want: ""},
+		"environment": {env: map[string]string{"ANTEROOM_PPROF_ADDR": "127.0.0.1:6060"}, want: "127.0.0.1:6060"},
+		"flag":        {args: []string{"-pprof-addr", "127.0.0.1:6061"}, want: "127.0.0.1:6061"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			build := nodeFlags(fs, func(k string) string { return tc.env[k] }, io.Discard)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.PprofAddr != tc.want {
+				t.Errorf("pprof address %q, want %q", cfg.PprofAddr, tc.want)
+			}
+		})
+	}
+}

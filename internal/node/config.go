@@ -31,6 +31,13 @@ type Config struct {
 	//
 	// Default: "" (/metrics on Addr)
 	MetricsAddr string
+	// PprofAddr, when set, serves the Go runtime profiles
+	// (/debug/pprof/: CPU, heap, allocations, goroutines, trace) on a
+	// listener of its own. Keep it on loopback or a private network: a
+	// profile shows the code and the heap, and profiling costs CPU.
+	//
+	// Default: "" (off)
+	PprofAddr string
 	// RedisURL is a redis:// URL. Empty with no cluster addresses starts
 	// an embedded, non-durable Redis-protocol server.
 	RedisURL string

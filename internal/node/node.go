@@ -36,6 +36,7 @@ type Node struct {
 	serveErr chan error
 	ops      *ops
 	metrics  *metricsServer  // nil: /metrics is on the main address
+	pprof    *pprofServer    // nil: profiling is off
 	loops    context.Context // the background loops' lifetime, ended by Close
 
 	// AdminToken is the admin bearer token in force.
@@ -137,6 +138,14 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		}
 		metricsHandler = nil // not on the public address
 	}
+	var pp *pprofServer
+	if cfg.PprofAddr != "" {
+		if pp, err = startPprof(cfg.PprofAddr); err != nil {
+			_ = limitRDB.Close()
+			_ = ms.close(ctx)
+			return nil, err
+		}
+	}
 	app := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
@@ -157,11 +166,12 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err != nil {
 		_ = limitRDB.Close()
 		_ = ms.close(ctx)
+		_ = pp.close(ctx)
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	n := &Node{
-		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o, metrics: ms,
+		cfg: cfg, back: back, app: app, ln: ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1), ops: o, metrics: ms, pprof: pp,
 		AdminToken: adminToken, Events: events, Claims: claims, Snapshots: snaps, JS: js, Limiter: limiter,
 	}
 	logErr := func(what string) func(error) {
@@ -337,6 +347,9 @@ func (n *Node) Close(ctx context.Context) error {
 	err := n.app.ShutdownWithContext(ctx)
 	if merr := n.metrics.close(ctx); merr != nil && err == nil {
 		err = merr
+	}
+	if perr := n.pprof.close(ctx); perr != nil && err == nil {
+		err = perr
 	}
 	n.cancel()
 	n.wg.Wait()

@@ -1,0 +1,106 @@
+//go:build unix
+
+package web
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/metrics"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// benchJoiner hands out sequence numbers from memory: what BenchmarkNode's
+// join measures is everything but the Redis round trip.
+type benchJoiner struct{ seq atomic.Int64 }
+
+func (j *benchJoiner) Join(_ context.Context, _, _ string, _ queue.Times) (queue.Entry, error) {
+	return queue.Entry{Seq: j.seq.Add(1), JoinedAt: time.Now()}, nil
+}
+
+// nodeApp is the app wired as internal/node wires it, with a waiting sale
+// "ev"; it returns the ticket signer too.
+func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
+	tb.Helper()
+	signed, err := tokens.NewTickets(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	keys, err := tokens.OpenKeyDir(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := metrics.New(prometheus.NewRegistry(), metrics.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// fasthttp's in-memory RequestCtx has the peer 0.0.0.0: the gateway.
+	identity, err := NewHeaderIdentity("X-User-ID", []string{"0.0.0.0"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sale := benchSale(100)
+	sale.Config.Limits.Defaults()
+	app := New(Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"0.0.0.0"}}, Deps{
+		Sales: benchSales{
+			get:     func(id string) (*admission.Sale, bool) { return sale, id == "ev" },
+			present: func(string, int64) {},
+		},
+		Joiner:   &benchJoiner{},
+		Tickets:  NewTicketCache(signed, 200_000),
+		Admitter: tokens.NewIssuer(keys, tokens.IssuerConfig{}),
+		Identity: identity,
+		Observe:  Observe{Request: m.ObserveRequest, TokenIssued: m.TokenIssued},
+	})
+	return app, signed
+}
+
+// BenchmarkNode measures status and join through the app wired as
+// internal/node wires it (ticket cache, Prometheus request histogram,
+// header identity from a trusted proxy, the events' default limits), in
+// process, no network and no Redis (the join sequence comes from memory).
+// With -cpuprofile and -memprofile it shows where a request's own time
+// goes:
+//
+//	go test -run '^$' -bench Node -benchmem -cpuprofile cpu.out -memprofile mem.out ./web
+func BenchmarkNode(b *testing.B) {
+	app, signed := nodeApp(b)
+	b.Run("status-waiting", func(b *testing.B) {
+		ticket, err := signed.Sign(tokens.Ticket{Event: "ev", User: "alice", Seq: 5000, IssuedAt: time.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mem := newInMemory(app.Handler(), "/events/ev/status", "Bearer "+ticket)
+		if body := mem.do(b); !bytes.Contains(body, []byte(`"state":"waiting"`)) {
+			b.Fatalf("answer %s", body)
+		}
+		mem.loop(b)
+	})
+	b.Run("join", func(b *testing.B) {
+		mem := newInMemory(app.Handler(), "/events/ev/join", "")
+		mem.ctx.Request.Header.SetMethod(fiber.MethodPost)
+		var buf []byte
+		n := 0
+		b.ReportAllocs()
+		start := cpuTime(b)
+		for b.Loop() {
+			n++ // a new user each time, as in the wrk run
+			buf = strconv.AppendInt(append(buf[:0], 'u'), int64(n), 10)
+			mem.ctx.Request.Header.SetBytesV("X-User-ID", buf)
+			if body := mem.do(b); !bytes.Contains(body, []byte(`"ticket":"`)) {
+				b.Fatalf("answer %s", body)
+			}
+		}
+		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+	})
+}
