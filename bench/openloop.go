@@ -164,10 +164,13 @@ func measureOpenLoop(ctx context.Context, s *stack, r *report) error {
 		}
 		if peak := r.peaks["claim"]; peak > 0 && s.claimNext < len(s.claimTokens) {
 			rate := peak * share
-			toks := s.claimTokens[s.claimNext:]
+			first := s.claimNext
+			toks := s.claimTokens[first:]
 			n := min(int(rate*d.Seconds()), len(toks))
 			lat, _, bad, err := openLoop(ctx, s, http.MethodPost, rate, time.Duration(float64(n)/rate*float64(time.Second)), func(i int) (string, map[string]string) {
-				return "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i]}
+				// The caller names the token's user, as the gateway would
+				// (mintTokens issues token i to user c<i>).
+				return "/events/bclaim/claim", map[string]string{"Authorization": "Bearer " + toks[i], "X-User-ID": fmt.Sprintf("c%d", first+i)}
 			})
 			if err != nil {
 				return err
