@@ -2,7 +2,6 @@ package limit_test
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,8 +210,15 @@ func TestSharedBudgetHoldsAcrossModes(t *testing.T) {
 		t.Logf("%-9s admitted %4.0f in %v (%.0f/s), limit %.0f/s: %+.1f%%; degraded %v/%v",
 			phase, got, elapsed.Round(time.Millisecond), got/elapsed.Seconds(), rate, 100*(got-want)/want,
 			nodes[0].l.Degraded(), nodes[1].l.Degraded())
-		if math.Abs(got-want) > 0.2*want {
-			t.Errorf("%s: admitted %.0f in %v, want %.0f ±20%%", phase, got, elapsed, want)
+		// The promise is the ceiling: never more than the rate (plus one
+		// burst) over both nodes. The floor only shows the budget is
+		// shared rather than starved; it is loose because the requesters
+		// are goroutines on the same loaded cores.
+		if got > 1.2*want+float64(global.Limit.Burst) {
+			t.Errorf("%s: admitted %.0f in %v, want at most %.0f (+20%% and one burst)", phase, got, elapsed, want)
+		}
+		if got < 0.5*want {
+			t.Errorf("%s: admitted %.0f in %v, want at least half of %.0f", phase, got, elapsed, want)
 		}
 	}
 	healthy := func(n *node) bool { return !n.l.Degraded() && n.l.Stats().HealthyNodes == 2 }
