@@ -139,7 +139,11 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 			status, action, prev = fiber.StatusCreated, "event.create", nil
 		}
 		before, after := configDiff(prev, &saved)
-		s.record(c, action, id, before, after)
+		if prev == nil {
+			s.record(c, action, id, nil, after)
+		} else {
+			s.record(c, action, id, before, after)
+		}
 		return c.Status(status).JSON(out)
 	}
 }
