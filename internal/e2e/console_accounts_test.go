@@ -102,4 +102,3 @@ func TestConsoleAccountsAndAudit(t *testing.T) {
 		t.Errorf("the admin token reads the audit after the first admin: %d", a.status)
 	}
 }
-
