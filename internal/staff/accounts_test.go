@@ -112,4 +112,13 @@ func TestAuditOnRedis(t *testing.T) {
 	if none, _ := au.List(ctx, staff.Query{Since: time.Now().Add(time.Hour)}); len(none) != 0 {
 		t.Fatalf("since the future: %+v", none)
 	}
+	// A fact every node observes is recorded once.
+	for range 3 {
+		if _, err := au.RecordOnce(ctx, "keys:abc", staff.Entry{Who: "key directory", Action: "keys.rotate"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rot, _ := au.List(ctx, staff.Query{}); len(rot) != 4 || rot[0].Action != "keys.rotate" || rot[1].Action == "keys.rotate" {
+		t.Fatalf("after RecordOnce ×3: %+v", rot)
+	}
 }

@@ -36,11 +36,14 @@ type Entry struct {
 //
 // A *Audit is safe for concurrent use.
 type Audit struct {
-	rdb redis.Cmdable
+	rdb interface {
+		redis.Cmdable
+		redis.Scripter
+	}
 }
 
 // NewAudit returns the audit trail kept in rdb.
-func NewAudit(rdb redis.Cmdable) *Audit { return &Audit{rdb: rdb} }
+func NewAudit(rdb redis.UniversalClient) *Audit { return &Audit{rdb: rdb} }
 
 // Record appends e (its ID and When are set by Redis).
 func (a *Audit) Record(ctx context.Context, e Entry) error {
@@ -108,4 +111,23 @@ func entryOf(m redis.XMessage) Entry {
 		e.After = json.RawMessage(v)
 	}
 	return e
+}
+
+// recordOnce appends an entry unless its marker is set, and sets it:
+// one entry for a fact that every node observes.
+var recordOnce = redis.NewScript(`
+if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
+return 1`)
+
+// RecordOnce appends e unless an entry of the same marker was recorded in
+// the last year: for facts every node observes, like a key rotation made
+// in the shared key directory. It reports whether e was appended.
+func (a *Audit) RecordOnce(ctx context.Context, marker string, e Entry) (bool, error) {
+	args := []any{(366 * 24 * time.Hour).Milliseconds(), AuditMax, "who", e.Who, "role", e.Role, "action", e.Action, "event", e.Event, "before", string(e.Before), "after", string(e.After)}
+	n, err := recordOnce.Run(ctx, a.rdb, []string{auditKey, "ar:{staff}:audit:once:" + marker}, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("staff audit: %w", err)
+	}
+	return n == 1, nil
 }
