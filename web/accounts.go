@@ -157,6 +157,9 @@ func (s *Server) revokeKey(c *fiber.Ctx) error {
 		return err
 	}
 	prefix := strings.Clone(c.Params("prefix"))
+	if len(prefix) != 12 || strings.Trim(prefix, "0123456789abcdef") != "" {
+		return problem(fiber.StatusNotFound, "not_found", "no such API key")
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	owner, err := s.deps.Accounts.RevokeKey(ctx, prefix)

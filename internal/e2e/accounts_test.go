@@ -149,4 +149,43 @@ func TestStaffRoles(t *testing.T) {
 	if a := call(t, http.MethodGet, n.URL()+"/admin/audit?since=yesterday", admin, nil); a.status != http.StatusBadRequest {
 		t.Errorf("bad since: %d", a.status)
 	}
+
+	// A role change holds on the next request; the last admin stays.
+	if a := call(t, http.MethodPut, n.URL()+"/admin/accounts/olga", admin, []byte(`{"role":"viewer"}`)); a.status != http.StatusOK || str(a.body, "role") != "viewer" {
+		t.Fatalf("demote olga: %d %s", a.status, a.raw)
+	}
+	if a := call(t, http.MethodPost, n.URL()+"/admin/events/gala/pause", who["operator"], nil); a.status != http.StatusForbidden {
+		t.Errorf("demoted olga pauses: %d", a.status)
+	}
+	for _, r := range []struct{ method, body string }{{http.MethodDelete, ""}, {http.MethodPut, `{"role":"operator"}`}} {
+		if a := call(t, r.method, n.URL()+"/admin/accounts/ada", admin, []byte(r.body)); a.status != http.StatusConflict {
+			t.Errorf("%s the last admin: %d %s", r.method, a.status, a.raw)
+		}
+	}
+	for _, bad := range []string{`{"name":"Bad Name","role":"viewer","password":"long enough password"}`, `{"name":"x","role":"root","password":"long enough password"}`, `{"name":"x","role":"viewer","password":"short"}`, `{"name":"x"`, `{"name":"x","role":"viewer","password":"long enough password","extra":1}`} {
+		if a := call(t, http.MethodPost, n.URL()+"/admin/accounts", admin, []byte(bad)); a.status != http.StatusBadRequest {
+			t.Errorf("create %s: %d %s", bad, a.status, a.raw)
+		}
+	}
+	if a := call(t, http.MethodPost, n.URL()+"/admin/accounts", admin, []byte(`{"name":"olga","role":"viewer","password":"long enough password"}`)); a.status != http.StatusConflict {
+		t.Errorf("create olga again: %d", a.status)
+	}
+
+	// Wrong passwords and API keys share the per-address throttle (last:
+	// it blocks this address). Two failures so far: a wrong password and
+	// the revoked key; three more block.
+	for i := range 3 {
+		var a answer
+		if i == 1 {
+			a = call(t, http.MethodGet, n.URL()+"/admin/events", bearerOf("ak_0123456789ab_guess"), nil)
+		} else {
+			a = call(t, http.MethodPost, n.URL()+"/admin/session", map[string]string{"Content-Type": "application/json"}, []byte(`{"name":"ada","password":"guess number `+string(rune('a'+i))+`"}`))
+		}
+		if a.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d %s", i, a.status, a.raw)
+		}
+	}
+	if a := call(t, http.MethodPost, n.URL()+"/admin/session", map[string]string{"Content-Type": "application/json"}, []byte(`{"name":"ada","password":"password of ada"}`)); a.status != http.StatusTooManyRequests || a.header.Get("Retry-After") == "" {
+		t.Errorf("after 5 guesses, the right password: %d %s", a.status, a.raw)
+	}
 }
