@@ -12,11 +12,13 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/gofiber/fiber/v2"
 )
 
-// isAdmin reports whether the caller is staff: the admin bearer token, or
-// a console session (with its CSRF token on changes); see staffAuth. On
+// isAdmin reports whether the caller is staff of the operator role or
+// above: an API key, the admin bearer token, or a console session (with
+// its CSRF token on changes); see staffAuth and roles.go. On
 // the public routes that ask it, a bearer shaped like a JWT (an admission
 // token or a ticket) is a shopper's and never counts as a failed admin
 // sign-in, unless the admin token itself is shaped so.
@@ -24,7 +26,8 @@ func (s *Server) isAdmin(c *fiber.Ctx) bool {
 	if tok := bearer(c); jwtShaped(tok) && !jwtShaped(s.cfg.AdminToken) {
 		return false
 	}
-	return s.staffAuth(c) == nil
+	id, err := s.who(c)
+	return err == nil && id.role.Rank() >= staff.Operator.Rank()
 }
 
 func jwtShaped(s string) bool { return strings.Count(s, ".") == 2 }
@@ -117,7 +120,7 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		saved, err := s.applyPut(ctx, id, body)
+		old, saved, err := s.applyPut(ctx, id, body)
 		if errors.Is(err, event.ErrConflict) && attempt < 3 {
 			continue
 		}
@@ -131,41 +134,48 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		status := fiber.StatusOK
+		status, action, prev := fiber.StatusOK, "event.update", &old
 		if saved.Version == 1 {
-			status = fiber.StatusCreated
+			status, action, prev = fiber.StatusCreated, "event.create", nil
+		}
+		before, after := configDiff(prev, &saved)
+		if prev == nil {
+			s.record(c, action, id, nil, after)
+		} else {
+			s.record(c, action, id, before, after)
 		}
 		return c.Status(status).JSON(out)
 	}
 }
 
-func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Config, error) {
+// applyPut saves the configuration and returns it and the one it replaced.
+func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Config, event.Config, error) {
 	old, err := s.deps.Configs.Get(ctx, id)
 	exists := err == nil
 	if err != nil && !errors.Is(err, event.ErrNotFound) {
-		return event.Config{}, err
+		return old, event.Config{}, err
 	}
 	next := old
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&next); err != nil {
-		return event.Config{}, badRequest("malformed event JSON: %s", jsonProblem(err))
+		return old, event.Config{}, badRequest("malformed event JSON: %s", jsonProblem(err))
 	}
 	if dec.More() {
-		return event.Config{}, badRequest("malformed event JSON: trailing data")
+		return old, event.Config{}, badRequest("malformed event JSON: trailing data")
 	}
 	if next.ID != "" && next.ID != id {
-		return event.Config{}, badRequest("id in the body (%q) differs from the path", next.ID)
+		return old, event.Config{}, badRequest("id in the body (%q) differs from the path", next.ID)
 	}
 	// Fields staff never set.
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
 	event.KeepWebhookSecrets(&old, &next)
 	next.Defaults()
 	if err := next.Validate(); err != nil {
-		return event.Config{}, err
+		return old, event.Config{}, err
 	}
 	if err := event.CheckWebhookSchemes(&next, s.cfg.WebhookAllowHTTP); err != nil {
-		return event.Config{}, err
+		return old, event.Config{}, err
 	}
 	// The locks are judged by Redis TIME in the same step as the save, and
 	// stock is laid only for a saved configuration (see claim.Store.LayFor).
@@ -176,20 +186,20 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	saved, at, err := s.deps.Configs.PutBefore(ctx, next, lock)
 	if errors.Is(err, event.ErrLocked) {
 		if why := event.CheckUpdate(&old, &next, at); why != nil {
-			return event.Config{}, why // names the locked fields
+			return old, event.Config{}, why // names the locked fields
 		}
 	}
 	if err != nil {
-		return event.Config{}, err
+		return old, event.Config{}, err
 	}
 	// A new sale, or any save before the start by Redis TIME (which also
 	// repairs a lay that failed after an earlier save).
 	if !exists || at.Before(saved.StartsAt) {
 		if err := s.deps.Store.LayFor(ctx, id, saved.OnSale(), saved.Buckets, saved.Version, saved.StartsAt); err != nil {
-			return event.Config{}, err
+			return old, event.Config{}, err
 		}
 	}
-	return saved, nil
+	return old, saved, nil
 }
 
 // jsonProblem describes a decoding error without echoing the input.
@@ -221,6 +231,7 @@ func (s *Server) pauseEvent(paused bool) fiber.Handler {
 			if err != nil {
 				return err
 			}
+			was := cfg.Paused
 			cfg.Paused = paused
 			saved, err := s.deps.Configs.Put(ctx, cfg)
 			if errors.Is(err, event.ErrConflict) && attempt < 3 {
@@ -229,6 +240,11 @@ func (s *Server) pauseEvent(paused bool) fiber.Handler {
 			if err != nil {
 				return err
 			}
+			action := "event.resume"
+			if paused {
+				action = "event.pause"
+			}
+			s.record(c, action, id, fiber.Map{"paused": was}, fiber.Map{"paused": paused})
 			if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
 				return err
 			}

@@ -17,30 +17,49 @@ import (
 type sessionJSON struct {
 	CSRFToken string    `json:"csrf_token"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Account is who is signed in (admin-token for the bootstrap token)
+	// and Role their role now: empty for the token once an admin account
+	// exists (it may then only manage accounts).
+	Account string `json:"account"`
+	Role    string `json:"role"`
 }
 
-// signIn exchanges the admin token for a console session cookie.
+// signIn exchanges the admin token, or an account's name and password, for
+// a console session cookie.
 func (s *Server) signIn(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
 	}
 	if !strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
-		return badRequest("sign in with a JSON body {\"token\": ...}")
+		return badRequest("sign in with a JSON body {\"name\": ..., \"password\": ...} or {\"token\": ...}")
 	}
 	var in struct {
-		Token string `json:"token"`
+		Token    string `json:"token"`
+		Name     string `json:"name"`
+		Password string `json:"password"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		return badRequest("malformed sign-in JSON: %s", jsonProblem(err))
 	}
-	if err := s.checkAdminToken(c, in.Token); err != nil {
+	var account string
+	if in.Name != "" || in.Token == "" {
+		acc, err := s.checkPassword(c, in.Name, in.Password)
+		if err != nil {
+			return err
+		}
+		account = acc
+	} else if err := s.checkAdminToken(c, in.Token); err != nil {
 		return err
 	}
 	now := s.now()
 	sess, err := newSession(now, sessionTTL)
 	if err != nil {
+		return err
+	}
+	sess.account = account
+	if err := s.setStaff(c, account); err != nil {
 		return err
 	}
 	ctx, cancel := s.ctx(c)
@@ -52,7 +71,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	key := sessionKey(s.cfg.AdminToken)
 	c.Cookie(s.sessionCookie(c, sess.encode(key), sess.expires))
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC()})
+	return c.JSON(s.sessionView(c, sess, key))
 }
 
 // sessionInfo returns the CSRF token of a valid session, so a reloaded
@@ -69,8 +88,16 @@ func (s *Server) sessionInfo(c *fiber.Ctx) error {
 	if !ok {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "not signed in")
 	}
+	if err := s.setStaff(c, sess.account); err != nil {
+		return err
+	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC()})
+	return c.JSON(s.sessionView(c, sess, key))
+}
+
+func (s *Server) sessionView(c *fiber.Ctx, sess session, key []byte) sessionJSON {
+	id, _ := staffOf(c)
+	return sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC(), Account: id.name, Role: string(id.role)}
 }
 
 // signOut ends the session on every node (the shared session set) and

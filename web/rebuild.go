@@ -27,6 +27,7 @@ func (s *Server) rebuildEvent(c *fiber.Ctx) error {
 	if err != nil {
 		return claimProblem(err)
 	}
+	s.record(c, "event.rebuild", id, nil, rep)
 	if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
 		return err
 	}

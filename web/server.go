@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -106,6 +107,11 @@ type Deps struct {
 	//
 	// Default: sessions of this node only
 	StaffSessions staffSessions
+	// Accounts keeps named staff accounts and API keys (*staff.Accounts);
+	// nil leaves only the admin token.
+	Accounts staffAccounts
+	// Audit records staff actions (*staff.Audit); nil records nothing.
+	Audit auditLog
 	// EdgeSecret keys proof-of-work challenges and invites: the ticket
 	// secret, the same on every node.
 	//
@@ -259,18 +265,26 @@ func New(cfg Config, deps Deps) *fiber.App {
 	ev.Post("/claims/:claim_id/release", s.releaseClaim)
 
 	adm := app.Group("/admin/events/:id", s.requireAdmin)
-	adm.Put("/", s.putEvent)
-	adm.Get("/", s.getEvent)
-	adm.Post("/pause", s.pauseEvent(true))
-	adm.Post("/resume", s.pauseEvent(false))
-	adm.Post("/rebuild", s.rebuildEvent)
-	adm.Get("/lifecycle", s.lifecycleEvents)
+	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)
+	adm.Get("/", s.allow(staff.Viewer, false), s.getEvent)
+	adm.Post("/pause", s.allow(staff.Operator, false), s.pauseEvent(true))
+	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
+	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
+	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
+	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
+	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
+	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
+	app.Delete("/admin/accounts/:name", s.allow(staff.Admin, false), s.deleteAccount)
+	app.Post("/admin/accounts/:name/keys", s.allow(staff.Admin, false), s.createKey)
+	app.Delete("/admin/keys/:prefix", s.allow(staff.Admin, false), s.revokeKey)
+	app.Get("/admin/audit", s.allow(staff.Viewer, false), s.listAudit)
+	app.Get("/admin/audit.csv", s.allow(staff.Viewer, false), s.exportAudit)
 
 	app.Post("/admin/session", s.signIn)
 	app.Get("/admin/session", s.sessionInfo)
 	app.Delete("/admin/session", s.signOut)
-	app.Delete("/admin/sessions", s.requireStaff, s.endAllSessions)
-	app.Get("/admin/events", s.requireStaff, s.listEvents)
+	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
+	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)
 	app.Get("/assets/anteroom.js", s.clientScript)

@@ -38,6 +38,9 @@ const (
 type session struct {
 	nonce   string
 	expires time.Time
+	// account is the staff account signed in; empty for a sign-in with
+	// the admin (bootstrap) token.
+	account string
 }
 
 // sessionKey derives the signing key of console sessions from the admin
@@ -69,6 +72,9 @@ func newSession(now time.Time, ttl time.Duration) (session, error) {
 // encode returns the cookie value of s signed with key.
 func (s session) encode(key []byte) string {
 	exp := strconv.FormatInt(s.expires.Unix(), 10)
+	if s.account != "" {
+		return s.nonce + "." + exp + "." + s.account + "." + mac(key, "session", s.nonce, exp, s.account)
+	}
 	return s.nonce + "." + exp + "." + mac(key, "session", s.nonce, exp)
 }
 
@@ -81,19 +87,24 @@ func parseSession(key []byte, raw string, now time.Time) (s session, ok bool) {
 	if len(raw) > 200 {
 		return session{}, false
 	}
-	nonce, rest, ok1 := strings.Cut(raw, ".")
-	exp, sig, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || len(nonce) != 22 {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 && len(parts) != 4 || len(parts[0]) != 22 {
 		return session{}, false
 	}
-	if !hmac.Equal([]byte(sig), []byte(mac(key, "session", nonce, exp))) {
+	nonce, exp, sig, account := parts[0], parts[1], parts[len(parts)-1], ""
+	want := mac(key, "session", nonce, exp)
+	if len(parts) == 4 {
+		account = parts[2]
+		want = mac(key, "session", nonce, exp, account)
+	}
+	if account == "" && len(parts) == 4 || !hmac.Equal([]byte(sig), []byte(want)) {
 		return session{}, false
 	}
 	sec, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || !now.Before(time.Unix(sec, 0)) {
 		return session{}, false
 	}
-	return session{nonce: nonce, expires: time.Unix(sec, 0)}, true
+	return session{nonce: nonce, expires: time.Unix(sec, 0), account: account}, true
 }
 
 // safeMethod reports whether an HTTP method changes nothing.
@@ -111,7 +122,13 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
 	}
 	if tok := bearer(c); tok != "" {
-		return s.checkAdminToken(c, tok)
+		if strings.HasPrefix(tok, apiKeyPrefix) && s.deps.Accounts != nil {
+			return s.checkAPIKey(c, tok)
+		}
+		if err := s.checkAdminToken(c, tok); err != nil {
+			return err
+		}
+		return s.setStaff(c, "")
 	}
 	raw := c.Cookies(sessionCookie)
 	if raw == "" {
@@ -125,13 +142,10 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 	if !ok {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid, expired or signed out; sign in again")
 	}
-	if safeMethod(c.Method()) {
-		return nil
-	}
-	if subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(sess.csrf(key))) != 1 {
+	if !safeMethod(c.Method()) && subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(sess.csrf(key))) != 1 {
 		return problem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+csrfHeader+" header")
 	}
-	return nil
+	return s.setStaff(c, sess.account)
 }
 
 // liveSession verifies a session cookie and asks the shared session set
@@ -149,12 +163,4 @@ func (s *Server) liveSession(c *fiber.Ctx, key []byte, raw string) (session, boo
 		return session{}, false, retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
 	}
 	return sess, active, nil
-}
-
-// requireStaff is staffAuth as a middleware.
-func (s *Server) requireStaff(c *fiber.Ctx) error {
-	if err := s.staffAuth(c); err != nil {
-		return err
-	}
-	return c.Next()
 }

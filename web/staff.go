@@ -51,6 +51,7 @@ func (s *Server) endAllSessions(c *fiber.Ctx) error {
 		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
 		return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
 	}
+	s.record(c, "sessions.end_all", "", nil, nil)
 	c.Cookie(s.sessionCookie(c, "", time.Unix(0, 0)))
 	return c.SendStatus(fiber.StatusNoContent)
 }

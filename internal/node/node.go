@@ -155,6 +155,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
+		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb),
 		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
@@ -189,7 +190,8 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 				cfg.Log.Warn("webhook deliverer stopped", "err", err)
 			}
 		})
-		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, logErr("keys")) })
+		watch := newKeyWatch(staff.NewAudit(back.rdb), keys)
+		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, watch, logErr("keys")) })
 		n.goLoop(func() { limiter.NewHeartbeat(nodeID(), 0).Run(lctx, logErr("limit heartbeat")) })
 	}
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
@@ -257,15 +259,22 @@ func salesOf(s *admission.Snapshots) func() []claim.Sale {
 // reloadKeys picks up, every interval, key rotations made by other nodes
 // or `anteroom keys` in the shared key directory, and (when users is not
 // nil) the shop's rotated user keys. On error the previous keys stay.
-func reloadKeys(ctx context.Context, every time.Duration, keys *tokens.KeySet, users func() error, onErr func(error)) {
+// Each key set it serves is recorded once in the staff audit (see
+// keyWatch).
+func reloadKeys(ctx context.Context, every time.Duration, keys *tokens.KeySet, users func() error, watch *keyWatch, onErr func(error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	if err := watch.observe(ctx); err != nil {
+		onErr(err)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			if err := keys.Reload(); err != nil {
+				onErr(err)
+			} else if err := watch.observe(ctx); err != nil {
 				onErr(err)
 			}
 			if users == nil {
