@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what anteroom's tests run against: redis-server and
 # redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
-# font (Chinese text in screenshots) and nginx-light (the auth_request gateway
-# test). NATS needs nothing: the tests embed it.
+# font (Chinese text in screenshots), nginx-light (the auth_request gateway
+# test) and Node.js (the README's edge function and webhook verifier). NATS needs nothing: the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
@@ -26,16 +26,17 @@ have_cmd redis-cli || missing+=(redis-tools)
 have_cmd chromium || missing+=(chromium)
 have_cmd curl || missing+=(curl ca-certificates)
 have_cmd nginx || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+have_cmd node || missing+=(nodejs)
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
 	missing+=("$CJK_FONT")
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-	log "nothing to do: redis-server, redis-cli, chromium, nginx and $CJK_FONT are present"
+	log "nothing to do: redis-server, redis-cli, chromium, nginx, node and $CJK_FONT are present"
 else
 	log "missing: ${missing[*]}"
 	if ! have_cmd apt-get; then
-		log "no apt-get here; install redis-server, redis-cli, chromium and nginx yourself"
+		log "no apt-get here; install redis-server, redis-cli, chromium, nginx and node yourself"
 		if [ "${CI:-}" = "true" ]; then
 			exit 1
 		fi
@@ -92,3 +93,4 @@ log "redis-server: $(command -v redis-server || echo missing) $(redis-server --v
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
 log "nginx:        $(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || echo missing)"
+log "node:         $(command -v node || echo missing) $(node --version 2>/dev/null || true)"
