@@ -154,6 +154,15 @@ func TestNginxGate(t *testing.T) {
 	if len(users) != 1 || users[0] != user || user == "" || paths[0] != item {
 		t.Fatalf("the shop saw users %q paths %q, want one request for %s from %q", users, paths, item, user)
 	}
+	// A form post passes too: the gate's subrequest carries no body.
+	post, err := b.Post(gw.URL()+"/drop/cart", "application/x-www-form-urlencoded", strings.NewReader("sku=42"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Body.Close()
+	if post.StatusCode != http.StatusOK {
+		t.Errorf("admitted POST: %d, want 200", post.StatusCode)
+	}
 	// An app presents the token as a bearer instead of the cookie.
 	if resp, _ := getVia(t, http.DefaultClient, gw.URL()+"/drop/api", map[string]string{"Authorization": "Bearer " + tok}); resp.StatusCode != http.StatusOK {
 		t.Errorf("bearer admission token: %d, want 200", resp.StatusCode)
@@ -181,8 +190,8 @@ func TestNginxGate(t *testing.T) {
 	if after := r.CommandCount(t); after != before {
 		t.Errorf("the gate ran %d Redis commands, want 0", after-before)
 	}
-	if users, _ := shop.seen(); len(users) != 2 {
-		t.Errorf("the shop saw %d requests, want 2 (the admitted ones)", len(users))
+	if users, _ := shop.seen(); len(users) != 3 {
+		t.Errorf("the shop saw %d requests, want 3 (the admitted ones)", len(users))
 	}
 
 	// A return address off this site is dropped, not redirected to.
