@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what anteroom's tests run against: redis-server and
-# redis-cli (Redis, Redis Cluster), Chromium (browser tests) and a small CJK
-# font (Chinese text in screenshots). NATS needs nothing: the tests embed it.
+# redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
+# font (Chinese text in screenshots), nginx-light (the auth_request gateway
+# test) and Node.js (the README's edge function and webhook verifier). NATS needs nothing: the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
-# The tests start their own redis-server on random ports, so the system
-# service is not needed: it is kept from starting when this script installs
-# it, and left alone if it was already there.
+# The tests start their own redis-server and nginx on random ports, so the
+# system services are not needed: they are kept from starting when this
+# script installs them, and left alone if they were already there.
 set -euo pipefail
 
 log() { printf 'install-deps: %s\n' "$*"; }
@@ -24,16 +25,18 @@ have_cmd redis-server || missing+=(redis-server)
 have_cmd redis-cli || missing+=(redis-tools)
 have_cmd chromium || missing+=(chromium)
 have_cmd curl || missing+=(curl ca-certificates)
+have_cmd nginx || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+have_cmd node || missing+=(nodejs)
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
 	missing+=("$CJK_FONT")
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-	log "nothing to do: redis-server, redis-cli, chromium and $CJK_FONT are present"
+	log "nothing to do: redis-server, redis-cli, chromium, nginx, node and $CJK_FONT are present"
 else
 	log "missing: ${missing[*]}"
 	if ! have_cmd apt-get; then
-		log "no apt-get here; install redis-server, redis-cli and chromium yourself"
+		log "no apt-get here; install redis-server, redis-cli, chromium, nginx and node yourself"
 		if [ "${CI:-}" = "true" ]; then
 			exit 1
 		fi
@@ -49,7 +52,7 @@ else
 		SUDO=(sudo)
 	fi
 
-	# Keep the packages' services (redis-server on 6379) from being
+	# Keep the packages' services (redis-server on 6379, nginx on 80) from being
 	# started by the install; tests do not use them. An existing
 	# policy-rc.d is respected and left in place.
 	policy=/usr/sbin/policy-rc.d
@@ -76,8 +79,18 @@ else
 		fi
 		;;
 	esac
+	case " ${missing[*]} " in
+	*" nginx-light "*)
+		if have_cmd systemctl && [ -d /run/systemd/system ]; then
+			"${SUDO[@]}" systemctl disable --now nginx >/dev/null 2>&1 || true
+			log "disabled the nginx system service (tests start their own)"
+		fi
+		;;
+	esac
 fi
 
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
+log "nginx:        $(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || echo missing)"
+log "node:         $(command -v node || echo missing) $(node --version 2>/dev/null || true)"

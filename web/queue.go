@@ -117,6 +117,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()
 		out.ExpiresAt = &exp
+		setAdmissionCookie(c, cfg.ID, tok, exp)
 		c.Set(fiber.HeaderCacheControl, "no-store")
 		return c.JSON(out)
 	}

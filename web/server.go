@@ -262,6 +262,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	ev.Post("/claim", s.earlyBird, s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
 	ev.Get("/claims", s.listClaims)
+	ev.Get("/gate", s.gate)
 	ev.Post("/claims/:claim_id/release", s.releaseClaim)
 
 	adm := app.Group("/admin/events/:id", s.requireAdmin)

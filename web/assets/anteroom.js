@@ -53,15 +53,16 @@ export class Anteroom {
     this.chain = Promise.resolve(); // one request in flight
   }
 
-  // request sends one request after the previous one has finished and
-  // returns {status, body, retryAfter}.
-  request(method, path, headers) {
+  // request sends one request (path relative to the sale's /events/{id})
+  // after the previous one has finished and returns {status, body,
+  // retryAfter, headers}. init may set fetch's cache (default no-store).
+  request(method, path, headers, init = {}) {
     const run = async () => {
       const signal = AbortSignal.timeout ? AbortSignal.timeout(this.timeoutMs) : undefined;
-      const r = await this.fetch(this.base + path, {method, headers: Object.assign({}, this.headers, headers), credentials: "same-origin", cache: "no-store", signal});
+      const r = await this.fetch(this.base + path, {method, headers: Object.assign({}, this.headers, headers), credentials: "same-origin", cache: init.cache || "no-store", signal});
       let body = {};
       try { body = (await r.json()) || {}; } catch (e) { /* empty body */ }
-      return {status: r.status, body, retryAfter: r.headers.get("Retry-After") || body.retry_after_seconds};
+      return {status: r.status, body, retryAfter: r.headers.get("Retry-After") || body.retry_after_seconds, headers: r.headers};
     };
     const p = this.chain.then(run, run);
     this.chain = p.catch(() => {});
@@ -132,6 +133,7 @@ export class Anteroom {
     return key;
   }
 
+  // forgetKey drops the key once its claim has a definite answer.
   forgetKey() {
     this.pendingKey = null;
     if (this.storage) this.storage.removeItem("anteroom_claim_key_" + this.event);

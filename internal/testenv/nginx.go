@@ -1,0 +1,107 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Nginx is a running nginx (Debian's nginx-light is enough) serving one
+// site configuration on a loopback port.
+type Nginx struct {
+	addr string
+}
+
+// URL returns the site's base URL, http://127.0.0.1:port.
+func (n *Nginx) URL() string { return "http://" + n.addr }
+
+// StartNginx runs nginx with site, a configuration for the http {} context
+// in which the string "listen 80;" is replaced by a free loopback port. The
+// main configuration, pid file, logs and temporary files live in a
+// t.TempDir; nginx runs in the foreground as one process and is stopped on
+// cleanup. A missing nginx skips the test (fails it under CI=true).
+func StartNginx(t testing.TB, site string) *Nginx {
+	t.Helper()
+	bin := Binary(t, "nginx")
+	dir := t.TempDir()
+	if !strings.Contains(site, "listen 80;") {
+		t.Fatal(`testenv: nginx site has no "listen 80;" to replace`)
+	}
+	const attempts = 5
+	var lastErr error
+	for i := 0; i < attempts; i++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("testenv: free port: %v", err)
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		conf := strings.Replace(site, "listen 80;", "listen "+addr+";", 1)
+		if err := writeNginxConf(dir, conf); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		p, err := startProcess(bin, []string{"-p", dir, "-c", filepath.Join(dir, "nginx.conf"), "-e", filepath.Join(dir, "error.log")}, dir)
+		if err != nil {
+			t.Fatalf("testenv: start nginx: %v", err)
+		}
+		t.Cleanup(func() {
+			if !p.signalAndWait(syscall.SIGQUIT, readyTimeout) {
+				p.kill()
+			}
+		})
+		if lastErr = waitListening(p, addr); lastErr == nil {
+			return &Nginx{addr: addr}
+		}
+		p.kill()
+		if !strings.Contains(tailFile(filepath.Join(dir, "error.log"), 5), "in use") {
+			break
+		}
+	}
+	t.Fatalf("testenv: start nginx: %v; log:%s", lastErr, tailFile(filepath.Join(dir, "error.log"), 20))
+	return nil
+}
+
+// writeNginxConf writes the main configuration around the site.
+func writeNginxConf(dir, site string) error {
+	if err := os.WriteFile(filepath.Join(dir, "site.conf"), []byte(site), 0o600); err != nil {
+		return err
+	}
+	main := fmt.Sprintf(`daemon off;
+master_process off;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 128; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+    include %[1]s/site.conf;
+}
+`, dir)
+	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o600)
+}
+
+// waitListening polls until addr accepts connections or p exits.
+func waitListening(p *process, addr string) error {
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("nginx exited: %v", p.err)
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			_ = c.Close()
+			return nil
+		}
+		time.Sleep(pollInterval)
+	}
+	return fmt.Errorf("nginx not listening on %s after %s", addr, readyTimeout)
+}
