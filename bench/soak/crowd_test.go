@@ -38,17 +38,17 @@ func newCrowd(h *history, urls []string) *crowd {
 
 // shopper is one person's plan, drawn from the seeded generator.
 type shopper struct {
-	id        string
-	sale      string
-	node      int
-	abandon   int // 0 buys; 1 leaves after joining; 2 leaves once admitted
-	keys      int
-	twin      bool
-	replay    bool
-	release   bool
-	timeout   time.Duration
-	think     time.Duration
-	rnd       *rand.Rand
+	id      string
+	sale    string
+	node    int
+	abandon int // 0 buys; 1 leaves after joining; 2 leaves once admitted
+	keys    int
+	twin    bool
+	replay  bool
+	release bool
+	timeout time.Duration
+	think   time.Duration
+	rnd     *rand.Rand
 }
 
 // arrive starts n shoppers on sale with plans drawn from rnd.

@@ -40,6 +40,10 @@ type sales struct {
 	rates  map[string][]rateAt
 	frames []frame
 	done   int
+	// fastest is the highest frontier pace seen over a sampling window,
+	// with the no-show allowance of that window.
+	fastest    float64
+	fastestTol int
 }
 
 type rateAt struct {
@@ -224,6 +228,12 @@ func (ss *sales) sample(ctx context.Context, i int) {
 	lo := old.frontier - rate*saleGrace - 2
 	tol := ss.h.noShows(ev, int64(lo), int64(v.Live.Frontier), now)
 	allowed := rate*now.Sub(old.at).Seconds() + float64(tol) + 2
+	pace := (v.Live.Frontier - old.frontier) / now.Sub(old.at).Seconds()
+	ss.mu.Lock()
+	if pace > ss.fastest {
+		ss.fastest, ss.fastestTol = pace, tol
+	}
+	ss.mu.Unlock()
 	if v.Live.Frontier-old.frontier > allowed {
 		ss.h.violateNow(ev, "frontier moved %.1f → %.1f in %.1f s: more than rate %.0f/s × time + %d positions with no admission fetched + 2",
 			old.frontier, v.Live.Frontier, now.Sub(old.at).Seconds(), rate, tol)

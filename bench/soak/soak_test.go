@@ -123,6 +123,19 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks\n",
 		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load())
+	h.mu.Lock()
+	for _, o := range h.ops {
+		if o.Kind == "audit" {
+			fmt.Printf("  %s\n", o.Note)
+		}
+	}
+	for ev, b := range h.sales {
+		fmt.Printf("  sale %s: at most %d people held an unused admission at once (max_active %d)\n", ev, b.maxActiveSeen, b.maxActive)
+	}
+	h.mu.Unlock()
+	ss.mu.Lock()
+	fmt.Printf("  frontier: fastest 10 s window %.1f positions/s against a rate of at most 10/s (its no-show allowance %d)\n", ss.fastest, ss.fastestTol)
+	ss.mu.Unlock()
 	if len(errs) > 0 {
 		fmt.Printf("faults that could not complete: %s\n", strings.Join(errs, "; "))
 	}
