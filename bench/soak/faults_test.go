@@ -45,6 +45,11 @@ func dur(rnd *rand.Rand, lo, hi time.Duration) time.Duration {
 var allFaults = []fault{
 	{"redis-pause", "redis", 3, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
 		d := dur(rnd, time.Second, 4*time.Second)
+		if f.s.cluster != nil {
+			i := rnd.IntN(3)
+			f.h.note("fault", "redis cluster master %d CLIENT PAUSE ALL %s", i, d)
+			return f.s.cluster.Node(i).Client(f.s.t).Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err()
+		}
 		f.h.note("fault", "redis primary CLIENT PAUSE ALL %s", d)
 		return f.s.redis().Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err()
 	}},
@@ -192,6 +197,9 @@ func (f *faults) run(ctx context.Context, rnd *rand.Rand) {
 			if r -= x.weight; r < 0 {
 				break
 			}
+		}
+		if f.s.cluster != nil && (x.resource == "link" || x.name == "redis-failover") {
+			continue // a cluster has no replicas to promote, and its clients bypass the proxies
 		}
 		f.mu.Lock()
 		if f.busy[x.resource] {

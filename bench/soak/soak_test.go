@@ -17,13 +17,17 @@
 //	go test -tags soak -run TestSoak -v -timeout 30m ./bench/soak
 //
 // ANTEROOM_SOAK_DURATION sets the length (default 10m), ANTEROOM_SOAK_SEED
-// the seed (default: from the clock, printed). The seed fixes the fault
+// the seed (default: from the clock, printed), ANTEROOM_SOAK_REDIS=cluster
+// runs on a three-master Redis Cluster instead (no replicas, so no
+// failover; its clients follow the nodes' own addresses, so no link
+// faults). The seed fixes the fault
 // schedule and the shoppers' plans; goroutine timing is the machine's, so
 // a replay draws the same faults at the same moments, not the same
 // interleaving.
 package soak
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -59,10 +63,11 @@ func TestSoak(t *testing.T) {
 		}
 		seed = s
 	}
-	fmt.Printf("SOAK seed %d, %s\n", seed, length)
+	fmt.Printf("SOAK seed %d, %s, redis %s\n", seed, length, cmp.Or(os.Getenv("ANTEROOM_SOAK_REDIS"), "primary+replica"))
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
-	s := startSystem(t)
+	onCluster := os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster"
+	s := startSystem(t, onCluster)
 	h := newHistory()
 	c := newCrowd(h, s.urls())
 	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}}
@@ -118,6 +123,9 @@ func TestSoak(t *testing.T) {
 	inline := len(h.ops)
 	h.mu.Unlock()
 	verdict := "PASS"
+	if onCluster {
+		verdict = "(cluster) " + verdict
+	}
 	if found != nil {
 		verdict = "FAIL"
 	}

@@ -32,22 +32,31 @@ type system struct {
 	mu      sync.Mutex
 	primary *testenv.Redis
 	replica *testenv.Redis
-	rdb     *redis.Client // to the primary, for the sampler and the audit
+	rdb     redis.UniversalClient // to the primary, for the sampler and the audit
+	// cluster, when set, is the Redis the soak runs on instead of the
+	// primary and replica: three masters, no replicas, no proxies (a
+	// cluster client follows the nodes' own addresses).
+	cluster *testenv.RedisCluster
 	proxies [nodes]*proxy
 	addrs   [nodes]string
 	procs   [nodes]*proc
 	worker  *proc
 }
 
-func startSystem(t *testing.T) *system {
+func startSystem(t *testing.T, onCluster bool) *system {
 	dp, err := newDeployment(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &system{t: t, dp: dp}
-	s.primary = testenv.StartRedis(t)
-	s.replica = testenv.StartRedis(t, testenv.WithReplicaOf(s.primary.Addr()))
-	s.rdb = s.primary.Client(t)
+	if onCluster {
+		s.cluster = testenv.StartRedisCluster(t, 3)
+		s.rdb = s.cluster.Client(t)
+	} else {
+		s.primary = testenv.StartRedis(t)
+		s.replica = testenv.StartRedis(t, testenv.WithReplicaOf(s.primary.Addr()))
+		s.rdb = s.primary.Client(t)
+	}
 	s.nats = testenv.StartNATSCluster(t, 3)
 	nc, err := nats.Connect(s.nats.URL(), nats.MaxReconnects(-1))
 	if err != nil {
@@ -58,7 +67,11 @@ func startSystem(t *testing.T) *system {
 		t.Fatal(err)
 	}
 	for i := range nodes {
-		if s.proxies[i], err = newProxy(s.primary.Addr()); err != nil {
+		target := "127.0.0.1:1" // unused on a cluster
+		if s.primary != nil {
+			target = s.primary.Addr()
+		}
+		if s.proxies[i], err = newProxy(target); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.proxies[i].close)
@@ -93,7 +106,7 @@ func (s *system) urls() []string {
 
 func (s *system) startNode(i int) error {
 	p, err := s.dp.spawn(fmt.Sprintf("node-%d", i), []string{
-		"ANTEROOM_ADDR=" + s.addrs[i], "ANTEROOM_REDIS_URL=redis://" + s.proxies[i].addr() + "/0",
+		"ANTEROOM_ADDR=" + s.addrs[i], s.redisSetting("redis://" + s.proxies[i].addr() + "/0"),
 		"ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, "serve")
 	if err != nil {
 		return err
@@ -115,9 +128,14 @@ func (s *system) startWorker() error {
 	// The worker reaches Redis directly (it has no proxy): a failover
 	// restarts it on the promoted primary.
 	s.mu.Lock()
-	url := s.primary.URL()
+	var setting string
+	if s.primary != nil {
+		setting = s.redisSetting(s.primary.URL())
+	} else {
+		setting = s.redisSetting("")
+	}
 	s.mu.Unlock()
-	w, err := s.dp.spawn("worker", []string{"ANTEROOM_REDIS_URL=" + url, "ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, "worker")
+	w, err := s.dp.spawn("worker", []string{setting, "ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, "worker")
 	if err != nil {
 		return err
 	}
@@ -134,8 +152,17 @@ func (s *system) stopWorker() {
 	w.kill()
 }
 
-// redis returns a client to the current primary.
-func (s *system) redis() *redis.Client {
+// redisSetting is the environment setting that points a process at Redis:
+// url, or the cluster's seeds.
+func (s *system) redisSetting(url string) string {
+	if s.cluster != nil {
+		return "ANTEROOM_REDIS_CLUSTER_ADDRS=" + strings.Join(s.cluster.Addrs(), ",")
+	}
+	return "ANTEROOM_REDIS_URL=" + url
+}
+
+// redis returns a client to the current primary (or the cluster).
+func (s *system) redis() redis.UniversalClient {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rdb
