@@ -5,6 +5,7 @@ package soak
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -276,4 +277,39 @@ func (h *history) count() (answered, total int, faults int) {
 		}
 	}
 	return
+}
+
+// tally renders how each kind of request was answered, most frequent
+// first within a kind: "claim: 201 812, 503 degraded 40, ...".
+func (h *history) tally() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts := map[string]map[string]int{}
+	for _, o := range h.ops {
+		if o.User == "-" {
+			continue
+		}
+		ans := strings.TrimSpace(fmt.Sprintf("%d %s", o.Status, o.Code))
+		if o.Err != "" {
+			ans = o.Err
+		}
+		if counts[o.Kind] == nil {
+			counts[o.Kind] = map[string]int{}
+		}
+		counts[o.Kind][ans]++
+	}
+	var parts []string
+	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "release"} {
+		var as []string
+		for a := range counts[kind] {
+			as = append(as, a)
+		}
+		slices.SortFunc(as, func(a, b string) int { return counts[kind][b] - counts[kind][a] })
+		var items []string
+		for _, a := range as {
+			items = append(items, fmt.Sprintf("%s %d", a, counts[kind][a]))
+		}
+		parts = append(parts, kind+": "+strings.Join(items, ", "))
+	}
+	return strings.Join(parts, "; ")
 }

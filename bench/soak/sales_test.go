@@ -21,7 +21,7 @@ const (
 	saleSupply  = 150
 	saleLimit   = 2
 	saleRate    = 5
-	saleActive  = 30
+	saleActive  = 12
 	saleBuckets = 4
 	saleGrace   = 5
 	arrivals    = 6 // shoppers per second

@@ -131,6 +131,7 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks\n",
 		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load())
+	fmt.Printf("  answers: %s\n", h.tally())
 	h.mu.Lock()
 	for _, o := range h.ops {
 		if o.Kind == "audit" {
