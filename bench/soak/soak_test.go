@@ -87,8 +87,8 @@ func TestSoak(t *testing.T) {
 		f.run(ctx, rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())))
 	}()
 	go func() {
-		for i := 0; sleep(ctx, time.Second); i++ {
-			ss.sample(ctx, i)
+		for sleep(ctx, time.Second) {
+			ss.sample(ctx)
 		}
 	}()
 	var found *violation
