@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHistoryCatches feeds the history checker short histories that break
@@ -67,5 +68,33 @@ func TestHistoryCatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFrontierAllowance checks the sampler's two measures: the highest
+// rate in effect over a window (a change inside it counts from the start),
+// and the positions that may be no-shows (no admission fetched, or no
+// client told).
+func TestFrontierAllowance(t *testing.T) {
+	t0 := time.Now()
+	ss := &sales{rates: map[string][]rateAt{"s": {{t0, 5}, {t0.Add(10 * time.Second), 9}, {t0.Add(20 * time.Second), 2}}}}
+	for _, tc := range []struct {
+		from, to time.Duration
+		want     float64
+	}{{0, 5 * time.Second, 5}, {5 * time.Second, 12 * time.Second, 9}, {21 * time.Second, 30 * time.Second, 2}, {15 * time.Second, 25 * time.Second, 9}} {
+		if got := ss.maxRate("s", t0.Add(tc.from), t0.Add(tc.to)); got != tc.want {
+			t.Errorf("maxRate %s..%s = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	h := newHistory()
+	h.open("s", 10, 2, 0)
+	for p, u := range map[int64]string{1: "a", 2: "b", 3: "c", 5: "e"} {
+		h.record(op{Sale: "s", User: u, Kind: "join", Status: 200, Pos: p})
+	}
+	h.record(op{Sale: "s", User: "a", Kind: "status", Status: 200, State: "admitted", At: t0})
+	h.record(op{Sale: "s", User: "c", Kind: "status", Status: 200, State: "admitted", At: t0.Add(time.Minute)})
+	// b fetched nothing, 4 nobody was told, c fetched after the window, e nothing.
+	if got := h.noShows("s", 0, 5, t0.Add(time.Second)); got != 4 {
+		t.Errorf("noShows = %d, want 4", got)
 	}
 }
