@@ -33,6 +33,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags soak ./bench/soak
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags soak ./bench/soak
 
 demo:
 	$(GO) run ./cmd/anteroom demo
