@@ -202,12 +202,24 @@ func (ss *sales) sample(ctx context.Context) {
 	// The frontier as Redis holds it: every node's view lags it by up to
 	// a tick, and by much more on a node whose link is cut, so a node's
 	// admin view would make the pace look faster than it is.
+	//
+	// Each value is taken at the instant Redis says it was computed (the
+	// hash's t, from Redis TIME), not when the sampler read it: a read
+	// that waited out a Redis pause returns the frontier of before the
+	// pause, and stamping it with the time of the read would credit the
+	// pause to the next window (run 7 in bench/SOAK.md, a false alarm).
 	rdb := ss.s.redis()
-	fs, err := rdb.HGet(ctx, "ar:{"+ev+"}:adm", "f").Result() // admission/frontier.go's frontierKey
+	vals, err := rdb.HMGet(ctx, "ar:{"+ev+"}:adm", "f", "t").Result() // admission/frontier.go's frontierKey
+	if err != nil || len(vals) != 2 {
+		return
+	}
+	fs, _ := vals[0].(string)
+	ts, _ := vals[1].(string)
+	f, err := strconv.ParseFloat(fs, 64)
 	if err != nil {
 		return
 	}
-	f, err := strconv.ParseFloat(fs, 64)
+	ms, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
 		return
 	}
@@ -219,8 +231,12 @@ func (ss *sales) sample(ctx context.Context) {
 	if int64(f) > joined {
 		ss.h.violateNow(ev, "frontier %.1f passed the %d who joined", f, joined)
 	}
-	now := time.Now()
+	now := time.UnixMilli(ms)
 	ss.mu.Lock()
+	if n := len(ss.frames); n > 0 && !now.After(ss.frames[n-1].at) {
+		ss.mu.Unlock()
+		return // no advance since the last sample
+	}
 	ss.frames = append(ss.frames, frame{now, f})
 	var old *frame
 	for j := range ss.frames {
