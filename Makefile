@@ -4,12 +4,26 @@ GO ?= go
 # The official Go tarball's place, for when go is not on PATH; a go on PATH wins.
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: test lint demo deps
+.PHONY: test lint demo deps soak
 
 STATICCHECK_VERSION ?= v0.8.2
 
 test: deps lint
 	$(GO) test -race -timeout 20m ./...
+	ANTEROOM_SOAK_DURATION=2m $(GO) test -tags soak -count=1 -v -run . -timeout 10m ./bench/soak
+
+# The soak (bench/soak, issue 19): a sale after another under random
+# faults, every promise checked. 10 minutes; 2 under CI=true; or
+# ANTEROOM_SOAK_DURATION. ANTEROOM_SOAK_SEED replays a run's faults.
+ifeq ($(CI),true)
+SOAK_DURATION ?= 2m
+else
+SOAK_DURATION ?= 10m
+endif
+ANTEROOM_SOAK_DURATION ?= $(SOAK_DURATION)
+
+soak:
+	ANTEROOM_SOAK_DURATION=$(ANTEROOM_SOAK_DURATION) $(GO) test -tags soak -count=1 -v -run . -timeout 40m ./bench/soak
 
 deps:
 	bash scripts/install-deps.sh
@@ -17,7 +31,9 @@ deps:
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt -l: not formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags soak ./bench/soak
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags soak ./bench/soak
 
 demo:
 	$(GO) run ./cmd/anteroom demo

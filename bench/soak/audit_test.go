@@ -1,0 +1,117 @@
+//go:build soak && linux
+
+package soak
+
+import (
+	"context"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+)
+
+// audit checks a finished sale against the order stream, the orders
+// bucket and Redis: every claim id a client was answered 201/200 for is
+// granted on the stream exactly once (void grants of superseded epochs
+// left out, claim.CountedEvents); units held ≤ supply and no user above
+// the limit on the stream; no confirmed order released.
+func (ss *sales) audit(ctx context.Context, ev string) {
+	h := ss.h
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, ev, saleBuckets)
+		if err == nil && tot.Outbox == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	evs, err := claim.CountedEvents(ctx, ss.s.js, ev)
+	if err != nil {
+		h.violateNow(ev, "order stream unreadable: %v", err)
+		return
+	}
+	grants, released, users := map[string]int{}, map[string]bool{}, map[string]map[string]bool{}
+	for _, e := range evs {
+		switch e.Type {
+		case "granted":
+			grants[e.ClaimID]++
+			if users[e.User] == nil {
+				users[e.User] = map[string]bool{}
+			}
+			users[e.User][e.ClaimID] = true
+		case "released":
+			released[e.ClaimID] = true
+		}
+	}
+	b := h.book(ev)
+	h.mu.Lock()
+	acked := map[string]string{}
+	for id, u := range b.acked {
+		acked[id] = u
+	}
+	h.mu.Unlock()
+	ss.checks.Add(int64(len(acked)))
+	for id, u := range acked {
+		if n := grants[id]; n != 1 {
+			h.violateNow(ev, "claim %s of %s was answered 201/200 and is granted %d times on the stream", id, u, n)
+			return
+		}
+	}
+	for id, n := range grants {
+		if n != 1 {
+			h.violateNow(ev, "claim %s granted %d times on the stream", id, n)
+			return
+		}
+	}
+	live := 0
+	for id := range grants {
+		if !released[id] {
+			live++
+		}
+	}
+	ss.checks.Add(1)
+	if live > saleSupply {
+		h.violateNow(ev, "stream: %d units held, supply %d", live, saleSupply)
+		return
+	}
+	for u, ids := range users {
+		n := 0
+		for id := range ids {
+			if !released[id] {
+				n++
+			}
+		}
+		ss.checks.Add(1)
+		if n > saleLimit {
+			h.violateNow(ev, "stream: %s holds %d claims, limit %d", u, n, saleLimit)
+			return
+		}
+	}
+	// Wait for the worker to confirm what it can, then compare.
+	var orders map[string]string
+	for time.Now().Before(deadline) {
+		if l, err := claim.OrderLag(ctx, ss.s.js); err == nil && l != nil && l.Pending == 0 && l.AckPending == 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	orders, err = claim.OrderStatuses(ctx, ss.s.js, ev)
+	if err != nil {
+		h.violateNow(ev, "orders bucket unreadable: %v", err)
+		return
+	}
+	for id, st := range orders {
+		ss.checks.Add(1)
+		if st == "confirmed" && released[id] {
+			h.violateNow(ev, "order %s confirmed and released on the stream", id)
+			return
+		}
+	}
+	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, ev, saleBuckets)
+	if err == nil {
+		ss.checks.Add(1)
+		if held := tot.Granted - tot.Released; held > saleSupply || tot.Remaining < 0 {
+			h.violateNow(ev, "Redis after the sale: %d held, remaining %d, supply %d", held, tot.Remaining, saleSupply)
+		}
+	}
+	h.note("audit", "sale %s: %d granted on the stream, %d released, %d held, %d acknowledged to clients, %d orders", ev, len(grants), len(released), live, len(acked), len(orders))
+}

@@ -1,0 +1,224 @@
+//go:build soak && linux
+
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
+)
+
+// fault is one kind of trouble the scheduler injects; run blocks for the
+// fault's whole life (injection, hold, recovery). Faults that share a
+// resource never overlap; others may.
+type fault struct {
+	name     string
+	resource string
+	weight   int
+	run      func(ctx context.Context, f *faults, rnd *rand.Rand) error
+}
+
+// faults is the seeded scheduler.
+type faults struct {
+	s     *system
+	h     *history
+	sales *sales
+
+	mu     sync.Mutex
+	busy   map[string]bool
+	counts map[string]int
+	errs   []string
+	wg     sync.WaitGroup
+}
+
+// dur draws a duration uniformly in [lo, hi).
+func dur(rnd *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rnd.Int64N(int64(hi-lo)))
+}
+
+var allFaults = []fault{
+	{"redis-pause", "redis", 3, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		d := dur(rnd, time.Second, 4*time.Second)
+		if f.s.cluster != nil {
+			i := rnd.IntN(3)
+			f.h.note("fault", "redis cluster master %d CLIENT PAUSE ALL %s", i, d)
+			return f.s.cluster.Node(i).Client(f.s.t).Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err()
+		}
+		f.h.note("fault", "redis primary CLIENT PAUSE ALL %s", d)
+		return f.s.redis().Do(ctx, "CLIENT", "PAUSE", d.Milliseconds(), "ALL").Err()
+	}},
+	{"redis-failover", "redis", 1, func(ctx context.Context, f *faults, rnd *rand.Rand) error { return f.failover(ctx) }},
+	{"nats-kill", "nats", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		i := rnd.IntN(3)
+		f.h.note("fault", "NATS server %d stopped", i)
+		f.s.nats.Stop(i)
+		sleep(ctx, dur(rnd, 2*time.Second, 8*time.Second))
+		f.s.nats.Restart(f.s.t, i)
+		f.h.note("fault", "NATS server %d restarted", i)
+		return nil
+	}},
+	{"node-kill", "node", 3, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		i := rnd.IntN(nodes)
+		f.h.note("fault", "node %d SIGKILLed", i)
+		f.s.killNode(i)
+		sleep(ctx, dur(rnd, 500*time.Millisecond, 4*time.Second))
+		err := f.s.startNode(i)
+		f.h.note("fault", "node %d restarted", i)
+		return err
+	}},
+	{"worker-stop", "worker", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		f.h.note("fault", "worker SIGKILLed")
+		f.s.stopWorker()
+		sleep(ctx, dur(rnd, 3*time.Second, 15*time.Second))
+		f.h.note("fault", "worker restarted")
+		return f.s.startWorker()
+	}},
+	{"staff-pause", "staff", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		ev := f.sales.current()
+		if err := f.staff(rnd, http.MethodPost, "/admin/events/"+ev+"/pause", nil, http.StatusOK); err != nil {
+			return err
+		}
+		sleep(ctx, dur(rnd, time.Second, 5*time.Second))
+		return f.staff(rnd, http.MethodPost, "/admin/events/"+ev+"/resume", nil, http.StatusOK)
+	}},
+	{"staff-rate", "staff", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		ev := f.sales.current()
+		rate := float64(2 + rnd.IntN(9))
+		f.sales.rateSet(ev, rate) // before the change: the check allows the higher rate from now
+		body, _ := json.Marshal(map[string]any{"admit_rate_per_second": rate})
+		return f.staff(rnd, http.MethodPut, "/admin/events/"+ev, body, http.StatusOK)
+	}},
+	{"staff-supply", "staff", 1, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		// Supply locks when the sale starts: the change must be refused.
+		ev := f.sales.current()
+		body, _ := json.Marshal(map[string]any{"supply": 10000})
+		return f.staff(rnd, http.MethodPut, "/admin/events/"+ev, body, http.StatusConflict)
+	}},
+	{"link-delay", "link", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		i, d := rnd.IntN(nodes), dur(rnd, 20*time.Millisecond, 400*time.Millisecond)
+		f.h.note("fault", "link node %d ↔ redis delayed %s", i, d)
+		f.s.proxies[i].setDelay(d)
+		sleep(ctx, dur(rnd, 2*time.Second, 8*time.Second))
+		f.s.proxies[i].setDelay(0)
+		f.h.note("fault", "link node %d ↔ redis delay removed", i)
+		return nil
+	}},
+	{"link-cut", "link", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		i := rnd.IntN(nodes)
+		f.h.note("fault", "link node %d ↔ redis cut", i)
+		f.s.proxies[i].setCut(true)
+		sleep(ctx, dur(rnd, time.Second, 6*time.Second))
+		f.s.proxies[i].setCut(false)
+		f.h.note("fault", "link node %d ↔ redis restored", i)
+		return nil
+	}},
+}
+
+// staff sends an admin request to some node and expects want. A staff
+// action that finds no node (all down, Redis away) is retried a few times
+// and then recorded as not done: that is not a broken promise.
+func (f *faults) staff(rnd *rand.Rand, method, path string, body []byte, want int) error {
+	for range 10 {
+		base := f.s.base(rnd.IntN(nodes))
+		status, raw := f.s.dp.adminCall(base, method, path, body)
+		f.h.note("staff", "%s %s %s → %d", method, path, body, status)
+		if status == want {
+			return nil
+		}
+		if status != 0 && status < 500 {
+			return fmt.Errorf("%s %s: %d %s, want %d", method, path, status, raw, want)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil
+}
+
+// failover is drill 2 at a random moment: the primary is SIGKILLed, the
+// replica promoted, every node's Redis address moved to it (the proxies),
+// the worker restarted on it, every sale rebuilt from the order stream
+// (the runbook: POST /admin/events/{id}/rebuild), and a new replica
+// started for the next failover.
+func (f *faults) failover(ctx context.Context) error {
+	s := f.s
+	s.mu.Lock()
+	old, promoted := s.primary, s.replica
+	s.mu.Unlock()
+	f.h.note("fault", "redis primary SIGKILLed")
+	old.Kill(s.t)
+	sleep(ctx, 2*time.Second) // the operator notices
+	rc := promoted.Client(s.t)
+	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("REPLICAOF NO ONE: %w", err)
+	}
+	s.mu.Lock()
+	s.primary, s.rdb = promoted, rc
+	s.mu.Unlock()
+	for _, p := range s.proxies {
+		p.retarget(promoted.Addr())
+	}
+	f.h.note("fault", "replica promoted; nodes' Redis moved to it")
+	s.stopWorker()
+	if err := s.startWorker(); err != nil {
+		return err
+	}
+	for _, ev := range f.sales.all() {
+		if err := f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK); err != nil {
+			return err
+		}
+	}
+	fresh := testenv.StartRedis(s.t, testenv.WithReplicaOf(promoted.Addr()))
+	if err := waitSynced(ctx, rc, fresh.Client(s.t), 60*time.Second); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.replica = fresh
+	s.mu.Unlock()
+	f.h.note("fault", "new replica in sync")
+	return nil
+}
+
+// run injects faults until ctx ends: every 2-10 s it draws one by
+// weight and starts it unless its resource is busy.
+func (f *faults) run(ctx context.Context, rnd *rand.Rand) {
+	total := 0
+	for _, x := range allFaults {
+		total += x.weight
+	}
+	for sleep(ctx, dur(rnd, 2*time.Second, 10*time.Second)) {
+		r := rnd.IntN(total)
+		var x fault
+		for _, x = range allFaults {
+			if r -= x.weight; r < 0 {
+				break
+			}
+		}
+		if f.s.cluster != nil && (x.resource == "link" || x.name == "redis-failover") {
+			continue // a cluster has no replicas to promote, and its clients bypass the proxies
+		}
+		f.mu.Lock()
+		if f.busy[x.resource] {
+			f.mu.Unlock()
+			continue
+		}
+		f.busy[x.resource] = true
+		f.counts[x.name]++
+		f.mu.Unlock()
+		frnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
+		f.wg.Go(func() {
+			err := x.run(context.WithoutCancel(ctx), f, frnd)
+			f.mu.Lock()
+			f.busy[x.resource] = false
+			if err != nil {
+				f.errs = append(f.errs, x.name+": "+err.Error())
+			}
+			f.mu.Unlock()
+		})
+	}
+	f.wg.Wait()
+}

@@ -1,0 +1,100 @@
+//go:build soak && linux
+
+package soak
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHistoryCatches feeds the history checker short histories that break
+// one promise each, and one that breaks none: the soak's verdict is only
+// as good as this.
+func TestHistoryCatches(t *testing.T) {
+	granted := func(user, key, id string) op {
+		return op{Sale: "s", User: user, Kind: "claim", Key: key, Status: http.StatusCreated, ClaimID: id}
+	}
+	cases := []struct {
+		name string
+		ops  []op
+		want string // "" = no violation
+	}{
+		{"healthy", []op{
+			{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1},
+			{Sale: "s", User: "b", Kind: "join", Status: 200, Pos: 2},
+			{Sale: "s", User: "a", Kind: "claim", Key: "k0", Status: 503, Code: "degraded", Retry: true},
+			granted("a", "k0", "c1"), {Sale: "s", User: "a", Kind: "replay", Key: "k0", Status: 200, ClaimID: "c1"},
+			granted("a", "k1", "c2"),
+			{Sale: "s", User: "a", Kind: "release", Status: 200, ClaimID: "c2"},
+			granted("a", "k2", "c3"),
+		}, ""},
+		{"idempotency", []op{granted("a", "k0", "c1"), granted("a", "k0", "c2")}, "Idempotency-Key"},
+		{"limit", []op{granted("a", "k0", "c1"), granted("a", "k1", "c2"), granted("a", "k2", "c3")}, "limit 2"},
+		{"supply", []op{granted("a", "k0", "c1"), granted("b", "k0", "c2"), granted("c", "k0", "c3"), granted("d", "k0", "c4")}, "supply 3"},
+		{"positions", []op{{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1}, {Sale: "s", User: "b", Kind: "join", Status: 200, Pos: 1}}, "position 1"},
+		{"500", []op{{Sale: "s", User: "a", Kind: "claim", Status: 500, Code: "internal"}}, "5xx"},
+		{"503 without Retry-After", []op{{Sale: "s", User: "a", Kind: "status", Status: 503, Code: "degraded"}}, "5xx"},
+		{"confirmed released", []op{granted("a", "k0", "c1"),
+			{Sale: "s", User: "a", Kind: "lookup", Status: 200, ClaimID: "c1", State: "confirmed"},
+			{Sale: "s", User: "a", Kind: "release", Status: 200, ClaimID: "c1"}}, "released after it was seen confirmed"},
+		{"max_active", func() []op {
+			var out []op
+			for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
+				out = append(out, op{Sale: "s", User: u, Kind: "status", Status: 200, State: "admitted"})
+			}
+			return out
+		}(), "max_active 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHistory()
+			h.open("s", 3, 2, 2)
+			for _, o := range tc.ops {
+				h.record(o)
+			}
+			select {
+			case v := <-h.found:
+				if tc.want == "" || !strings.Contains(v.What, tc.want) {
+					t.Fatalf("violation %q, want %q\n%s", v.What, tc.want, v.render(1))
+				}
+				if len(v.Ops) == 0 {
+					t.Fatal("no history around the violation")
+				}
+			default:
+				if tc.want != "" {
+					t.Fatalf("no violation, want %q", tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestFrontierAllowance checks the sampler's two measures: the highest
+// rate in effect over a window (a change inside it counts from the start),
+// and the positions that may be no-shows (no admission fetched, or no
+// client told).
+func TestFrontierAllowance(t *testing.T) {
+	t0 := time.Now()
+	ss := &sales{rates: map[string][]rateAt{"s": {{t0, 5}, {t0.Add(10 * time.Second), 9}, {t0.Add(20 * time.Second), 2}}}}
+	for _, tc := range []struct {
+		from, to time.Duration
+		want     float64
+	}{{0, 5 * time.Second, 5}, {5 * time.Second, 12 * time.Second, 9}, {21 * time.Second, 30 * time.Second, 2}, {15 * time.Second, 25 * time.Second, 9}} {
+		if got := ss.maxRate("s", t0.Add(tc.from), t0.Add(tc.to)); got != tc.want {
+			t.Errorf("maxRate %s..%s = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	h := newHistory()
+	h.open("s", 10, 2, 0)
+	for p, u := range map[int64]string{1: "a", 2: "b", 3: "c", 5: "e"} {
+		h.record(op{Sale: "s", User: u, Kind: "join", Status: 200, Pos: p})
+	}
+	h.record(op{Sale: "s", User: "a", Kind: "status", Status: 200, State: "admitted", At: t0})
+	h.record(op{Sale: "s", User: "c", Kind: "status", Status: 200, State: "admitted", At: t0.Add(time.Minute)})
+	// b fetched nothing, 4 nobody was told, c fetched after the window, e nothing.
+	if got := h.noShows("s", 0, 5, t0.Add(time.Second)); got != 4 {
+		t.Errorf("noShows = %d, want 4", got)
+	}
+}

@@ -1,0 +1,315 @@
+//go:build soak && linux
+
+package soak
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// op is one request and its answer, as the client saw it. Faults and
+// staff actions are recorded as ops too (User "-"), so that the history
+// around a violation shows what the system was going through.
+type op struct {
+	Seq     int
+	At      time.Time
+	Sale    string
+	User    string
+	Kind    string // join, status, claim, replay, release, lookup, fault, staff
+	Node    string
+	Key     string
+	Status  int
+	Code    string
+	ClaimID string
+	Pos     int64
+	State   string
+	Retry   bool // Retry-After was set
+	Err     string
+	Note    string
+}
+
+func (o op) String() string {
+	ans := fmt.Sprintf("%d %s", o.Status, o.Code)
+	if o.Err != "" {
+		ans = "error " + o.Err
+	}
+	s := fmt.Sprintf("#%d %s %s %-7s %-6s %s", o.Seq, o.At.Format("15:04:05.000"), o.Sale, o.Kind, o.User, ans)
+	for _, kv := range [][2]string{{"node", o.Node}, {"key", o.Key}, {"claim", o.ClaimID}, {"state", o.State}, {"note", o.Note}} {
+		if kv[1] != "" {
+			s += " " + kv[0] + "=" + kv[1]
+		}
+	}
+	if o.Pos > 0 {
+		s += fmt.Sprintf(" pos=%d", o.Pos)
+	}
+	if o.Retry {
+		s += " retry-after"
+	}
+	return s
+}
+
+// violation is a broken promise: what, and the ops it concerns.
+type violation struct {
+	What string
+	At   time.Time
+	Ops  []op
+}
+
+// history records every op and checks the promises that can be judged
+// from the answers alone as each answer arrives (the rest are judged by
+// the sampler and the final audit, see checks_test.go). The first
+// violation is sent on found; the run stops there.
+type history struct {
+	mu    sync.Mutex
+	ops   []op
+	found chan violation
+	stop  bool
+
+	sales map[string]*saleBook
+}
+
+// saleBook is one sale's account as the clients were told it.
+type saleBook struct {
+	supply, limit int64
+	byKey         map[string]string          // user/key → claim id
+	held          map[string]map[string]bool // user → claim ids granted, not released
+	live          map[string]string          // claim id → user, granted not released
+	confirmed     map[string]bool            // claim ids a lookup showed confirmed
+	released      map[string]bool            // claim ids a release answered 200 for
+	acked         map[string]string          // every claim id answered 201/200 → user
+	posUser       map[int64]string
+	userPos       map[string]int64
+	tokenAt       map[string]time.Time // user → first admission token
+	active        map[string]bool      // users holding an admission not yet used for a claim
+	maxActive     int64
+	maxActiveSeen int
+}
+
+func newHistory() *history {
+	return &history{found: make(chan violation, 1), sales: map[string]*saleBook{}}
+}
+
+// open starts the account of a sale.
+func (h *history) open(sale string, supply, limit, maxActive int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.sales[sale] = &saleBook{supply: supply, limit: limit, maxActive: maxActive,
+		byKey: map[string]string{}, held: map[string]map[string]bool{}, live: map[string]string{},
+		confirmed: map[string]bool{}, released: map[string]bool{}, acked: map[string]string{},
+		posUser: map[int64]string{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{}}
+}
+
+func (h *history) book(sale string) *saleBook {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sales[sale]
+}
+
+// note records a fault or staff action.
+func (h *history) note(kind, format string, a ...any) {
+	h.record(op{Kind: kind, User: "-", Note: fmt.Sprintf(format, a...)})
+}
+
+// record appends o and checks it.
+func (h *history) record(o op) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o.Seq = len(h.ops)
+	if o.At.IsZero() {
+		o.At = time.Now()
+	}
+	h.ops = append(h.ops, o)
+	b := h.sales[o.Sale]
+	if b == nil || o.Err != "" {
+		return
+	}
+	if o.Status >= 500 && !(o.Status == http.StatusServiceUnavailable && o.Retry && (o.Code == "degraded" || o.Code == "paused")) {
+		h.violate(o, "a 5xx other than 503 degraded/paused with Retry-After: %d %s on %s", o.Status, o.Code, o.Kind)
+	}
+	switch o.Kind {
+	case "join":
+		if o.Status == http.StatusOK && o.Pos > 0 {
+			if u, ok := b.posUser[o.Pos]; ok && u != o.User {
+				h.violate(o, "position %d given to %s and to %s", o.Pos, u, o.User)
+			}
+			if p, ok := b.userPos[o.User]; ok && p != o.Pos {
+				h.violate(o, "%s joined twice with positions %d and %d", o.User, p, o.Pos)
+			}
+			b.posUser[o.Pos], b.userPos[o.User] = o.User, o.Pos
+		}
+	case "status":
+		if o.State == "admitted" {
+			if _, ok := b.tokenAt[o.User]; !ok {
+				b.tokenAt[o.User] = o.At
+				b.active[o.User] = true
+				for u := range b.active { // an admission expires unused
+					if o.At.Sub(b.tokenAt[u]) > admissionTTL {
+						delete(b.active, u)
+					}
+				}
+				b.maxActiveSeen = max(b.maxActiveSeen, len(b.active))
+				if b.maxActive > 0 && int64(len(b.active)) > b.maxActive+activeSlack {
+					h.violate(o, "%d people hold an admission not yet used for a claim, max_active %d (+%d)", len(b.active), b.maxActive, activeSlack)
+				}
+			}
+		}
+	case "claim", "replay":
+		if o.Status == http.StatusCreated || o.Status == http.StatusOK || o.Status == http.StatusGone || o.Status == http.StatusConflict {
+			delete(b.active, o.User)
+		}
+		if o.Status != http.StatusCreated && o.Status != http.StatusOK {
+			return
+		}
+		k := o.User + "/" + o.Key
+		if first, ok := b.byKey[k]; ok && first != o.ClaimID {
+			h.violate(o, "Idempotency-Key %s answered with claim %s and then %s", o.Key, first, o.ClaimID)
+		}
+		b.byKey[k] = o.ClaimID
+		b.acked[o.ClaimID] = o.User
+		if b.released[o.ClaimID] {
+			return // a replay of a released claim tells its old id
+		}
+		if b.held[o.User] == nil {
+			b.held[o.User] = map[string]bool{}
+		}
+		b.held[o.User][o.ClaimID] = true
+		b.live[o.ClaimID] = o.User
+		if n := len(b.held[o.User]); int64(n) > b.limit {
+			h.violate(o, "%s holds %d claims, limit %d", o.User, n, b.limit)
+		}
+		if n := len(b.live); int64(n) > b.supply {
+			h.violate(o, "%d units granted and not released, supply %d", n, b.supply)
+		}
+	case "lookup":
+		if o.Status == http.StatusOK && o.State == "confirmed" {
+			if b.released[o.ClaimID] {
+				h.violate(o, "claim %s confirmed after its release was answered 200", o.ClaimID)
+			}
+			b.confirmed[o.ClaimID] = true
+		}
+	case "release":
+		if o.Status == http.StatusOK {
+			if b.confirmed[o.ClaimID] {
+				h.violate(o, "claim %s released after it was seen confirmed", o.ClaimID)
+			}
+			b.released[o.ClaimID] = true
+			delete(b.live, o.ClaimID)
+			delete(b.held[o.User], o.ClaimID)
+		}
+	}
+}
+
+// activeSlack is the tolerance of the max_active check: the client sees
+// an admission a poll after the node issued it and gives it up an answer
+// after the claim, so a handful of people may overlap the edges.
+const activeSlack = 3
+
+// admissionTTL is the sale's admission_ttl_seconds.
+const admissionTTL = 60 * time.Second
+
+// violate reports v (the first only); h.mu is held.
+func (h *history) violate(o op, format string, a ...any) {
+	if h.stop {
+		return
+	}
+	h.stop = true
+	v := violation{What: fmt.Sprintf(format, a...), At: o.At, Ops: h.around(o)}
+	h.found <- v
+}
+
+// violateNow reports a violation found by a sampler or the audit.
+func (h *history) violateNow(sale, format string, a ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.violate(op{At: time.Now(), Sale: sale}, format, a...)
+}
+
+// around returns the minimal history of o: the ops of the same user or
+// claim, and the faults and staff actions of the 30 s before it.
+func (h *history) around(o op) []op {
+	var out []op
+	for _, p := range h.ops {
+		near := p.At.After(o.At.Add(-30*time.Second)) && !p.At.After(o.At.Add(time.Second))
+		switch {
+		case p.User == "-" && near:
+			out = append(out, p)
+		case o.User != "" && p.User == o.User && p.Sale == o.Sale:
+			out = append(out, p)
+		case o.ClaimID != "" && p.ClaimID == o.ClaimID:
+			out = append(out, p)
+		}
+	}
+	if len(out) > 60 {
+		out = out[len(out)-60:]
+	}
+	return out
+}
+
+// render prints a violation with the seed that replays it.
+func (v violation) render(seed uint64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "VIOLATION at %s: %s\nreplay: ANTEROOM_SOAK_SEED=%d go test -tags soak -run TestSoak -v ./bench/soak\nhistory around it:\n",
+		v.At.Format("15:04:05.000"), v.What, seed)
+	for _, o := range v.Ops {
+		b.WriteString("  " + o.String() + "\n")
+	}
+	return b.String()
+}
+
+// count returns how many ops of each kind were answered (any status).
+func (h *history) count() (answered, total int, faults int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, o := range h.ops {
+		switch o.Kind {
+		case "fault":
+			faults++
+		case "staff":
+		default:
+			total++
+			if o.Err == "" {
+				answered++
+			}
+		}
+	}
+	return
+}
+
+// tally renders how each kind of request was answered, most frequent
+// first within a kind: "claim: 201 812, 503 degraded 40, ...".
+func (h *history) tally() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	counts := map[string]map[string]int{}
+	for _, o := range h.ops {
+		if o.User == "-" {
+			continue
+		}
+		ans := strings.TrimSpace(fmt.Sprintf("%d %s", o.Status, o.Code))
+		if o.Err != "" {
+			ans = o.Err
+		}
+		if counts[o.Kind] == nil {
+			counts[o.Kind] = map[string]int{}
+		}
+		counts[o.Kind][ans]++
+	}
+	var parts []string
+	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "release"} {
+		var as []string
+		for a := range counts[kind] {
+			as = append(as, a)
+		}
+		slices.SortFunc(as, func(a, b string) int { return counts[kind][b] - counts[kind][a] })
+		var items []string
+		for _, a := range as {
+			items = append(items, fmt.Sprintf("%s %d", a, counts[kind][a]))
+		}
+		parts = append(parts, kind+": "+strings.Join(items, ", "))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,284 @@
+//go:build soak && linux
+
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/queue"
+)
+
+// The sale every round runs: small enough to sell out in about a minute
+// with the modest crowd two shared cores allow.
+const (
+	saleSupply  = 150
+	saleLimit   = 2
+	saleRate    = 5
+	saleActive  = 12
+	saleBuckets = 4
+	saleGrace   = 5
+	arrivals    = 6 // shoppers per second
+)
+
+// sales runs one sale after another until the run ends, audits each, and
+// samples the current one every second.
+type sales struct {
+	s      *system
+	h      *history
+	c      *crowd
+	checks atomic.Int64
+
+	mu     sync.Mutex
+	ids    []string
+	rates  map[string][]rateAt
+	frames []frame
+	done   int
+	// fastest is the highest frontier pace seen over a sampling window,
+	// with the no-show allowance of that window.
+	fastest    float64
+	fastestTol int
+}
+
+type rateAt struct {
+	at   time.Time
+	rate float64
+}
+
+// frame is one sample of the current sale's frontier.
+type frame struct {
+	at       time.Time
+	frontier float64
+}
+
+func (ss *sales) current() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if len(ss.ids) == 0 {
+		return "none"
+	}
+	return ss.ids[len(ss.ids)-1]
+}
+
+func (ss *sales) all() []string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return append([]string(nil), ss.ids...)
+}
+
+func (ss *sales) rateSet(ev string, r float64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.rates[ev] = append(ss.rates[ev], rateAt{time.Now(), r})
+}
+
+// maxRate is the highest rate in effect for ev between from and to.
+func (ss *sales) maxRate(ev string, from, to time.Time) float64 {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	best := 0.0
+	rs := ss.rates[ev]
+	for i, r := range rs {
+		if r.at.After(to) {
+			break
+		}
+		if i+1 == len(rs) || !rs[i+1].at.Before(from) {
+			best = max(best, r.rate)
+		}
+	}
+	return best
+}
+
+// run plays sales until ctx ends.
+func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
+	for n := 1; ctx.Err() == nil; n++ {
+		ev := fmt.Sprintf("soak%d", n)
+		if err := ss.create(ctx, ev); err != nil {
+			if ctx.Err() == nil {
+				ss.h.violateNow(ev, "could not create sale %s: %v", ev, err)
+			}
+			return
+		}
+		sctx, cancel := context.WithTimeout(ctx, 150*time.Second)
+		soldOut := false
+		for !soldOut && sleep(sctx, time.Second) {
+			ss.c.arrive(sctx, ev, arrivals, rnd)
+			soldOut = ss.soldOut(ev)
+		}
+		// Those in line learn it is sold out; give them a moment.
+		sleep(sctx, 20*time.Second)
+		cancel()
+		ss.c.wait()
+		if ctx.Err() != nil {
+			return // the run ended mid-sale: the final audit in TestSoak covers it
+		}
+		ss.audit(context.Background(), ev)
+		ss.mu.Lock()
+		ss.done++
+		ss.mu.Unlock()
+	}
+}
+
+func (ss *sales) create(ctx context.Context, ev string) error {
+	now := time.Now().UTC().Truncate(time.Second)
+	body, _ := json.Marshal(map[string]any{
+		"name": ev, "supply": saleSupply, "per_user_limit": saleLimit, "buckets": saleBuckets,
+		"prequeue_opens_at": now.Add(-time.Second), "starts_at": now, "ends_at": now.Add(time.Hour),
+		"random_window_seconds": 0, "admit_rate_per_second": saleRate, "max_active": saleActive,
+		"no_show_grace_seconds": saleGrace, "claim_ttl_seconds": 1800, "admission_ttl_seconds": int(admissionTTL.Seconds()),
+	})
+	ss.h.open(ev, saleSupply, saleLimit, saleActive)
+	ss.mu.Lock()
+	ss.rates[ev] = []rateAt{{time.Now(), saleRate}}
+	ss.frames = nil
+	ss.mu.Unlock()
+	for try := 0; ctx.Err() == nil; try++ {
+		status, raw := ss.s.dp.adminCall(ss.s.base(try), http.MethodPut, "/admin/events/"+ev, body)
+		ss.h.note("staff", "create sale %s → %d", ev, status)
+		if status == http.StatusCreated || status == http.StatusOK {
+			break
+		}
+		if try > 60 {
+			return fmt.Errorf("%d %s", status, raw)
+		}
+		sleep(ctx, time.Second)
+	}
+	ss.mu.Lock()
+	ss.ids = append(ss.ids, ev)
+	ss.mu.Unlock()
+	// Nodes re-read sales every 100 ms.
+	for _, u := range ss.s.urls() {
+		for try := 0; try < 100; try++ {
+			resp, err := http.Get(u + "/events/" + ev)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			sleep(ctx, 100*time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// soldOut reports whether the sale shows sold out (or answers nothing).
+func (ss *sales) soldOut(ev string) bool {
+	var v struct {
+		State string `json:"state"`
+	}
+	resp, err := adminClient.Get(ss.s.base(0) + "/events/" + ev)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(&v)
+	return v.State == "sold_out" || v.State == "closed"
+}
+
+// sample checks the current sale once: units held ≤ supply in Redis, the
+// admission frontier never past the people who joined, and its pace over
+// the last 10 s.
+func (ss *sales) sample(ctx context.Context) {
+	ev := ss.current()
+	if ev == "none" {
+		return
+	}
+	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, ev, saleBuckets)
+	if err == nil {
+		ss.checks.Add(1)
+		if held := tot.Granted - tot.Released; held > saleSupply || tot.Remaining < 0 {
+			ss.h.violateNow(ev, "Redis: granted %d − released %d = %d held, remaining %d, supply %d", tot.Granted, tot.Released, held, tot.Remaining, saleSupply)
+		}
+	}
+	// The frontier as Redis holds it: every node's view lags it by up to
+	// a tick, and by much more on a node whose link is cut, so a node's
+	// admin view would make the pace look faster than it is.
+	//
+	// Each value is taken at the instant Redis says it was computed (the
+	// hash's t, from Redis TIME), not when the sampler read it: a read
+	// that waited out a Redis pause returns the frontier of before the
+	// pause, and stamping it with the time of the read would credit the
+	// pause to the next window (run 7 in bench/SOAK.md, a false alarm).
+	rdb := ss.s.redis()
+	vals, err := rdb.HMGet(ctx, "ar:{"+ev+"}:adm", "f", "t").Result() // admission/frontier.go's frontierKey
+	if err != nil || len(vals) != 2 {
+		return
+	}
+	fs, _ := vals[0].(string)
+	ts, _ := vals[1].(string)
+	f, err := strconv.ParseFloat(fs, 64)
+	if err != nil {
+		return
+	}
+	ms, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return
+	}
+	joined, err := rdb.Get(ctx, queue.KeysFor(ev).Seq).Int64()
+	if err != nil {
+		return
+	}
+	ss.checks.Add(1)
+	if int64(f) > joined {
+		ss.h.violateNow(ev, "frontier %.1f passed the %d who joined", f, joined)
+	}
+	now := time.UnixMilli(ms)
+	ss.mu.Lock()
+	if n := len(ss.frames); n > 0 && !now.After(ss.frames[n-1].at) {
+		ss.mu.Unlock()
+		return // no advance since the last sample
+	}
+	ss.frames = append(ss.frames, frame{now, f})
+	var old *frame
+	for j := range ss.frames {
+		if now.Sub(ss.frames[j].at) <= 10*time.Second {
+			old = &ss.frames[j]
+			break
+		}
+	}
+	ss.mu.Unlock()
+	if old == nil || now.Sub(old.at) < 5*time.Second {
+		return
+	}
+	ss.checks.Add(1)
+	rate := ss.maxRate(ev, old.at, now)
+	lo := old.frontier - rate*saleGrace - 2
+	tol := ss.h.noShows(ev, int64(lo), int64(f), now)
+	allowed := rate*now.Sub(old.at).Seconds() + float64(tol) + 2
+	pace := (f - old.frontier) / now.Sub(old.at).Seconds()
+	ss.mu.Lock()
+	if pace > ss.fastest {
+		ss.fastest, ss.fastestTol = pace, tol
+	}
+	ss.mu.Unlock()
+	if f-old.frontier > allowed {
+		ss.h.violateNow(ev, "frontier moved %.1f → %.1f in %.1f s: more than rate %.0f/s × time + %d positions with no admission fetched + 2",
+			old.frontier, f, now.Sub(old.at).Seconds(), rate, tol)
+	}
+}
+
+// noShows counts the positions in (lo, hi] whose holder had fetched no
+// admission by at, or which no client was told: each may be a no-show the
+// frontier moves past (the documented no-show rule).
+func (h *history) noShows(ev string, lo, hi int64, at time.Time) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.sales[ev]
+	n := 0
+	for p := max(lo+1, 1); p <= hi; p++ {
+		u, ok := b.posUser[p]
+		if t, got := b.tokenAt[u]; !ok || !got || t.After(at) {
+			n++
+		}
+	}
+	return n
+}

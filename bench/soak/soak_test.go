@@ -1,0 +1,154 @@
+//go:build soak && linux
+
+// Package soak runs anteroom for a long while under random faults and
+// checks its promises all along (issue 19). On loopback: a Redis primary
+// with a replica (each node reaches Redis through its own TCP proxy, which
+// a failover retargets and which can delay or cut the link), a three-server
+// NATS cluster with the order stream on three replicas, three `anteroom
+// serve` processes and `anteroom worker`; a crowd joins, polls, claims
+// (with retries, twins and replays), looks up and releases claims, and
+// abandons; a seeded scheduler injects faults (faults_test.go); the history
+// (history_test.go) records every answer and checks the promises as they
+// come, a sampler checks Redis and the admission frontier every second, and
+// every sale is audited against the order stream when it ends
+// (audit_test.go). The first violation stops the run and prints the seed
+// and the history around it.
+//
+//	go test -tags soak -run TestSoak -v -timeout 30m ./bench/soak
+//
+// ANTEROOM_SOAK_DURATION sets the length (default 10m), ANTEROOM_SOAK_SEED
+// the seed (default: from the clock, printed), ANTEROOM_SOAK_REDIS=cluster
+// runs on a three-master Redis Cluster instead (no replicas, so no
+// failover; its clients follow the nodes' own addresses, so no link
+// faults). The seed fixes the fault
+// schedule and the shoppers' plans; goroutine timing is the machine's, so
+// a replay draws the same faults at the same moments, not the same
+// interleaving.
+package soak
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+func TestSoak(t *testing.T) {
+	redis.SetLogger(quiet{})
+	length := 10 * time.Minute
+	if v := os.Getenv("ANTEROOM_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("ANTEROOM_SOAK_DURATION: %v", err)
+		}
+		length = d
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("ANTEROOM_SOAK_SEED"); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("ANTEROOM_SOAK_SEED: %v", err)
+		}
+		seed = s
+	}
+	fmt.Printf("SOAK seed %d, %s, redis %s\n", seed, length, cmp.Or(os.Getenv("ANTEROOM_SOAK_REDIS"), "primary+replica"))
+	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	onCluster := os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster"
+	s := startSystem(t, onCluster)
+	h := newHistory()
+	c := newCrowd(h, s.urls())
+	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}}
+	f := &faults{s: s, h: h, sales: ss, busy: map[string]bool{}, counts: map[string]int{}}
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), length)
+	defer cancel()
+	salesDone := make(chan struct{})
+	go func() {
+		defer close(salesDone)
+		ss.run(ctx, rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())))
+	}()
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		f.run(ctx, rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())))
+	}()
+	go func() {
+		for sleep(ctx, time.Second) {
+			ss.sample(ctx)
+		}
+	}()
+	var found *violation
+	select {
+	case v := <-h.found:
+		found = &v
+		cancel()
+	case <-ctx.Done():
+	}
+	<-salesDone
+	<-faultsDone
+	if found == nil {
+		select {
+		case v := <-h.found:
+			found = &v
+		default:
+		}
+	}
+	answered, total, nfaults := h.count()
+	f.mu.Lock()
+	var kinds []string
+	for k, n := range f.counts {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(kinds)
+	errs := slices.Clone(f.errs)
+	f.mu.Unlock()
+	ss.mu.Lock()
+	done := ss.done
+	ss.mu.Unlock()
+	h.mu.Lock()
+	inline := len(h.ops)
+	h.mu.Unlock()
+	verdict := "PASS"
+	if onCluster {
+		verdict = "(cluster) " + verdict
+	}
+	if found != nil {
+		verdict = "FAIL"
+	}
+	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks\n",
+		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load())
+	fmt.Printf("  answers: %s\n", h.tally())
+	h.mu.Lock()
+	for _, o := range h.ops {
+		if o.Kind == "audit" {
+			fmt.Printf("  %s\n", o.Note)
+		}
+	}
+	for ev, b := range h.sales {
+		fmt.Printf("  sale %s: at most %d people held an unused admission at once (max_active %d)\n", ev, b.maxActiveSeen, b.maxActive)
+	}
+	h.mu.Unlock()
+	ss.mu.Lock()
+	fmt.Printf("  frontier: fastest 10 s window %.1f positions/s against a rate of at most 10/s (its no-show allowance %d)\n", ss.fastest, ss.fastestTol)
+	ss.mu.Unlock()
+	if len(errs) > 0 {
+		fmt.Printf("faults that could not complete: %s\n", strings.Join(errs, "; "))
+	}
+	if found != nil {
+		t.Fatal(found.render(seed))
+	}
+}
