@@ -12,7 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var rbRate = regexp.MustCompile(`([0-9.]+) requests per second`)
+var (
+	rbRate   = regexp.MustCompile(`([0-9.]+) requests per second`)
+	rbReplID = regexp.MustCompile(`master_replid:(\w+)`)
+)
 
 // measureRedisBenchmark runs redis-benchmark -c 50 with EVALSHA of the
 // claim script itself (one grant per call for a random user, on one bucket
@@ -30,6 +33,19 @@ func measureRedisBenchmark(ctx context.Context, s *stack, r *report) error {
 	}
 	tag := "ar:{rb#0}:"
 	if err := c.Set(ctx, tag+"stock", 1_000_000_000, 0).Err(); err != nil {
+		return err
+	}
+	// The bucket is laid on this server: it records the server's
+	// replication id, as Lay does (claim.lua refuses a bucket without one).
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return err
+	}
+	replid := ""
+	if m := rbReplID.FindStringSubmatch(info); m != nil {
+		replid = m[1]
+	}
+	if err := c.HSet(ctx, tag+"stats", "epoch", replid).Err(); err != nil {
 		return err
 	}
 	payload := `{"type":"granted","event":"rb","claim_id":"0-__rand_int__","user":"__rand_int__","pos":1,"units":1,"at":"2026-01-01T00:00:00Z","idem":"k"}`
