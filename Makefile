@@ -10,7 +10,12 @@ STATICCHECK_VERSION ?= v0.8.2
 
 test: deps lint
 	$(GO) test -race -timeout 20m ./...
-	ANTEROOM_SOAK_DURATION=2m $(GO) test -tags soak -count=1 -v -run . -timeout 10m ./bench/soak
+	ANTEROOM_SOAK_DURATION=2m ANTEROOM_SOAK_SEED=$(TEST_SOAK_SEED) $(GO) test -tags soak -count=1 -v -run . -timeout 10m ./bench/soak
+
+# make test replays one recorded seed (a 2-minute run that passed on this
+# code: bench/SOAK.md), so a red test is a regression, not a new draw;
+# make soak draws a new seed each run to look for new orders of faults.
+TEST_SOAK_SEED ?= 1796075746725515539
 
 # The soak (bench/soak, issue 19): a sale after another under random
 # faults, every promise checked. 10 minutes; 2 under CI=true; or
