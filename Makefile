@@ -10,6 +10,8 @@ STATICCHECK_VERSION ?= v0.8.2
 
 test: deps lint
 	$(GO) test -race -timeout 20m ./...
+	# Allocation counts need a build without the race detector's own.
+	$(GO) test -count=1 -run TestHotPathAllocs ./web
 	ANTEROOM_SOAK_DURATION=2m ANTEROOM_SOAK_SEED=$(TEST_SOAK_SEED) $(GO) test -tags soak -count=1 -v -run . -timeout 10m ./bench/soak
 
 # make test replays one recorded seed (a 2-minute run that passed on this

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,10 +17,7 @@ import (
 // redis/replicated.conf and checks that it includes redis.conf and that a
 // master without an acknowledging replica refuses writes.
 func TestReplicatedRedisConfig(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
+	bin := testenv.Binary(t, "redis-server") // fails under CI=true when missing
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -44,9 +44,7 @@ func readmeBlock(t *testing.T, name string) string {
 // verifiers accept the delivered request and refuse a tampered one.
 func TestReadmeShopIntegration(t *testing.T) {
 	for _, bin := range []string{"node", "openssl", "bash"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
-		}
+		testenv.Binary(t, bin) // fails under CI=true when missing
 	}
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
