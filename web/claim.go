@@ -72,15 +72,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 // validIdemKey reports whether key is 1 to 128 characters of A-Z a-z 0-9
 // . _ : - (the Idempotency-Key the claim accepts).
 func validIdemKey(key string) bool {
-	if len(key) == 0 || len(key) > 128 {
-		return false
-	}
-	for i := range len(key) {
-		if !plainByte(key[i]) {
-			return false
-		}
-	}
-	return true
+	return len(key) >= 1 && len(key) <= 128 && plain(key)
 }
 
 // plainByte reports whether b is one of A-Z a-z 0-9 . _ : -, which JSON
@@ -90,6 +82,7 @@ func plainByte(b byte) bool {
 		b == '.' || b == '_' || b == ':' || b == '-'
 }
 
+// plain reports whether every byte of s is a plainByte.
 func plain(s string) bool {
 	for i := range len(s) {
 		if !plainByte(s[i]) {
@@ -107,15 +100,12 @@ func writeClaim(c *fiber.Ctx, res claim.Result) error {
 	if !plain(res.ClaimID) || !plain(res.Status) {
 		return c.JSON(claimJSON{ClaimID: res.ClaimID, Status: res.Status})
 	}
-	r := c.Response()
-	r.Header.SetContentType(fiber.MIMEApplicationJSON)
-	r.ResetBody()
-	r.AppendBodyString(`{"claim_id":"`)
-	r.AppendBodyString(res.ClaimID)
-	r.AppendBodyString(`","status":"`)
-	r.AppendBodyString(res.Status)
-	r.AppendBodyString(`"}`)
-	return nil
+	var buf [128]byte
+	b := append(buf[:0], `{"claim_id":"`...)
+	b = append(b, res.ClaimID...)
+	b = append(b, `","status":"`...)
+	b = append(b, res.Status...)
+	return sendJSON(c, append(b, `"}`...))
 }
 
 type recordJSON struct {
