@@ -76,19 +76,8 @@ func TestLotteryReleasedUnitGoesToNextDrawn(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	sale := openSale(2, 1, 2*time.Second, 0, 100)
-	sale["mode"] = "lottery"
-	createSale(t, n, "again", sale)
 	const entrants = 6
-	tickets := map[string]string{}
-	for i := range entrants {
-		u := fmt.Sprint("d", i)
-		j := call(t, http.MethodPost, n.URL()+"/events/again/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("register: %d %s", j.status, j.raw)
-		}
-		tickets[u] = str(j.body, "ticket")
-	}
+	tickets := registerLottery(t, n, "again", 2, entrants, "d")
 	claims := map[string]string{} // user -> claim id
 	positions := map[string]int64{}
 	poll := func() {

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -64,4 +65,24 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// registerLottery creates a lottery ev of supply units (limit 1, drawn two
+// seconds from now, 100 admitted a second) and registers entrants users
+// prefix0, prefix1, … by X-User-ID; it returns their tickets by user.
+func registerLottery(t *testing.T, n *node.Node, ev string, supply, entrants int, prefix string) map[string]string {
+	t.Helper()
+	sale := openSale(supply, 1, 2*time.Second, 0, 100)
+	sale["mode"] = "lottery"
+	createSale(t, n, ev, sale)
+	tickets := map[string]string{}
+	for i := range entrants {
+		u := fmt.Sprint(prefix, i)
+		j := call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", map[string]string{"X-User-ID": u}, nil)
+		if j.status != http.StatusOK {
+			t.Fatalf("register: %d %s", j.status, j.raw)
+		}
+		tickets[u] = str(j.body, "ticket")
+	}
+	return tickets
 }

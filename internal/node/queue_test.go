@@ -121,19 +121,8 @@ func TestLottery(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	sale := openSale(3, 1, 2*time.Second, 0, 100)
-	sale["mode"] = "lottery"
-	createSale(t, n, "draw", sale)
 	const entrants = 12
-	tickets := map[string]string{}
-	for i := range entrants {
-		u := fmt.Sprint("l", i)
-		j := call(t, http.MethodPost, n.URL()+"/events/draw/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("register: %d %s", j.status, j.raw)
-		}
-		tickets[u] = str(j.body, "ticket")
-	}
+	tickets := registerLottery(t, n, "draw", 3, entrants, "l")
 	// Admitted people claim at once; the rest wait for the outcome.
 	final := map[string]string{}
 	positions := map[string]int64{}
