@@ -45,8 +45,7 @@ const grantArgs = 8
 // retry with the same idempotency key finds them.
 func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]outcome, error) {
 	k := bucketOf(ev, b)
-	keys := make([]string, 0, 6+3*len(reqs))
-	keys = append(keys, k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen())
+	keys := k.stockKeys(3 * len(reqs))
 	args := make([]any, 0, grantArgs*len(reqs))
 	for _, r := range reqs {
 		id, err := newClaimID(b)

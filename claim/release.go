@@ -30,7 +30,7 @@ type releaseOutcome struct {
 // (same order).
 func (s *Store) release(ctx context.Context, ev string, b int, reason string, at time.Time, ids, users []string) ([]releaseOutcome, error) {
 	k := bucketOf(ev, b)
-	keys := []string{k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen()}
+	keys := k.stockKeys(len(ids))
 	args := []any{ev, at.UTC().Format(time.RFC3339Nano), reason}
 	for i, id := range ids {
 		keys = append(keys, k.userClaims(users[i]))

@@ -135,9 +135,8 @@ const restoreChunk = 200
 func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, token string) error {
 	for b := range p.stock {
 		k := bucketOf(ev, b)
-		ok, err := s.lua.restore.Run(ctx, s.rdb, []string{
-			k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.transfers(), k.applied(), k.parked(), k.gen(), k.frozen(),
-		}, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark).Int()
+		keys := append(k.stockKeys(4), k.transfers(), k.applied(), k.parked(), k.gen())
+		ok, err := s.lua.restore.Run(ctx, s.rdb, keys, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark).Int()
 		if err == nil && ok == 0 {
 			err = fmt.Errorf("bucket is no longer frozen by this rebuild")
 		}

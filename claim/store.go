@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 // Outcomes callers branch on.
@@ -87,18 +89,20 @@ type scripts struct {
 	release, confirm, mine        *redis.Script
 	restore, restoreClaims        *redis.Script
 	freeze, unfreeze, lay         *redis.Script
+	layFor, pending               *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
 func NewStore(rdb redis.UniversalClient) *Store {
 	return &Store{rdb: rdb, lua: scripts{
-		claim: redis.NewScript(claimLua), donate: redis.NewScript(donateLua),
-		accept: redis.NewScript(acceptLua), settle: redis.NewScript(settleLua),
-		release: redis.NewScript(releaseLua), confirm: redis.NewScript(confirmLua),
-		mine: redis.NewScript(mineLua), restore: redis.NewScript(restoreLua),
-		restoreClaims: redis.NewScript(restoreClaimsLua),
-		freeze:        redis.NewScript(freezeLua), unfreeze: redis.NewScript(unfreezeLua),
-		lay: redis.NewScript(layLua),
+		claim: luascript.New(claimLua), donate: luascript.New(donateLua),
+		accept: luascript.New(acceptLua), settle: luascript.New(settleLua),
+		release: luascript.New(releaseLua), confirm: luascript.New(confirmLua),
+		mine: luascript.New(mineLua), restore: luascript.New(restoreLua),
+		restoreClaims: luascript.New(restoreClaimsLua),
+		freeze:        luascript.New(freezeLua), unfreeze: luascript.New(unfreezeLua),
+		lay: luascript.New(layLua), layFor: luascript.New(layForLua),
+		pending: luascript.New(pendingLua),
 	}}
 }
 
