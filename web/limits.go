@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"regexp"
@@ -201,7 +202,7 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 	case err == nil:
 		return nil
 	case errors.Is(err, limit.ErrTaken):
-		return problem(fiber.StatusConflict, "limit_reached", "this "+kind+" has already been used by another account in this sale")
+		return fmt.Errorf("%s: %w", kind, err) // toProblem: 409 limit_reached
 	}
 	s.cfg.Log.Warn("reservation failed", "request_id", requestID(c), "kind", kind, "err", err)
 	return retryLater("degraded", "a backing service is not answering; retry with the same Idempotency-Key", 1)
