@@ -61,7 +61,7 @@ type edge struct {
 	anonymous bool
 }
 
-func newEdge(cfg *Config, deps *Deps) *edge {
+func newEdge(cfg *Config, deps *Deps) (*edge, error) {
 	secret := deps.EdgeSecret
 	if len(secret) < 32 {
 		secret = make([]byte, 32)
@@ -71,10 +71,16 @@ func newEdge(cfg *Config, deps *Deps) *edge {
 	if e.maxInFlight <= 0 {
 		e.maxInFlight = DefaultMaxInFlight
 	}
-	e.proxies, _ = parseProxies(cfg.TrustedProxies)
-	e.invites, _ = NewInvites(secret)
+	var bad string
+	if e.proxies, bad = parseProxies(cfg.TrustedProxies); bad != "" {
+		return nil, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
+	}
+	var err error
+	if e.invites, err = NewInvites(secret); err != nil {
+		return nil, err
+	}
 	e.anonymous = anonymousIdentity(deps.Identity)
-	return e
+	return e, nil
 }
 
 // entryCap answers 503 degraded once MaxInFlight requests are in progress

@@ -201,8 +201,10 @@ const BodyLimit = 16 * 1024
 // are answered 431 too_large.
 const HeaderLimit = 16 * 1024
 
-// New returns the fiber app serving the public contract.
-func New(cfg Config, deps Deps) *fiber.App {
+// New returns the fiber app serving the public contract. It fails on a
+// setting it cannot read (a trusted proxy that is neither an address nor a
+// CIDR range).
+func New(cfg Config, deps Deps) (*fiber.App, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 3 * time.Second
 	}
@@ -210,7 +212,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Issuer == "" {
-		cfg.Issuer = "anteroom"
+		cfg.Issuer = tokens.DefaultIssuer
 	}
 	if cfg.SigningAlgorithms == nil {
 		cfg.SigningAlgorithms = []string{"EdDSA"}
@@ -225,7 +227,11 @@ func New(cfg Config, deps Deps) *fiber.App {
 		}
 	}
 	s := &Server{deps: deps, cfg: cfg, now: time.Now}
-	s.edge = newEdge(&cfg, &deps)
+	edge, err := newEdge(&cfg, &deps)
+	if err != nil {
+		return nil, err
+	}
+	s.edge = edge
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
@@ -275,7 +281,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
-	return app
+	return app, nil
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel

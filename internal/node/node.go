@@ -146,9 +146,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 			return nil, err
 		}
 	}
-	app := web.New(web.Config{
+	app, err := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
-		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
+		AccessLog: cfg.AccessLog, SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
@@ -163,6 +163,12 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 	})
+	if err != nil {
+		_ = limitRDB.Close()
+		_ = ms.close(ctx)
+		_ = pp.close(ctx)
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = limitRDB.Close()
@@ -197,7 +203,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
 	go func() { n.serveErr <- app.Listener(ln) }()
 	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity, "metrics_addr", cfg.MetricsAddr)
-	if cfg.Identity == "anonymous" && len(cfg.TrustedProxies) == 0 {
+	if cfg.Identity == web.IdentityAnonymous && len(cfg.TrustedProxies) == 0 {
 		cfg.Log.Info("per-IP join budgets count the peer address; behind a proxy or load balancer set ANTEROOM_TRUSTED_PROXIES, or every shopper shares its budget")
 	}
 	return n, nil
