@@ -126,7 +126,7 @@ func (s *Store) Lay(ctx context.Context, ev string, units int64, buckets int) er
 // of a claim: Nats-Msg-Id is the claim id for "granted" and "<claim
 // id>:released" for "released".
 type OrderEvent struct {
-	Type    string    `json:"type"` // granted | released
+	Type    Kind      `json:"type"`
 	Event   string    `json:"event"`
 	ClaimID string    `json:"claim_id"`
 	User    string    `json:"user"`
@@ -137,7 +137,7 @@ type OrderEvent struct {
 	// it.
 	Idem string `json:"idem,omitempty"`
 	// Reason says why a claim was released: user, admin or expired.
-	Reason string `json:"reason,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
 	// Epoch is, on a granted event, the stream sequence of the epoch
 	// marker its bucket's stock descends from (0: laid, never rebuilt);
 	// claim.lua writes it (see EpochSubject and the package doc's fence).
@@ -149,7 +149,7 @@ type OrderEvent struct {
 
 // msgID is the Nats-Msg-Id (and outbox field) of the event.
 func (e *OrderEvent) msgID() string {
-	if e.Type == "released" {
+	if e.Type == KindReleased {
 		return e.ClaimID + ":released"
 	}
 	return e.ClaimID
@@ -183,7 +183,7 @@ type Record struct {
 	User   string `json:"user"`
 	Pos    int64  `json:"pos"`
 	AtMs   int64  `json:"at"`
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	Idem   string `json:"idem,omitempty"`
 }
 
