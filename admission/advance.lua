@@ -1,4 +1,4 @@
--- advance.lua: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v1: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --

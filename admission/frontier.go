@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/luascript"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -58,7 +59,7 @@ type Frontier struct {
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
-	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua), shards: queue.NewJoiner(rdb)}
+	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 var (
@@ -27,7 +29,7 @@ func measureRedisBenchmark(ctx context.Context, s *stack, r *report) error {
 	}
 	c := redis.NewClient(&redis.Options{Addr: s.redisAddr})
 	defer c.Close()
-	sha, err := c.ScriptLoad(ctx, string(src)).Result()
+	sha, err := c.ScriptLoad(ctx, luascript.Source(string(src))).Result()
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
--- claim.lua: one or more claims on one stock bucket (a micro-batch), decided
+-- claim.lua v1: one or more claims on one stock bucket (a micro-batch), decided
 -- in order, each exactly as if it had run alone.
 -- KEYS[1] bucket stock (units left), KEYS[2] claim records (hash claim id ->
 -- JSON {user, pos, at, status, idem}), KEYS[3] outbox (hash claim id -> order
@@ -17,18 +17,9 @@
 -- reached (claim id field holds the user's ids joined by ','), 3 bucket
 -- empty, 4 frozen (rebuild running), 5 stale (the Redis server changed
 -- since the stock was laid, or lost it: rebuild first).
--- The fence against a Redis failover: the bucket remembers the replication
--- id (master_replid) of the server its stock was laid or rebuilt on. A
--- promoted replica gets a new one, so a stale copy of the stock refuses
--- until a rebuild has recomputed it from the order stream. A bucket with no
--- recorded id (never laid, or its server came back without its data)
--- refuses too: starting afresh would forget its claims. An embedded server
--- without INFO has no replicas, and no id: '' == ''.
-local function replid()
-  local ok, info = pcall(redis.call, 'INFO', 'replication')
-  if not ok or type(info) ~= 'string' then return '' end
-  return string.match(info, 'master_replid:(%w+)') or ''
-end
+-- The fence against a Redis failover (replid(), see the prelude and the
+-- package doc): a bucket whose recorded id is not this server's refuses.
+local stock, records, outbox, stats, expiry, frozen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local out = {}
 local n = #ARGV / 8
 local function refuse(code)
@@ -37,18 +28,17 @@ local function refuse(code)
   end
   return out
 end
-if redis.call('EXISTS', KEYS[6]) == 1 then
+if redis.call('EXISTS', frozen) == 1 then
   return refuse(4)
 end
-if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
+if redis.call('HGET', stats, 'epoch') ~= replid() then
   return refuse(5)
 end
 -- The stream-side fence (see the package doc): each granted order event
 -- carries its bucket's epoch, the stream sequence of the rebuild's epoch
 -- marker its stock descends from (absent: laid, never rebuilt).
-local mark = redis.call('HGET', KEYS[4], 'mark') or '0'
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local mark = redis.call('HGET', stats, 'mark') or '0'
+local now = now_ms()
 local function reply(code, id, left, status, payload)
   table.insert(out, code)
   table.insert(out, id)
@@ -62,26 +52,26 @@ for i = 1, n do
   local held, hist, idem = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]
   local prior = redis.call('GET', idem)
   if prior then
-    local rec = redis.call('HGET', KEYS[2], prior)
+    local rec = redis.call('HGET', records, prior)
     local st = 'pending'
     if rec then st = cjson.decode(rec)['status'] end
-    reply(1, prior, 0, st, redis.call('HGET', KEYS[3], prior) or '')
+    reply(1, prior, 0, st, redis.call('HGET', outbox, prior) or '')
   elseif redis.call('SCARD', held) >= limit then
     reply(2, table.concat(redis.call('SMEMBERS', held), ','), 0, '', '')
-  elseif tonumber(redis.call('GET', KEYS[1]) or '0') <= 0 then
+  elseif tonumber(redis.call('GET', stock) or '0') <= 0 then
     reply(3, '', 0, '', '')
   else
     if mark ~= '0' then
       payload = string.sub(payload, 1, -2) .. ',"epoch":' .. mark .. '}'
     end
-    local left = redis.call('DECR', KEYS[1])
+    local left = redis.call('DECR', stock)
     redis.call('SADD', held, id)
     redis.call('SADD', hist, id)
     redis.call('SET', idem, id, 'EX', ARGV[a + 7])
-    redis.call('HSET', KEYS[2], id, cjson.encode({user = user, pos = tonumber(ARGV[a + 5]), at = now, status = 'pending', idem = ARGV[a + 6]}))
-    redis.call('HSET', KEYS[3], id, payload)
-    redis.call('HINCRBY', KEYS[4], 'granted', 1)
-    redis.call('ZADD', KEYS[5], now + tonumber(ARGV[a + 8]), id)
+    redis.call('HSET', records, id, cjson.encode({user = user, pos = tonumber(ARGV[a + 5]), at = now, status = 'pending', idem = ARGV[a + 6]}))
+    redis.call('HSET', outbox, id, payload)
+    redis.call('HINCRBY', stats, 'granted', 1)
+    redis.call('ZADD', expiry, now + tonumber(ARGV[a + 8]), id)
     reply(0, id, left, 'pending', payload)
   end
 end

@@ -1,4 +1,4 @@
--- confirm.lua: mark a pending claim confirmed (the order worker recorded its
+-- confirm.lua v1: mark a pending claim confirmed (the order worker recorded its
 -- order); a confirmed claim never expires.
 -- KEYS[1] claim records, KEYS[2] expiry index, KEYS[3] frozen marker,
 -- KEYS[4] bucket stats (field epoch). All share the bucket's hash tag.
@@ -9,25 +9,21 @@
 -- The fence against a Redis failover, as in claim.lua: a confirmation
 -- decided on a promoted replica's stale copy could contradict one the old
 -- primary made, so it waits for the rebuild.
-local function replid()
-  local ok, info = pcall(redis.call, 'INFO', 'replication')
-  if not ok or type(info) ~= 'string' then return '' end
-  return string.match(info, 'master_replid:(%w+)') or ''
-end
-if redis.call('EXISTS', KEYS[3]) == 1 then
+local records, expiry, frozen, stats = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if redis.call('EXISTS', frozen) == 1 then
   return {5, ''}
 end
-if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
+if redis.call('HGET', stats, 'epoch') ~= replid() then
   return {6, ''}
 end
-local raw = redis.call('HGET', KEYS[1], ARGV[1])
+local raw = redis.call('HGET', records, ARGV[1])
 if not raw then
   return {1, ''}
 end
 local rec = cjson.decode(raw)
 if rec['status'] == 'pending' then
   rec['status'] = 'confirmed'
-  redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(rec))
-  redis.call('ZREM', KEYS[2], ARGV[1])
+  redis.call('HSET', records, ARGV[1], cjson.encode(rec))
+  redis.call('ZREM', expiry, ARGV[1])
 end
 return {0, rec['status']}

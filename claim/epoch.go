@@ -82,7 +82,7 @@ func (h *streamHandle) get(ctx context.Context) (jetstream.Stream, error) {
 // on the stream but void (the order worker records it so, and rebuilds
 // ignore it), and must never be acknowledged to the client.
 func (p *Publisher) PublishGrant(ctx context.Context, ev, id string, payload []byte) error {
-	seq, err := p.publish(ctx, Subject(ev, "granted"), id, payload)
+	seq, err := p.publish(ctx, Subject(ev, KindGranted), id, payload)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func CountedEvents(ctx context.Context, js jetstream.JetStream, ev string) ([]Or
 	counted := map[string]bool{}
 	out := make([]OrderEvent, 0, len(evs))
 	for _, e := range evs {
-		if e.Type == "granted" {
+		if e.Type == KindGranted {
 			if ended(firstAfterIn(markers, e.Epoch), e.Seq) {
 				continue
 			}
@@ -184,7 +184,7 @@ func CountedEvents(ctx context.Context, js jetstream.JetStream, ev string) ([]Or
 	}
 	kept := out[:0]
 	for _, e := range out {
-		if e.Type != "released" || counted[e.ClaimID] {
+		if e.Type != KindReleased || counted[e.ClaimID] {
 			kept = append(kept, e)
 		}
 	}

@@ -31,7 +31,7 @@ type outcome struct {
 	code    int64
 	claimID string
 	left    int64
-	status  string
+	status  Status
 	payload string // order event still in the outbox, or ""
 	held    []string
 }
@@ -45,8 +45,7 @@ const grantArgs = 8
 // retry with the same idempotency key finds them.
 func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]outcome, error) {
 	k := bucketOf(ev, b)
-	keys := make([]string, 0, 6+3*len(reqs))
-	keys = append(keys, k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen())
+	keys := k.stockKeys(3 * len(reqs))
 	args := make([]any, 0, grantArgs*len(reqs))
 	for _, r := range reqs {
 		id, err := newClaimID(b)
@@ -54,7 +53,7 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 			return nil, err
 		}
 		payload, err := json.Marshal(OrderEvent{
-			Type: "granted", Event: ev, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1,
+			Type: KindGranted, Event: ev, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1,
 			At: r.Now.UTC(), Idem: r.IdemKey,
 		})
 		if err != nil {
@@ -78,7 +77,7 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		o.code = f.code(5*i, codeGranted, codeStale)
 		o.claimID = f.str(5*i + 1)
 		o.left = f.int(5*i + 2)
-		o.status = f.str(5*i + 3)
+		o.status = Status(f.str(5*i + 3))
 		o.payload = f.str(5*i + 4)
 		if f.err == nil && (o.code == codeGranted || o.code == codeReplay) && o.claimID == "" {
 			f.err = fmt.Errorf("claim %s/%d: malformed reply: code %d without a claim id", ev, b, o.code)

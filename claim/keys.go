@@ -23,6 +23,12 @@ func (k bucketKeys) stats() string   { return k.tag + "stats" }
 func (k bucketKeys) expiry() string  { return k.tag + "exp" }
 func (k bucketKeys) frozen() string  { return k.tag + "frozen" }
 
+// stockKeys are the keys claim.lua, release.lua and restore.lua take
+// first, in this order, with room for n more.
+func (k bucketKeys) stockKeys(n int) []string {
+	return append(make([]string, 0, 6+n), k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen())
+}
+
 // Per user: held claims (the limit counts them), every claim ever held (for
 // listing), and idempotency keys.
 func (k bucketKeys) userClaims(user string) string  { return k.tag + "uc:" + user }

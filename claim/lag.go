@@ -51,8 +51,8 @@ func OrderLag(ctx context.Context, js jetstream.JetStream) (*Lag, error) {
 // OrderStatuses returns the status (confirmed or released) of every order
 // of event ev the worker recorded, by claim id; empty when no worker has
 // ever run.
-func OrderStatuses(ctx context.Context, js jetstream.JetStream, ev string) (map[string]string, error) {
-	out := map[string]string{}
+func OrderStatuses(ctx context.Context, js jetstream.JetStream, ev string) (map[string]Status, error) {
+	out := map[string]Status{}
 	kv, err := js.KeyValue(ctx, OrdersBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return out, nil

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
-	"github.com/redis/go-redis/v9"
 )
 
 //go:embed layfor.lua
@@ -22,14 +21,13 @@ var layForLua string
 // has started by Redis TIME, or that has granted units, is never laid
 // again: the error then wraps event.ErrLocked.
 func (s *Store) LayFor(ctx context.Context, ev string, units int64, buckets int, version int64, startsAt time.Time) error {
-	script := redis.NewScript(layForLua)
 	for b := range buckets {
 		n := units / int64(buckets)
 		if int64(b) < units%int64(buckets) {
 			n++
 		}
 		k := bucketOf(ev, b)
-		res, err := script.Run(ctx, s.rdb, []string{k.stock(), k.stats()}, n, version, startsAt.UnixMilli()).Int64()
+		res, err := s.lua.layFor.Run(ctx, s.rdb, []string{k.stock(), k.stats()}, n, version, startsAt.UnixMilli()).Int64()
 		if err != nil {
 			return fmt.Errorf("lay stock %s/%d: %w", ev, b, err)
 		}

@@ -1,4 +1,4 @@
--- layfor.lua: set one bucket's stock for one saved configuration version,
+-- layfor.lua v1: set one bucket's stock for one saved configuration version,
 -- and record the replication id of the server that holds it (see
 -- claim.lua's fence).
 -- KEYS[1] the bucket's stock, KEYS[2] the bucket's stats (hash: cv = the
@@ -7,21 +7,16 @@
 -- Reply 1 laid, 0 skipped (a newer version's stock is already laid), -1
 -- refused: the sale has started by Redis TIME (or units were granted) and
 -- live stock is never overwritten.
-local function replid()
-  local ok, info = pcall(redis.call, 'INFO', 'replication')
-  if not ok or type(info) ~= 'string' then return '' end
-  return string.match(info, 'master_replid:(%w+)') or ''
-end
-local cv = tonumber(redis.call('HGET', KEYS[2], 'cv') or '-1')
+local stock, stats = KEYS[1], KEYS[2]
+local cv = tonumber(redis.call('HGET', stats, 'cv') or '-1')
 if cv > tonumber(ARGV[2]) then
   return 0
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local granted = tonumber(redis.call('HGET', KEYS[2], 'granted') or '0')
+local now = now_ms()
+local granted = tonumber(redis.call('HGET', stats, 'granted') or '0')
 if granted > 0 or (cv >= 0 and now >= tonumber(ARGV[3])) then
   return -1
 end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('HSET', KEYS[2], 'epoch', replid(), 'cv', ARGV[2])
+redis.call('SET', stock, ARGV[1])
+redis.call('HSET', stats, 'epoch', replid(), 'cv', ARGV[2])
 return 1

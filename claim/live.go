@@ -54,10 +54,9 @@ func (s *Store) Live(ctx context.Context, ev string, buckets int, pending bool) 
 	if !pending {
 		return l, nil
 	}
-	script := redis.NewScript(pendingLua)
 	for b := range buckets {
 		k := bucketOf(ev, b)
-		ps, err := script.Run(ctx, s.rdb, []string{k.expiry(), k.records()}, MaxPendingRead).Int64Slice()
+		ps, err := s.lua.pending.Run(ctx, s.rdb, []string{k.expiry(), k.records()}, MaxPendingRead).Int64Slice()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return Live{}, fmt.Errorf("pending %s/%d: %w", ev, b, err)
 		}

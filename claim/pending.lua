@@ -1,4 +1,4 @@
--- pending.lua: the positions holding a pending claim in one bucket (read
+-- pending.lua v1: the positions holding a pending claim in one bucket (read
 -- only). A claim is pending from its grant until it is confirmed or
 -- released; exactly those claims are in the expiry index.
 -- KEYS[1] expiry index (zset claim id -> deadline), KEYS[2] claim records.
@@ -6,10 +6,11 @@
 -- ARGV[1] most claims read.
 -- Reply: the positions, one per pending claim (a person with several
 -- pending claims appears several times).
-local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)
+local expiry, records = KEYS[1], KEYS[2]
+local ids = redis.call('ZRANGE', expiry, 0, tonumber(ARGV[1]) - 1)
 local out = {}
 if #ids == 0 then return out end
-local recs = redis.call('HMGET', KEYS[2], unpack(ids))
+local recs = redis.call('HMGET', records, unpack(ids))
 for i = 1, #recs do
   if recs[i] then
     local pos = tonumber(cjson.decode(recs[i])['pos'])

@@ -194,7 +194,7 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 		return nil, err
 	}
 	for i := range lost {
-		if lost[i].ev.Type == "granted" {
+		if lost[i].ev.Type == KindGranted {
 			lost[i].ev.Epoch = mark
 			lost[i] = encoded(lost[i].ev)
 		}

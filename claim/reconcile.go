@@ -125,13 +125,13 @@ func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string
 			if (minAge > 0 && rec.AtMs > young) || len(msgs) >= max {
 				continue
 			}
-			oe := OrderEvent{Type: "granted", Event: sale.ID, ClaimID: id, User: rec.User, Pos: rec.Pos, Units: 1,
+			oe := OrderEvent{Type: KindGranted, Event: sale.ID, ClaimID: id, User: rec.User, Pos: rec.Pos, Units: 1,
 				At: time.UnixMilli(rec.AtMs).UTC(), Idem: rec.Idem, Epoch: mark}
 			if !seen[id] && !boxed[id] {
 				msgs = append(msgs, encoded(oe))
 			}
-			if rec.Status == "released" && !seen[id+":released"] && !boxed[id+":released"] {
-				oe.Type, oe.At, oe.Reason, oe.Epoch = "released", s.now().UTC(), "reconciled", 0
+			if rec.Status == StatusReleased && !seen[id+":released"] && !boxed[id+":released"] {
+				oe.Type, oe.At, oe.Reason, oe.Epoch = KindReleased, s.now().UTC(), ReasonReconciled, 0
 				msgs = append(msgs, encoded(oe))
 			}
 		}

@@ -22,16 +22,16 @@ const (
 
 type releaseOutcome struct {
 	code    int64
-	status  string
+	status  Status
 	payload string
 }
 
 // release runs release.lua on bucket b for the claims ids, owned by users
 // (same order).
-func (s *Store) release(ctx context.Context, ev string, b int, reason string, at time.Time, ids, users []string) ([]releaseOutcome, error) {
+func (s *Store) release(ctx context.Context, ev string, b int, reason Reason, at time.Time, ids, users []string) ([]releaseOutcome, error) {
 	k := bucketOf(ev, b)
-	keys := []string{k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.frozen()}
-	args := []any{ev, at.UTC().Format(time.RFC3339Nano), reason}
+	keys := k.stockKeys(len(ids))
+	args := []any{ev, at.UTC().Format(time.RFC3339Nano), string(reason)}
 	for i, id := range ids {
 		keys = append(keys, k.userClaims(users[i]))
 		args = append(args, id, users[i])
@@ -47,7 +47,7 @@ func (s *Store) release(ctx context.Context, ev string, b int, reason string, at
 	out := make([]releaseOutcome, len(ids))
 	for i := range out {
 		out[i].code = f.code(3*i, releasedNow, releaseStale)
-		out[i].status = f.str(3*i + 1)
+		out[i].status = Status(f.str(3*i + 1))
 		out[i].payload = f.str(3*i + 2)
 	}
 	if f.err != nil {
@@ -60,7 +60,7 @@ func (s *Store) release(ctx context.Context, ev string, b int, reason string, at
 // its status afterwards: confirmed, or released when a release came first.
 // It returns ErrNotFound, ErrPaused (a rebuild runs; retry later) or
 // ErrNeedsRebuild (the bucket's server failed over or lost its data).
-func (s *Store) Confirm(ctx context.Context, ev, id string) (string, error) {
+func (s *Store) Confirm(ctx context.Context, ev, id string) (Status, error) {
 	b, err := ParseClaimID(id)
 	if err != nil {
 		return "", err
@@ -71,7 +71,7 @@ func (s *Store) Confirm(ctx context.Context, ev, id string) (string, error) {
 		return "", fmt.Errorf("confirm %s: %w", id, err)
 	}
 	f := fields("confirm "+id, res)
-	code, status := f.int(0), f.str(1)
+	code, status := f.int(0), Status(f.str(1))
 	if f.err == nil && len(res) != 2 {
 		f.err = fmt.Errorf("confirm %s: malformed reply: %d fields, want 2", id, len(res))
 	}
@@ -80,7 +80,7 @@ func (s *Store) Confirm(ctx context.Context, ev, id string) (string, error) {
 	}
 	switch code {
 	case 0:
-		if status != "confirmed" && status != "released" {
+		if status != StatusConfirmed && status != StatusReleased {
 			return "", fmt.Errorf("confirm %s: malformed reply: status %q", id, status)
 		}
 		return status, nil
@@ -145,13 +145,13 @@ func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, err
 	if err != nil {
 		return Record{}, err
 	}
-	reason := "user"
+	reason := ReasonUser
 	if user == "" {
 		rec, err := s.store.Lookup(ctx, ev, id)
 		if err != nil {
 			return Record{}, err
 		}
-		user, reason = rec.User, "admin"
+		user, reason = rec.User, ReasonAdmin
 	}
 	res, err := s.store.release(ctx, ev, b, reason, s.now(), []string{id}, []string{user})
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, err
 func (s *Service) publishReleased(ctx context.Context, ev string, b int, ids, payloads []string) error {
 	msgs := make([]message, len(ids))
 	for i, id := range ids {
-		msgs[i] = message{id: id + ":released", payload: payloads[i], ev: OrderEvent{Type: "released"}}
+		msgs[i] = message{id: id + ":released", payload: payloads[i], ev: OrderEvent{Type: KindReleased}}
 	}
 	done, err := s.publishMany(ctx, ev, msgs)
 	for i, ok := range done {
@@ -205,7 +205,7 @@ func (s *Service) expire(ctx context.Context, sale Sale, n int) (int, error) {
 			}
 			continue
 		}
-		res, err := s.store.release(ctx, sale.ID, b, "expired", s.now(), ids, users)
+		res, err := s.store.release(ctx, sale.ID, b, ReasonExpired, s.now(), ids, users)
 		if err != nil {
 			return total, err
 		}

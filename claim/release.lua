@@ -1,4 +1,4 @@
--- release.lua: return the units of pending claims to their bucket, exactly
+-- release.lua v1: return the units of pending claims to their bucket, exactly
 -- once per claim, and write a 'released' order event into the outbox.
 -- KEYS[1] bucket stock, KEYS[2] claim records, KEYS[3] outbox, KEYS[4]
 -- bucket stats, KEYS[5] expiry index, KEYS[6] frozen marker; then
@@ -15,11 +15,7 @@
 -- The fence against a Redis failover, as in claim.lua: a promoted replica
 -- may show pending a claim the old primary confirmed, so nothing is
 -- released on it before the rebuild.
-local function replid()
-  local ok, info = pcall(redis.call, 'INFO', 'replication')
-  if not ok or type(info) ~= 'string' then return '' end
-  return string.match(info, 'master_replid:(%w+)') or ''
-end
+local stock, records, outbox, stats, expiry, frozen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local out = {}
 local n = (#ARGV - 3) / 2
 local function reply(code, status, payload)
@@ -27,19 +23,18 @@ local function reply(code, status, payload)
   table.insert(out, status)
   table.insert(out, payload)
 end
-if redis.call('EXISTS', KEYS[6]) == 1 then
+if redis.call('EXISTS', frozen) == 1 then
   for _ = 1, n do reply(5, '', '') end
   return out
 end
-if redis.call('HGET', KEYS[4], 'epoch') ~= replid() then
+if redis.call('HGET', stats, 'epoch') ~= replid() then
   for _ = 1, n do reply(6, '', '') end
   return out
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 for i = 1, n do
   local id, user = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
-  local raw = redis.call('HGET', KEYS[2], id)
+  local raw = redis.call('HGET', records, id)
   local rec = raw and cjson.decode(raw)
   if not rec or rec['user'] ~= user then
     reply(1, '', '')
@@ -47,17 +42,17 @@ for i = 1, n do
     reply(2, 'released', '')
   elseif rec['status'] ~= 'pending' then
     reply(3, rec['status'], '')
-  elseif ARGV[3] == 'expired' and tonumber(redis.call('ZSCORE', KEYS[5], id) or now + 1) > now then
+  elseif ARGV[3] == 'expired' and tonumber(redis.call('ZSCORE', expiry, id) or now + 1) > now then
     reply(4, 'pending', '')
   else
     rec['status'] = 'released'
-    redis.call('HSET', KEYS[2], id, cjson.encode(rec))
-    redis.call('INCR', KEYS[1])
+    redis.call('HSET', records, id, cjson.encode(rec))
+    redis.call('INCR', stock)
     redis.call('SREM', KEYS[6 + i], id)
-    redis.call('ZREM', KEYS[5], id)
-    redis.call('HINCRBY', KEYS[4], 'released', 1)
+    redis.call('ZREM', expiry, id)
+    redis.call('HINCRBY', stats, 'released', 1)
     local ev = cjson.encode({type = 'released', event = ARGV[1], claim_id = id, user = user, pos = rec['pos'], units = 1, at = ARGV[2], reason = ARGV[3], idem = rec['idem']})
-    redis.call('HSET', KEYS[3], id .. ':released', ev)
+    redis.call('HSET', outbox, id .. ':released', ev)
     reply(0, 'released', ev)
   end
 end

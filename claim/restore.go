@@ -37,7 +37,7 @@ type storedRecord struct {
 	User   string `json:"user"`
 	Pos    int64  `json:"pos"`
 	AtMs   int64  `json:"at"`
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	Idem   string `json:"idem,omitempty"`
 }
 
@@ -53,7 +53,7 @@ type storedRecord struct {
 // sequence mark): a granted event read from the stream counts only if no
 // marker lies between its epoch and its sequence (see ended); events not
 // read from the stream (Seq 0) are the rebuild's own republishes and count.
-func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string, markers []uint64, now time.Time) *restorePlan {
+func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status, markers []uint64, now time.Time) *restorePlan {
 	n := cfg.Buckets
 	p := &restorePlan{
 		gen:   strconv.FormatInt(now.UnixNano(), 10),
@@ -68,7 +68,7 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string
 	void := map[string]bool{}
 	for _, e := range evs {
 		switch e.Type {
-		case "granted":
+		case KindGranted:
 			if e.Seq != 0 && ended(firstAfterIn(markers, e.Epoch), e.Seq) {
 				void[e.ClaimID] = true
 				continue
@@ -76,7 +76,7 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string
 			if _, ok := granted[e.ClaimID]; !ok {
 				granted[e.ClaimID] = e
 			}
-		case "released":
+		case KindReleased:
 			released[e.ClaimID] = true
 		}
 	}
@@ -88,16 +88,16 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string
 	ttl := time.Duration(cfg.ClaimTTLSeconds) * time.Second
 	for id, g := range granted {
 		p.granted++
-		rec := storedRecord{User: g.User, Pos: g.Pos, AtMs: g.At.UnixMilli(), Status: "pending", Idem: g.Idem}
+		rec := storedRecord{User: g.User, Pos: g.Pos, AtMs: g.At.UnixMilli(), Status: StatusPending, Idem: g.Idem}
 		switch {
-		case statuses[id] == "confirmed":
+		case statuses[id] == StatusConfirmed:
 			// Trusted over a released event: Redis confirmed the claim,
 			// so a release was decided on a copy that lost the
 			// confirmation, and its unit stays sold.
-			rec.Status = "confirmed"
+			rec.Status = StatusConfirmed
 			p.confirmed++
 		case released[id]:
-			rec.Status = "released"
+			rec.Status = StatusReleased
 			p.released++
 		}
 		b, err := ParseClaimID(id)
@@ -105,7 +105,7 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]string
 			continue // counted as sold; no bucket can hold its state
 		}
 		p.grantedB[b]++
-		if rec.Status == "released" {
+		if rec.Status == StatusReleased {
 			p.releasedB[b]++
 		}
 		raw, _ := json.Marshal(rec) // a plain struct: cannot fail
@@ -135,9 +135,8 @@ const restoreChunk = 200
 func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, token string) error {
 	for b := range p.stock {
 		k := bucketOf(ev, b)
-		ok, err := s.lua.restore.Run(ctx, s.rdb, []string{
-			k.stock(), k.records(), k.outbox(), k.stats(), k.expiry(), k.transfers(), k.applied(), k.parked(), k.gen(), k.frozen(),
-		}, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark).Int()
+		keys := append(k.stockKeys(4), k.transfers(), k.applied(), k.parked(), k.gen())
+		ok, err := s.lua.restore.Run(ctx, s.rdb, keys, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark).Int()
 		if err == nil && ok == 0 {
 			err = fmt.Errorf("bucket is no longer frozen by this rebuild")
 		}

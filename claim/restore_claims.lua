@@ -1,4 +1,4 @@
--- restore_claims.lua: step two of rebuilding a frozen bucket: write back a
+-- restore_claims.lua v1: step two of rebuilding a frozen bucket: write back a
 -- chunk of its claims as the order stream tells them, with each user's held
 -- claims, claim history and idempotency key, so per-user limits and replays
 -- hold after a failover.
@@ -11,14 +11,15 @@
 -- expiry deadline (ms, pending only), idempotency TTL (s, 0 when no key).
 -- Reply: 1, or 0 when the bucket is not frozen by this rebuild (nothing is
 -- changed).
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then
+local records, expiry, frozen = KEYS[1], KEYS[2], KEYS[3]
+if redis.call('GET', frozen) ~= ARGV[1] then
   return 0
 end
 for i = 1, (#ARGV - 1) / 4 do
   local a, k = 1 + 4 * (i - 1), 3 * i
   local id, raw = ARGV[a + 1], ARGV[a + 2]
   local status = cjson.decode(raw)['status']
-  redis.call('HSET', KEYS[1], id, raw)
+  redis.call('HSET', records, id, raw)
   redis.call('SADD', KEYS[k + 2], id)
   if status == 'released' then
     redis.call('SREM', KEYS[k + 1], id)
@@ -26,7 +27,7 @@ for i = 1, (#ARGV - 1) / 4 do
     redis.call('SADD', KEYS[k + 1], id)
   end
   if status == 'pending' then
-    redis.call('ZADD', KEYS[2], tonumber(ARGV[a + 3]), id)
+    redis.call('ZADD', expiry, tonumber(ARGV[a + 3]), id)
   end
   if tonumber(ARGV[a + 4]) > 0 then
     redis.call('SET', KEYS[k + 3], id, 'EX', ARGV[a + 4])

@@ -232,7 +232,7 @@ func (s *Service) publishEach(ctx context.Context, ev string, msgs []message) []
 			defer func() { <-sem; wg.Done() }()
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			if m.ev.Type == "granted" {
+			if m.ev.Type == KindGranted {
 				errs[i] = s.publishGrant(pctx, ev, m.id, m.payload)
 			} else {
 				errs[i] = s.pub.Publish(pctx, Subject(ev, m.ev.Type), m.id, []byte(m.payload))

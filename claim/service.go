@@ -34,7 +34,7 @@ type Request struct {
 // Result is a granted claim, new or replayed.
 type Result struct {
 	ClaimID string
-	Status  string
+	Status  Status
 	// Replay is true when the request repeats an earlier one.
 	Replay bool
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 // Outcomes callers branch on.
@@ -87,18 +89,20 @@ type scripts struct {
 	release, confirm, mine        *redis.Script
 	restore, restoreClaims        *redis.Script
 	freeze, unfreeze, lay         *redis.Script
+	layFor, pending               *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
 func NewStore(rdb redis.UniversalClient) *Store {
 	return &Store{rdb: rdb, lua: scripts{
-		claim: redis.NewScript(claimLua), donate: redis.NewScript(donateLua),
-		accept: redis.NewScript(acceptLua), settle: redis.NewScript(settleLua),
-		release: redis.NewScript(releaseLua), confirm: redis.NewScript(confirmLua),
-		mine: redis.NewScript(mineLua), restore: redis.NewScript(restoreLua),
-		restoreClaims: redis.NewScript(restoreClaimsLua),
-		freeze:        redis.NewScript(freezeLua), unfreeze: redis.NewScript(unfreezeLua),
-		lay: redis.NewScript(layLua),
+		claim: luascript.New(claimLua), donate: luascript.New(donateLua),
+		accept: luascript.New(acceptLua), settle: luascript.New(settleLua),
+		release: luascript.New(releaseLua), confirm: luascript.New(confirmLua),
+		mine: luascript.New(mineLua), restore: luascript.New(restoreLua),
+		restoreClaims: luascript.New(restoreClaimsLua),
+		freeze:        luascript.New(freezeLua), unfreeze: luascript.New(unfreezeLua),
+		lay: luascript.New(layLua), layFor: luascript.New(layForLua),
+		pending: luascript.New(pendingLua),
 	}}
 }
 
@@ -122,7 +126,7 @@ func (s *Store) Lay(ctx context.Context, ev string, units int64, buckets int) er
 // of a claim: Nats-Msg-Id is the claim id for "granted" and "<claim
 // id>:released" for "released".
 type OrderEvent struct {
-	Type    string    `json:"type"` // granted | released
+	Type    Kind      `json:"type"`
 	Event   string    `json:"event"`
 	ClaimID string    `json:"claim_id"`
 	User    string    `json:"user"`
@@ -133,7 +137,7 @@ type OrderEvent struct {
 	// it.
 	Idem string `json:"idem,omitempty"`
 	// Reason says why a claim was released: user, admin or expired.
-	Reason string `json:"reason,omitempty"`
+	Reason Reason `json:"reason,omitempty"`
 	// Epoch is, on a granted event, the stream sequence of the epoch
 	// marker its bucket's stock descends from (0: laid, never rebuilt);
 	// claim.lua writes it (see EpochSubject and the package doc's fence).
@@ -145,7 +149,7 @@ type OrderEvent struct {
 
 // msgID is the Nats-Msg-Id (and outbox field) of the event.
 func (e *OrderEvent) msgID() string {
-	if e.Type == "released" {
+	if e.Type == KindReleased {
 		return e.ClaimID + ":released"
 	}
 	return e.ClaimID
@@ -179,7 +183,7 @@ type Record struct {
 	User   string `json:"user"`
 	Pos    int64  `json:"pos"`
 	AtMs   int64  `json:"at"`
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	Idem   string `json:"idem,omitempty"`
 }
 

@@ -16,7 +16,7 @@ const StreamName = "ANTEROOM_ORDERS"
 
 // Subject returns the subject of an order event of kind ("granted" or
 // "released") for event ev.
-func Subject(ev, kind string) string { return "anteroom.orders." + ev + "." + kind }
+func Subject(ev string, kind Kind) string { return "anteroom.orders." + ev + "." + string(kind) }
 
 // StreamConfig describes the order stream: limits retention, kept for 90
 // days (well past any sale, so stock can be rebuilt from it), duplicates
@@ -92,7 +92,7 @@ func (p *Publisher) publish(ctx context.Context, subject, id string, payload []b
 // CountGranted returns how many granted order events for event ev are on
 // the stream and how many distinct claim ids they carry.
 func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs, distinct int, err error) {
-	evs, err := ReadEvents(ctx, js, ev, "granted")
+	evs, err := ReadEvents(ctx, js, ev, KindGranted)
 	seen := make(map[string]struct{}, len(evs))
 	for _, e := range evs {
 		seen[e.ClaimID] = struct{}{}
@@ -103,9 +103,9 @@ func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs,
 // ReadEvents returns the order events of event ev of the given kinds
 // ("granted", "released"; none means both) on the stream, in stream order,
 // duplicates included.
-func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ...string) ([]OrderEvent, error) {
+func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ...Kind) ([]OrderEvent, error) {
 	if len(kinds) == 0 {
-		kinds = []string{"granted", "released"}
+		kinds = []Kind{KindGranted, KindReleased}
 	}
 	subjects := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -160,5 +160,5 @@ func subjectCounts(ctx context.Context, js jetstream.JetStream, ev string) (gran
 	if err != nil {
 		return 0, 0, fmt.Errorf("stream info: %w", err)
 	}
-	return int64(info.State.Subjects[Subject(ev, "granted")]), int64(info.State.Subjects[Subject(ev, "released")]), nil
+	return int64(info.State.Subjects[Subject(ev, KindGranted)]), int64(info.State.Subjects[Subject(ev, KindReleased)]), nil
 }

@@ -27,7 +27,7 @@ type Order struct {
 	ClaimID    string    `json:"claim_id"`
 	User       string    `json:"user"`
 	Pos        int64     `json:"pos"`
-	Status     string    `json:"status"`
+	Status     Status    `json:"status"`
 	GrantedAt  time.Time `json:"granted_at,omitzero"`
 	ReleasedAt time.Time `json:"released_at,omitzero"`
 }
@@ -139,7 +139,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	var err error
 	switch oe.Type {
-	case "granted":
+	case KindGranted:
 		var md *jetstream.MsgMetadata
 		if md, err = m.Metadata(); err == nil {
 			err = w.granted(ctx, oe, md.Sequence.Stream)
@@ -168,7 +168,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 // confirmed the claim, and released when the release came first.
 func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 	key := orderKey(oe.Event, oe.ClaimID)
-	o := Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: "confirmed", GrantedAt: oe.At}
+	o := Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos, Status: StatusConfirmed, GrantedAt: oe.At}
 	st, err := w.stream.get(ctx)
 	if err != nil {
 		return err
@@ -180,7 +180,7 @@ func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 	if ended(first, seq) {
 		// Superseded (see PublishGrant): recorded void, unless an earlier
 		// copy of the grant, stored in its epoch, recorded the order.
-		o.Status = "void"
+		o.Status = StatusVoid
 		raw, _ := json.Marshal(o)
 		if _, err := w.kv.Create(ctx, key, raw); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 			return err
@@ -210,10 +210,10 @@ func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	if prev.Status == o.Status || (!known && prev.Status != "void") {
+	if prev.Status == o.Status || (!known && prev.Status != StatusVoid) {
 		return nil
 	}
-	if o.Status == "released" && prev.Status == "released" {
+	if o.Status == StatusReleased && prev.Status == StatusReleased {
 		return nil
 	}
 	// Redis's answer decides (void: this copy is in its epoch).
@@ -249,7 +249,7 @@ func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 			// or could not find it, when there is no confirmation to
 			// keep. Redis decides.
 			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
-			if err == nil && status == "confirmed" {
+			if err == nil && status == StatusConfirmed {
 				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", key))
 				return nil
 			}

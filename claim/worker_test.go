@@ -75,9 +75,9 @@ func TestOrderWorker(t *testing.T) {
 		t.Errorf("%d orders recorded, want %d (one per claim)", len(statuses), units)
 	}
 	for i, id := range ids {
-		want := "confirmed"
+		want := StatusConfirmed
 		if i < 5 {
-			want = "released"
+			want = StatusReleased
 		}
 		rec, err := e.store.Lookup(ctx, ev, id)
 		if err != nil || rec.Status != want || statuses[id] != want {

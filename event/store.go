@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 // ErrNotFound is returned for an event that does not exist.
@@ -33,7 +35,7 @@ type Store struct {
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
 func NewStore(rdb redis.UniversalClient) *Store {
-	return &Store{rdb: rdb, put: redis.NewScript(putLua)}
+	return &Store{rdb: rdb, put: luascript.New(putLua)}
 }
 
 const indexKey = "ar:events"

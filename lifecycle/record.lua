@@ -1,4 +1,4 @@
--- record.lua: record one event's lifecycle transitions, each exactly once
+-- record.lua v1: record one event's lifecycle transitions, each exactly once
 -- across every node, in an outbox that nodes publish from.
 -- KEYS[1] state hash, KEYS[2] outbox hash (id -> JSON), KEYS[3] recent list.
 -- All keys share the event's hash tag.
@@ -12,32 +12,32 @@
 -- newest config version seen (a stale node cannot flip it back) and counts
 -- its changes; your_turn moves a cursor by compare-and-set.
 -- Reply {outbox length, your_turn cursor}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state, outbox, recent = KEYS[1], KEYS[2], KEYS[3]
+local now = now_ms()
 local ev = ARGV[1]
 
 local function emit(typ, n, data)
   local id = ev .. '.' .. typ .. '.' .. n
   local body = cjson.encode({id = id, type = typ, event = ev, at_unix_ms = now, data = data})
-  redis.call('HSET', KEYS[2], id, body)
-  redis.call('LPUSH', KEYS[3], body)
-  redis.call('LTRIM', KEYS[3], 0, 199)
+  redis.call('HSET', outbox, id, body)
+  redis.call('LPUSH', recent, body)
+  redis.call('LTRIM', recent, 0, 199)
 end
 
 local function once(flag, typ, data)
-  if flag == '1' and redis.call('HSETNX', KEYS[1], typ, now) == 1 then
+  if flag == '1' and redis.call('HSETNX', state, typ, now) == 1 then
     emit(typ, '1', data)
   end
 end
 
 local version = tonumber(ARGV[2])
-local seen = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local seen = tonumber(redis.call('HGET', state, 'version') or '0')
 if version > seen then
-  redis.call('HSET', KEYS[1], 'version', version)
-  local was = redis.call('HGET', KEYS[1], 'paused') or '0'
+  redis.call('HSET', state, 'version', version)
+  local was = redis.call('HGET', state, 'paused') or '0'
   if ARGV[3] ~= was then
-    redis.call('HSET', KEYS[1], 'paused', ARGV[3])
-    local n = redis.call('HINCRBY', KEYS[1], 'pauses', 1)
+    redis.call('HSET', state, 'paused', ARGV[3])
+    local n = redis.call('HINCRBY', state, 'pauses', 1)
     local typ = 'resumed'
     if ARGV[3] == '1' then typ = 'paused' end
     emit(typ, n, {version = version})
@@ -49,7 +49,7 @@ once(ARGV[5], 'window_closed', {seed = ARGV[8], seed_commitment = ARGV[9], windo
 once(ARGV[6], 'sold_out', {})
 once(ARGV[7], 'sale_ended', {})
 
-local cursor = tonumber(redis.call('HGET', KEYS[1], 'cursor') or '0')
+local cursor = tonumber(redis.call('HGET', state, 'cursor') or '0')
 if tonumber(ARGV[11]) == cursor and tonumber(ARGV[12]) > cursor then
   for i = 13, #ARGV, 3 do
     local data = {position = tonumber(ARGV[i]), seq = tonumber(ARGV[i + 1])}
@@ -57,6 +57,6 @@ if tonumber(ARGV[11]) == cursor and tonumber(ARGV[12]) > cursor then
     emit('your_turn', ARGV[i], data)
   end
   cursor = tonumber(ARGV[12])
-  redis.call('HSET', KEYS[1], 'cursor', cursor)
+  redis.call('HSET', state, 'cursor', cursor)
 end
-return {redis.call('HLEN', KEYS[2]), cursor}
+return {redis.call('HLEN', outbox), cursor}

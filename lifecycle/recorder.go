@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/internal/luascript"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -37,7 +38,7 @@ type Recorder struct {
 // NewRecorder returns a Recorder on rdb that publishes to js (the stream
 // must exist: EnsureStream).
 func NewRecorder(rdb redis.UniversalClient, js jetstream.JetStream) *Recorder {
-	return &Recorder{rdb: rdb, js: js, record: redis.NewScript(recordLua), cursors: map[string]int64{}}
+	return &Recorder{rdb: rdb, js: js, record: luascript.New(recordLua), cursors: map[string]int64{}}
 }
 
 func stateKey(ev string) string  { return "ar:{" + ev + "}:lc" }

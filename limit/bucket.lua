@@ -1,4 +1,4 @@
--- bucket.lua: one token-bucket decision, atomic, on Redis time.
+-- bucket.lua v1: one token-bucket decision, atomic, on Redis time.
 -- KEYS[1] the bucket: a hash {t = tokens (float), ms = last update, unix ms}.
 -- ARGV[1] refill rate (tokens per second, > 0), ARGV[2] burst (capacity,
 -- >= 1), ARGV[3] cost of this request (tokens, >= 1).
@@ -8,11 +8,11 @@
 -- Cluster. A refused request writes nothing: the bucket's state is a pure
 -- function of (t, ms) and the clock. A key idle long enough to refill is
 -- worth nothing, so it expires (PEXPIRE) and a missing key reads as full.
-local now = redis.call('TIME')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local bucket = KEYS[1]
+local now = now_ms()
 local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 
-local s = redis.call('HMGET', KEYS[1], 't', 'ms')
+local s = redis.call('HMGET', bucket, 't', 'ms')
 local tokens, last = tonumber(s[1]), tonumber(s[2])
 if tokens == nil or last == nil then
   tokens, last = burst, now
@@ -27,6 +27,6 @@ if tokens < cost then
   return {0, math.floor(tokens), math.ceil((cost - tokens) * 1000 / rate)}
 end
 tokens = tokens - cost
-redis.call('HSET', KEYS[1], 't', tostring(tokens), 'ms', now)
-redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+redis.call('HSET', bucket, 't', tostring(tokens), 'ms', now)
+redis.call('PEXPIRE', bucket, math.ceil(burst * 1000 / rate) + 1000)
 return {1, math.floor(tokens), 0}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 // health tracks whether Redis answers well enough to keep the buckets. It
@@ -145,7 +147,7 @@ func (l *Limiter) NewHeartbeat(id string, every time.Duration) *Heartbeat {
 	if every <= 0 {
 		every = time.Second
 	}
-	return &Heartbeat{l: l, id: id, every: every, script: redis.NewScript(heartbeatLua)}
+	return &Heartbeat{l: l, id: id, every: every, script: luascript.New(heartbeatLua)}
 }
 
 // Beat records the node once and updates the count. Its outcome also tells

@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 //go:embed bucket.lua
@@ -102,7 +104,7 @@ type Limiter struct {
 // New returns a Limiter on rdb.
 func New(rdb Client, cfg Config) *Limiter {
 	cfg.defaults()
-	l := &Limiter{rdb: rdb, cfg: cfg, bucket: redis.NewScript(bucketLua), local: NewLocal(cfg.MaxLocalKeys), now: time.Now}
+	l := &Limiter{rdb: rdb, cfg: cfg, bucket: luascript.New(bucketLua), local: NewLocal(cfg.MaxLocalKeys), now: time.Now}
 	l.h.cfg = &l.cfg
 	return l
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 //go:embed reserve.lua
@@ -34,7 +36,7 @@ type Reservations struct {
 
 // NewReservations returns Reservations on rdb.
 func NewReservations(rdb redis.Scripter) *Reservations {
-	return &Reservations{rdb: rdb, script: redis.NewScript(reserveLua)}
+	return &Reservations{rdb: rdb, script: luascript.New(reserveLua)}
 }
 
 // Reserve binds value of kind (KindDevice, KindPayment) in event ev to

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 // Join outcomes callers branch on.
@@ -58,7 +60,7 @@ type Joiner struct {
 
 // NewJoiner returns a Joiner on rdb.
 func NewJoiner(rdb Scripter) *Joiner {
-	return &Joiner{rdb: rdb, join: redis.NewScript(joinLua), shard: redis.NewScript(joinShardLua), read: redis.NewScript(readShardLua)}
+	return &Joiner{rdb: rdb, join: luascript.New(joinLua), shard: luascript.New(joinShardLua), read: luascript.New(readShardLua)}
 }
 
 // Times are the instants a join is judged against, all read from the

@@ -1,4 +1,4 @@
--- join.lua: give a user one sequence number in an event's queue.
+-- join.lua v1: give a user one sequence number in an event's queue.
 -- KEYS[1] sequence counter, KEYS[2] user hash shard (user -> packed entry),
 -- KEYS[3] frozen window size W. All keys share the event's hash tag.
 -- ARGV[1] user, ARGV[2] queue opens (unix ms), ARGV[3] window end (unix ms),
@@ -7,18 +7,18 @@
 -- repeated join rebuilds the very same ticket from one small integer.
 -- Reply {code, seq, joined_s, W}: code 0 new, 1 existing, 2 not open yet,
 -- 3 joining has ended. W is -1 while the window is open.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local counter, users, window = KEYS[1], KEYS[2], KEYS[3]
+local now = now_ms()
 local opens, wend, jend = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 
-local w = redis.call('GET', KEYS[3])
+local w = redis.call('GET', window)
 if not w and now >= wend then
-  w = redis.call('GET', KEYS[1]) or '0'
-  redis.call('SET', KEYS[3], w)
+  w = redis.call('GET', counter) or '0'
+  redis.call('SET', window, w)
 end
 w = tonumber(w or '-1')
 
-local packed = redis.call('HGET', KEYS[2], ARGV[1])
+local packed = redis.call('HGET', users, ARGV[1])
 if packed then
   packed = tonumber(packed)
   local rel = packed % 4194304
@@ -30,7 +30,7 @@ end
 if now >= jend then
   return {3, 0, 0, w}
 end
-local seq = redis.call('INCR', KEYS[1])
+local seq = redis.call('INCR', counter)
 local rel = math.min(math.floor((now - opens) / 1000), 4194303)
-redis.call('HSET', KEYS[2], ARGV[1], string.format('%.0f', seq * 4194304 + rel))
+redis.call('HSET', users, ARGV[1], string.format('%.0f', seq * 4194304 + rel))
 return {0, seq, math.floor(opens / 1000) + rel, w}

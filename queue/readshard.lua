@@ -1,4 +1,4 @@
--- readshard.lua: one node's read of one join shard, on every tick. It
+-- readshard.lua v1: one node's read of one join shard, on every tick. It
 -- freezes the shard's window at the window's end, like a join would, so a
 -- shard nobody joins still freezes.
 -- KEYS[1] shard sequence counter, KEYS[2] shard window size W_s, KEYS[3]
@@ -7,16 +7,16 @@
 -- Reply {now (unix ms), joined, W_s (-1 while open), then second, first seq
 -- of each list entry from ARGV[2] on}. Read in one step, so every join of a
 -- second before now's is counted in joined and listed.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = redis.call('GET', KEYS[1]) or '0'
-local w = redis.call('GET', KEYS[2])
+local counter, window, seconds = KEYS[1], KEYS[2], KEYS[3]
+local now = now_ms()
+local n = redis.call('GET', counter) or '0'
+local w = redis.call('GET', window)
 if not w and now >= tonumber(ARGV[1]) then
   w = n
-  redis.call('SET', KEYS[2], w)
+  redis.call('SET', window, w)
 end
 local out = {now, tonumber(n), tonumber(w or '-1')}
-for _, e in ipairs(redis.call('LRANGE', KEYS[3], tonumber(ARGV[2]), -1)) do
+for _, e in ipairs(redis.call('LRANGE', seconds, tonumber(ARGV[2]), -1)) do
   local sep = string.find(e, ':')
   out[#out + 1] = tonumber(string.sub(e, 1, sep - 1))
   out[#out + 1] = tonumber(string.sub(e, sep + 1))

@@ -22,6 +22,14 @@ type Admission struct {
 	ExpiresAt time.Time
 }
 
+// The defaults of IssuerConfig.
+const (
+	// DefaultIssuer is the iss of admission tokens when none is set.
+	DefaultIssuer = "anteroom"
+	// DefaultAudience is their aud when none is set.
+	DefaultAudience = "anteroom-claim"
+)
+
 // IssuerConfig configures an [Issuer]. The zero value gives the defaults.
 type IssuerConfig struct {
 	// Issuer is the iss claim written and required.
@@ -66,10 +74,10 @@ type Issuer struct {
 func NewIssuer(keys *KeySet, cfg IssuerConfig) *Issuer {
 	i := &Issuer{keys: keys, issuer: cfg.Issuer, audience: cfg.Audience, leeway: cfg.Leeway}
 	if i.issuer == "" {
-		i.issuer = "anteroom"
+		i.issuer = DefaultIssuer
 	}
 	if i.audience == "" {
-		i.audience = "anteroom-claim"
+		i.audience = DefaultAudience
 	}
 	switch {
 	case i.leeway == 0:

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/anteroom/anteroom/internal/staff"
@@ -29,18 +28,6 @@ func decodeStrict(c *fiber.Ctx, what string, v any) error {
 		return badRequest("malformed %s JSON: %s", what, jsonProblem(err))
 	}
 	return nil
-}
-
-func accountProblem(err error) error {
-	switch {
-	case errors.Is(err, staff.ErrNotFound):
-		return problem(fiber.StatusNotFound, "not_found", "no such account or API key")
-	case errors.Is(err, staff.ErrExists):
-		return problem(fiber.StatusConflict, "conflict", "an account of that name exists")
-	case errors.Is(err, staff.ErrLastAdmin):
-		return problem(fiber.StatusConflict, "conflict", "the last admin account cannot be removed or demoted")
-	}
-	return err
 }
 
 func (s *Server) listAccounts(c *fiber.Ctx) error {
@@ -81,7 +68,7 @@ func (s *Server) createAccount(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.Accounts.Create(ctx, in.Name, in.Role, in.Password); err != nil {
-		return accountProblem(err)
+		return err
 	}
 	s.record(c, "account.create", "", nil, fiber.Map{"name": in.Name, "role": in.Role})
 	return c.Status(fiber.StatusCreated).JSON(staff.Account{Name: in.Name, Role: in.Role, Keys: []string{}})
@@ -106,12 +93,12 @@ func (s *Server) setAccountRole(c *fiber.Ctx) error {
 	defer cancel()
 	old, err := s.deps.Accounts.SetRole(ctx, name, in.Role)
 	if err != nil {
-		return accountProblem(err)
+		return err
 	}
 	s.record(c, "account.role", "", fiber.Map{"name": name, "role": old}, fiber.Map{"name": name, "role": in.Role})
 	acc, err := s.deps.Accounts.Get(ctx, name)
 	if err != nil {
-		return accountProblem(err)
+		return err
 	}
 	return c.JSON(acc)
 }
@@ -127,7 +114,7 @@ func (s *Server) deleteAccount(c *fiber.Ctx) error {
 	defer cancel()
 	acc, err := s.deps.Accounts.Delete(ctx, name)
 	if err != nil {
-		return accountProblem(err)
+		return err
 	}
 	s.record(c, "account.delete", "", fiber.Map{"name": acc.Name, "role": acc.Role, "api_keys": acc.Keys}, nil)
 	return c.SendStatus(fiber.StatusNoContent)
@@ -144,7 +131,7 @@ func (s *Server) createKey(c *fiber.Ctx) error {
 	defer cancel()
 	key, prefix, err := s.deps.Accounts.NewKey(ctx, name)
 	if err != nil {
-		return accountProblem(err)
+		return err
 	}
 	s.record(c, "apikey.create", "", nil, fiber.Map{"account": name, "prefix": prefix})
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -164,7 +151,7 @@ func (s *Server) revokeKey(c *fiber.Ctx) error {
 	defer cancel()
 	owner, err := s.deps.Accounts.RevokeKey(ctx, prefix)
 	if err != nil {
-		return accountProblem(err)
+		return err
 	}
 	s.record(c, "apikey.revoke", "", fiber.Map{"account": owner, "prefix": prefix}, nil)
 	return c.SendStatus(fiber.StatusNoContent)

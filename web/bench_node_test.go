@@ -51,7 +51,7 @@ func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
 	}
 	sale := benchSale(100)
 	sale.Config.Limits.Defaults()
-	app := New(Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"0.0.0.0"}}, Deps{
+	app := mustNew(tb, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"0.0.0.0"}}, Deps{
 		Sales: benchSales{
 			get:     func(id string) (*admission.Sale, bool) { return sale, id == "ev" },
 			present: func(string, int64) {},

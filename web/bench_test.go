@@ -166,7 +166,7 @@ func BenchmarkStatus(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			sale := benchSale(tc.frontier)
-			app := New(Config{Log: quiet}, Deps{
+			app := mustNew(b, Config{Log: quiet}, Deps{
 				Sales: benchSales{
 					get:     func(id string) (*admission.Sale, bool) { return sale, id == "ev" },
 					present: func(string, int64) {},

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
@@ -9,8 +8,8 @@ import (
 )
 
 type claimJSON struct {
-	ClaimID string `json:"claim_id"`
-	Status  string `json:"status"`
+	ClaimID string       `json:"claim_id"`
+	Status  claim.Status `json:"status"`
 }
 
 // claim turns an admission token into a claim for the caller it names. The
@@ -57,7 +56,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 		IdemTTL: claim.DefaultIdemTTL, ClaimTTL: time.Duration(cfg.ClaimTTLSeconds) * time.Second,
 	})
 	if err != nil {
-		return claimProblem(err)
+		return err
 	}
 	s.deps.Sales.Claimed(cfg.ID, adm.Pos) // the admission is used: max_active counts the claim while pending
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -97,7 +96,7 @@ func plain(s string) bool {
 // allocations and about a microsecond less); anything else goes through
 // it.
 func writeClaim(c *fiber.Ctx, res claim.Result) error {
-	if !plain(res.ClaimID) || !plain(res.Status) {
+	if !plain(res.ClaimID) || !plain(string(res.Status)) {
 		return c.JSON(claimJSON{ClaimID: res.ClaimID, Status: res.Status})
 	}
 	var buf [128]byte
@@ -109,11 +108,11 @@ func writeClaim(c *fiber.Ctx, res claim.Result) error {
 }
 
 type recordJSON struct {
-	ClaimID   string    `json:"claim_id"`
-	Event     string    `json:"event"`
-	Status    string    `json:"status"`
-	Position  int64     `json:"position"`
-	ClaimedAt time.Time `json:"claimed_at"`
+	ClaimID   string       `json:"claim_id"`
+	Event     string       `json:"event"`
+	Status    claim.Status `json:"status"`
+	Position  int64        `json:"position"`
+	ClaimedAt time.Time    `json:"claimed_at"`
 }
 
 // lookupClaim shows a claim to its own user or an admin.
@@ -143,24 +142,4 @@ func (s *Server) lookupClaim(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(recordJSON{ClaimID: id, Event: sale.Config.ID, Status: rec.Status, Position: rec.Pos, ClaimedAt: time.UnixMilli(rec.AtMs).UTC()})
-}
-
-// claimProblem maps the claim package's outcomes that the shared error
-// handler does not know; the rest pass through.
-func claimProblem(err error) error {
-	switch {
-	case errors.Is(err, claim.ErrNeedsRebuild):
-		// A failover, a slot migration or lost data: the stock on this
-		// Redis may be stale until an operator rebuilds it (POST
-		// /admin/events/{id}/rebuild).
-		return retryLater("paused", "claims wait for the stock to be rebuilt after a change of Redis server (failover, slot migration or lost data); retry with the same Idempotency-Key", 5)
-	case errors.Is(err, claim.ErrPaused):
-		// A rebuild froze the stock: the same request succeeds after it.
-		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5)
-	case errors.Is(err, claim.ErrConfirmed):
-		return problem(fiber.StatusConflict, "conflict", "a confirmed claim cannot be released")
-	case errors.Is(err, claim.ErrRebuildRunning):
-		return problem(fiber.StatusConflict, "conflict", "a rebuild of this event is already running")
-	}
-	return err
 }

@@ -59,7 +59,7 @@ func (s *Server) releaseClaim(c *fiber.Ctx) error {
 	defer cancel()
 	rec, err := s.deps.Claims.Release(ctx, cfg.ID, id, user)
 	if err != nil {
-		return claimProblem(err)
+		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(toRecordJSON(cfg.ID, rec))

@@ -40,7 +40,7 @@ func BenchmarkGate(b *testing.B) {
 	now := time.Now()
 	sale := &admission.Sale{Config: event.Config{ID: "ev", Name: "bench", Supply: 1, PerUserLimit: 1,
 		PrequeueOpensAt: now.Add(-time.Hour), StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour)}}
-	app := New(Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Deps{Sales: gateSales{sale: sale}, Admitter: issuer})
+	app := mustNew(b, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Deps{Sales: gateSales{sale: sale}, Admitter: issuer})
 	h := app.Handler()
 	var ctx fasthttp.RequestCtx
 	ctx.Request.Header.SetMethod(fiber.MethodGet)

@@ -70,9 +70,12 @@ func NewHeaderIdentity(header string, trusted []string) (HeaderIdentity, error) 
 	return HeaderIdentity{Header: header, trusted: p}, nil
 }
 
+// UserIDHeader is the header mode's default user id header.
+const UserIDHeader = "X-User-ID"
+
 func headerOr(name string) string {
 	if name == "" {
-		return "X-User-ID"
+		return UserIDHeader
 	}
 	return name
 }

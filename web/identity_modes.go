@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,6 +20,29 @@ type (
 		Verify(raw string, now time.Time) (user string, err error)
 	}
 )
+
+// IdentityMode says how the edge names its callers.
+type IdentityMode string
+
+// Identity modes.
+const (
+	// IdentityAnonymous names visitors by a signed cookie (VisitorIdentity).
+	IdentityAnonymous IdentityMode = "anonymous"
+	// IdentityJWT names users by the shop's user token (UserTokenIdentity).
+	IdentityJWT IdentityMode = "jwt"
+	// IdentityHeader names users by a gateway's header, believed from
+	// trusted proxies only (NewHeaderIdentity).
+	IdentityHeader IdentityMode = "header"
+)
+
+// ParseIdentityMode reads an identity mode: anonymous, jwt or header.
+func ParseIdentityMode(s string) (IdentityMode, error) {
+	switch m := IdentityMode(s); m {
+	case IdentityAnonymous, IdentityJWT, IdentityHeader:
+		return m, nil
+	}
+	return "", fmt.Errorf("identity %q: want anonymous, jwt or header", s)
+}
 
 // VisitorCookie is the default name of the anonymous visitor cookie.
 const VisitorCookie = "anteroom_visitor"

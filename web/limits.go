@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"regexp"
@@ -60,7 +61,7 @@ type edge struct {
 	anonymous bool
 }
 
-func newEdge(cfg *Config, deps *Deps) *edge {
+func newEdge(cfg *Config, deps *Deps) (*edge, error) {
 	secret := deps.EdgeSecret
 	if len(secret) < 32 {
 		secret = make([]byte, 32)
@@ -70,10 +71,16 @@ func newEdge(cfg *Config, deps *Deps) *edge {
 	if e.maxInFlight <= 0 {
 		e.maxInFlight = DefaultMaxInFlight
 	}
-	e.proxies, _ = parseProxies(cfg.TrustedProxies)
-	e.invites, _ = NewInvites(secret)
+	var bad string
+	if e.proxies, bad = parseProxies(cfg.TrustedProxies); bad != "" {
+		return nil, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
+	}
+	var err error
+	if e.invites, err = NewInvites(secret); err != nil {
+		return nil, err
+	}
 	e.anonymous = anonymousIdentity(deps.Identity)
-	return e
+	return e, nil
 }
 
 // entryCap answers 503 degraded once MaxInFlight requests are in progress
@@ -201,7 +208,7 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 	case err == nil:
 		return nil
 	case errors.Is(err, limit.ErrTaken):
-		return problem(fiber.StatusConflict, "limit_reached", "this "+kind+" has already been used by another account in this sale")
+		return fmt.Errorf("%s: %w", kind, err) // toProblem: 409 limit_reached
 	}
 	s.cfg.Log.Warn("reservation failed", "request_id", requestID(c), "kind", kind, "err", err)
 	return retryLater("degraded", "a backing service is not answering; retry with the same Idempotency-Key", 1)

@@ -79,7 +79,7 @@ func limApp(t testing.TB, cfg Config, sale *admission.Sale, d Deps) *fiber.App {
 		}}
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	return New(cfg, d)
+	return mustNew(t, cfg, d)
 }
 
 type limAnswer struct {

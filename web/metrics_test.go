@@ -49,7 +49,10 @@ func edge(t *testing.T, cfg web.Config, ready func(context.Context) error) (*rec
 	t.Helper()
 	rec := &recorder{}
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "anteroom_up 1\n") })
-	app := web.New(cfg, web.Deps{Ready: ready, Metrics: metrics, Observe: web.Observe{Request: rec.request}})
+	app, err := web.New(cfg, web.Deps{Ready: ready, Metrics: metrics, Observe: web.Observe{Request: rec.request}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return rec, func(method, path string) *http.Response {
 		t.Helper()
 		resp, err := app.Test(httptest.NewRequest(method, path, nil), -1)

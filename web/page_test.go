@@ -31,7 +31,7 @@ func TestPageLang(t *testing.T) {
 // self-contained document in the visitor's language, cacheable per
 // language, calling no other origin.
 func TestRoomPage(t *testing.T) {
-	app := testApp()
+	app := testApp(t)
 	for accept, lang := range map[string]string{"zh-CN,zh;q=0.9": langChinese, "en-GB": langEnglish} {
 		req := httptest.NewRequest("GET", "/e/ev", nil)
 		req.Header.Set("Accept-Language", accept)
@@ -67,7 +67,7 @@ func TestRoomPage(t *testing.T) {
 // TestPublicEventCacheControl: the public event JSON may be cached by a
 // CDN for one second, so "sold out" polls from a crowd reach no node.
 func TestPublicEventCacheControl(t *testing.T) {
-	app := testApp()
+	app := testApp(t)
 	resp, err := app.Test(httptest.NewRequest("GET", "/events/ev", nil), -1)
 	if err != nil {
 		t.Fatal(err)

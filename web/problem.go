@@ -11,6 +11,8 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
@@ -100,6 +102,33 @@ func toProblem(err error) (*Problem, bool) {
 		return problem(fiber.StatusForbidden, "forbidden", "the token is for another event"), true
 	case errors.Is(err, tokens.ErrInvalid):
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "the token is invalid or expired"), true
+	case errors.Is(err, claim.ErrLimitReached):
+		return problem(fiber.StatusConflict, "limit_reached", "you already hold your allowed claims"), true
+	case errors.Is(err, claim.ErrNeedsRebuild):
+		// A failover, a slot migration or lost data: the stock on this
+		// Redis may be stale until an operator rebuilds it (POST
+		// /admin/events/{id}/rebuild). It wraps ErrPaused: first.
+		return retryLater("paused", "claims wait for the stock to be rebuilt after a change of Redis server (failover, slot migration or lost data); retry with the same Idempotency-Key", 5), true
+	case errors.Is(err, claim.ErrPaused):
+		// A rebuild froze the stock (or replaced the stock a grant was
+		// decided on): the same request succeeds after it.
+		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5), true
+	case errors.Is(err, claim.ErrConfirmed):
+		return problem(fiber.StatusConflict, "conflict", "a confirmed claim cannot be released"), true
+	case errors.Is(err, claim.ErrRebuildRunning):
+		return problem(fiber.StatusConflict, "conflict", "a rebuild of this event is already running"), true
+	case errors.Is(err, staff.ErrNotFound):
+		return problem(fiber.StatusNotFound, "not_found", "no such account or API key"), true
+	case errors.Is(err, staff.ErrExists):
+		return problem(fiber.StatusConflict, "conflict", "an account of that name exists"), true
+	case errors.Is(err, staff.ErrLastAdmin):
+		return problem(fiber.StatusConflict, "conflict", "the last admin account cannot be removed or demoted"), true
+	case errors.Is(err, staff.ErrBadLogin):
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "wrong name, password or key"), true
+	case errors.Is(err, limit.ErrTaken):
+		return problem(fiber.StatusConflict, "limit_reached", "this device or payment method has already been used by another account in this sale"), true
+	case errors.Is(err, ErrInviteInvalid):
+		return problem(fiber.StatusForbidden, "forbidden", "the invite is invalid, for someone else or expired"), true
 	case errors.Is(err, claim.ErrSoldOut):
 		return problem(fiber.StatusGone, "sold_out", "no stock left"), true
 	case errors.Is(err, claim.ErrNotFound):

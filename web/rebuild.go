@@ -25,7 +25,7 @@ func (s *Server) rebuildEvent(c *fiber.Ctx) error {
 	defer cancel()
 	rep, err := s.deps.Rebuild(ctx, id)
 	if err != nil {
-		return claimProblem(err)
+		return err
 	}
 	s.record(c, "event.rebuild", id, nil, rep)
 	if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {

@@ -201,8 +201,10 @@ const BodyLimit = 16 * 1024
 // are answered 431 too_large.
 const HeaderLimit = 16 * 1024
 
-// New returns the fiber app serving the public contract.
-func New(cfg Config, deps Deps) *fiber.App {
+// New returns the fiber app serving the public contract. It fails on a
+// setting it cannot read (a trusted proxy that is neither an address nor a
+// CIDR range).
+func New(cfg Config, deps Deps) (*fiber.App, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 3 * time.Second
 	}
@@ -210,7 +212,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 		cfg.Log = slog.Default()
 	}
 	if cfg.Issuer == "" {
-		cfg.Issuer = "anteroom"
+		cfg.Issuer = tokens.DefaultIssuer
 	}
 	if cfg.SigningAlgorithms == nil {
 		cfg.SigningAlgorithms = []string{"EdDSA"}
@@ -225,24 +227,12 @@ func New(cfg Config, deps Deps) *fiber.App {
 		}
 	}
 	s := &Server{deps: deps, cfg: cfg, now: time.Now}
-	s.edge = newEdge(&cfg, &deps)
-	app := fiber.New(fiber.Config{
-		AppName:               "anteroom",
-		BodyLimit:             BodyLimit,
-		DisableStartupMessage: true,
-		ErrorHandler:          errorHandler(cfg.Log),
-		ReadTimeout:           10 * time.Second,
-		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           60 * time.Second,
-		// Headers up to 16 KB: a shop's user token (up to 8 KB, RS256)
-		// plus the cookies a browser sends on the shop's domain. The
-		// token verifiers bound their own input below that.
-		ReadBufferSize: HeaderLimit,
-		// X-Forwarded-Proto and the host are believed from these
-		// proxies only; the client IP is read by clientIP.
-		EnableTrustedProxyCheck: true,
-		TrustedProxies:          cfg.TrustedProxies,
-	})
+	edge, err := newEdge(&cfg, &deps)
+	if err != nil {
+		return nil, err
+	}
+	s.edge = edge
+	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
 	app.Use(s.assignRequestID)
@@ -291,13 +281,37 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
-	return app
+	return app, nil
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
 // on client disconnect.
 func (s *Server) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(c.UserContext(), s.cfg.Timeout)
+}
+
+// FiberConfig is the fiber configuration of the edge: limits, timeouts,
+// the problem+json error handler logging to log, and the proxies whose
+// forwarding headers are believed. bench/ceiling runs its constant handler
+// on the same configuration, so the ceiling measures the same stack.
+func FiberConfig(log *slog.Logger, trustedProxies []string) fiber.Config {
+	return fiber.Config{
+		AppName:               "anteroom",
+		BodyLimit:             BodyLimit,
+		DisableStartupMessage: true,
+		ErrorHandler:          errorHandler(log),
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+		IdleTimeout:           60 * time.Second,
+		// Headers up to 16 KB: a shop's user token (up to 8 KB, RS256)
+		// plus the cookies a browser sends on the shop's domain. The
+		// token verifiers bound their own input below that.
+		ReadBufferSize: HeaderLimit,
+		// X-Forwarded-Proto and the host are believed from these
+		// proxies only; the client IP is read by clientIP.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          trustedProxies,
+	}
 }
 
 func (s *Server) ready(c *fiber.Ctx) error {

@@ -84,9 +84,9 @@ func testSale() *admission.Sale {
 
 const testAdminToken = "admin-token-0123456789"
 
-func testApp() *fiber.App {
+func testApp(tb testing.TB) *fiber.App {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return New(Config{AdminToken: testAdminToken, Log: log}, Deps{Sales: consoleSales{sale: testSale()}})
+	return mustNew(tb, Config{AdminToken: testAdminToken, Log: log}, Deps{Sales: consoleSales{sale: testSale()}})
 }
 
 func send(t *testing.T, app *fiber.App, method, path string, hdr map[string]string, body string) (*http.Response, map[string]any) {
@@ -108,7 +108,7 @@ func send(t *testing.T, app *fiber.App, method, path string, hdr map[string]stri
 // TestConsoleSession signs in, uses the session for reads, and shows that
 // a change made with the session cookie needs the session's CSRF token.
 func TestConsoleSession(t *testing.T) {
-	app := testApp()
+	app := testApp(t)
 	jsonHdr := map[string]string{"Content-Type": "application/json"}
 	if r, p := send(t, app, "POST", "/admin/session", jsonHdr, `{"token":"wrong"}`); r.StatusCode != 401 || p["code"] != "unauthenticated" {
 		t.Fatalf("wrong token: %d %v, want 401 unauthenticated", r.StatusCode, p)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/web"
 )
 
 // nodeFlags registers the node's configuration on fs, each flag defaulting
@@ -23,38 +24,39 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 		}
 		return def
 	}
-	addr := fs.String("addr", env("ADDR", ":8080"), "HTTP listen address (ANTEROOM_ADDR)")
+	def := node.DefaultConfig()
+	addr := fs.String("addr", env("ADDR", def.Addr), "HTTP listen address (ANTEROOM_ADDR)")
 	redisURL := fs.String("redis-url", env("REDIS_URL", ""), "redis:// URL; empty starts an embedded, non-durable Redis (ANTEROOM_REDIS_URL)")
 	cluster := fs.String("redis-cluster-addrs", env("REDIS_CLUSTER_ADDRS", ""), "comma-separated Redis Cluster seed addresses (ANTEROOM_REDIS_CLUSTER_ADDRS)")
 	natsURL := fs.String("nats-url", env("NATS_URL", ""), "NATS server URLs; empty starts an embedded JetStream server (ANTEROOM_NATS_URL)")
-	replicas := fs.String("stream-replicas", env("STREAM_REPLICAS", "1"), "order stream replicas (ANTEROOM_STREAM_REPLICAS)")
-	dataDir := fs.String("data-dir", env("DATA_DIR", "anteroom-data"), "directory for embedded JetStream data, keys and secrets (ANTEROOM_DATA_DIR)")
+	replicas := fs.String("stream-replicas", env("STREAM_REPLICAS", strconv.Itoa(def.StreamReplicas)), "order stream replicas (ANTEROOM_STREAM_REPLICAS)")
+	dataDir := fs.String("data-dir", env("DATA_DIR", def.DataDir), "directory for embedded JetStream data, keys and secrets (ANTEROOM_DATA_DIR)")
 	admin := fs.String("admin-token", env("ADMIN_TOKEN", ""), "admin bearer token; empty generates one into the data dir (ANTEROOM_ADMIN_TOKEN)")
 	keys := fs.String("signing-keys", env("SIGNING_KEYS", ""), "admission signing key directory; generated when empty (ANTEROOM_SIGNING_KEYS)")
 	secret := fs.String("ticket-secret", env("TICKET_SECRET", ""), "hex secret (≥32 bytes) for queue tickets, shared by all nodes (ANTEROOM_TICKET_SECRET)")
-	identity := fs.String("identity", env("IDENTITY", "anonymous"), "caller identity: anonymous (signed visitor cookie), jwt (the shop's user token) or header (a gateway's user id header, believed only from -trusted-proxies) (ANTEROOM_IDENTITY)")
-	idHeader := fs.String("identity-header", env("IDENTITY_HEADER", "X-User-ID"), "user id header in header mode, believed only from -trusted-proxies (ANTEROOM_IDENTITY_HEADER)")
+	identity := fs.String("identity", env("IDENTITY", string(def.Identity)), "caller identity: anonymous (signed visitor cookie), jwt (the shop's user token) or header (a gateway's user id header, believed only from -trusted-proxies) (ANTEROOM_IDENTITY)")
+	idHeader := fs.String("identity-header", env("IDENTITY_HEADER", def.IdentityHeader), "user id header in header mode, believed only from -trusted-proxies (ANTEROOM_IDENTITY_HEADER)")
 	userJWKS := fs.String("user-jwks", env("USER_JWKS", ""), "JWKS or PEM file of the shop's user tokens in jwt mode, re-read every key reload (ANTEROOM_USER_JWKS)")
-	userHeader := fs.String("user-token-header", env("USER_TOKEN_HEADER", "X-User-Token"), "header carrying the shop's user token in jwt mode (ANTEROOM_USER_TOKEN_HEADER)")
+	userHeader := fs.String("user-token-header", env("USER_TOKEN_HEADER", def.UserTokenHeader), "header carrying the shop's user token in jwt mode (ANTEROOM_USER_TOKEN_HEADER)")
 	userIssuer := fs.String("user-issuer", env("USER_ISSUER", ""), "required iss of user tokens in jwt mode (ANTEROOM_USER_ISSUER)")
 	userAudience := fs.String("user-audience", env("USER_AUDIENCE", ""), "required aud of user tokens in jwt mode (ANTEROOM_USER_AUDIENCE)")
 	trust := trustFlags(fs, env)
-	issuer := fs.String("issuer", env("ISSUER", "anteroom"), "iss of admission tokens and OIDC discovery, best the public base URL (ANTEROOM_ISSUER)")
-	audience := fs.String("audience", env("AUDIENCE", "anteroom-claim"), "aud of admission tokens (ANTEROOM_AUDIENCE)")
-	keyReload := fs.String("key-reload", env("KEY_RELOAD", "10s"), "how often to re-read the signing keys and user JWKS (ANTEROOM_KEY_RELOAD)")
+	issuer := fs.String("issuer", env("ISSUER", def.Issuer), "iss of admission tokens and OIDC discovery, best the public base URL (ANTEROOM_ISSUER)")
+	audience := fs.String("audience", env("AUDIENCE", def.Audience), "aud of admission tokens (ANTEROOM_AUDIENCE)")
+	keyReload := fs.String("key-reload", env("KEY_RELOAD", def.KeyReload.String()), "how often to re-read the signing keys and user JWKS (ANTEROOM_KEY_RELOAD)")
 	logFormat := fs.String("log-format", env("LOG_FORMAT", "json"), "log format: json or text (ANTEROOM_LOG_FORMAT)")
-	accessLog := fs.String("access-log", env("ACCESS_LOG", "errors"), "access log: off, errors (5xx and slow requests) or all (ANTEROOM_ACCESS_LOG)")
-	slowRequest := fs.String("slow-request", env("SLOW_REQUEST", "1s"), "requests at least this slow are logged by -access-log errors (ANTEROOM_SLOW_REQUEST)")
-	slowRedis := fs.String("slow-redis", env("SLOW_REDIS", "50ms"), "Redis calls at least this slow count in anteroom_redis_slow_calls_total (ANTEROOM_SLOW_REDIS)")
+	accessLog := fs.String("access-log", env("ACCESS_LOG", string(def.AccessLog)), "access log: off, errors (5xx and slow requests) or all (ANTEROOM_ACCESS_LOG)")
+	slowRequest := fs.String("slow-request", env("SLOW_REQUEST", def.SlowRequest.String()), "requests at least this slow are logged by -access-log errors (ANTEROOM_SLOW_REQUEST)")
+	slowRedis := fs.String("slow-redis", env("SLOW_REDIS", def.SlowRedis.String()), "Redis calls at least this slow count in anteroom_redis_slow_calls_total (ANTEROOM_SLOW_REDIS)")
 	proxies := fs.String("trusted-proxies", env("TRUSTED_PROXIES", ""), "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For (and, in header mode, user id header) is believed (ANTEROOM_TRUSTED_PROXIES)")
-	inFlight := fs.String("max-in-flight", env("MAX_IN_FLIGHT", "4096"), "requests in progress on this node before it answers 503 degraded (ANTEROOM_MAX_IN_FLIGHT)")
+	inFlight := fs.String("max-in-flight", env("MAX_IN_FLIGHT", strconv.Itoa(def.MaxInFlight)), "requests in progress on this node before it answers 503 degraded (ANTEROOM_MAX_IN_FLIGHT)")
 	globalJoin := fs.String("global-join-rate", env("GLOBAL_JOIN_RATE", "0"), "joins per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_JOIN_RATE)")
 	webhookHTTP := fs.String("webhook-allow-http", env("WEBHOOK_ALLOW_HTTP", "false"), "accept http (not only https) webhook URLs; unsafe outside tests and loopback relays (ANTEROOM_WEBHOOK_ALLOW_HTTP)")
 	globalClaim := fs.String("global-claim-rate", env("GLOBAL_CLAIM_RATE", "0"), "claims per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_CLAIM_RATE)")
 	return func() (node.Config, error) {
 		cfg := node.Config{
 			Addr: *addr, RedisURL: *redisURL, NATSURL: *natsURL, DataDir: *dataDir, AdminToken: *admin,
-			SigningKeys: *keys, Identity: *identity, IdentityHeader: *idHeader, UserJWKS: *userJWKS,
+			SigningKeys: *keys, IdentityHeader: *idHeader, UserJWKS: *userJWKS,
 			UserTokenHeader: *userHeader, UserIssuer: *userIssuer, UserAudience: *userAudience,
 			Issuer: *issuer, Audience: *audience,
 		}
@@ -82,7 +84,12 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 			}
 			cfg.TicketSecret = b
 		}
-		cfg.AccessLog = *accessLog
+		if cfg.Identity, err = web.ParseIdentityMode(*identity); err != nil {
+			return cfg, err
+		}
+		if cfg.AccessLog, err = web.ParseAccessLog(*accessLog); err != nil {
+			return cfg, err
+		}
 		if cfg.WebhookAllowHTTP, err = strconv.ParseBool(*webhookHTTP); err != nil {
 			return cfg, fmt.Errorf("webhook allow http %q: want true or false", *webhookHTTP)
 		}

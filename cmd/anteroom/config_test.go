@@ -3,7 +3,10 @@ package main
 import (
 	"flag"
 	"io"
+	"strconv"
 	"testing"
+
+	"github.com/anteroom/anteroom/internal/node"
 )
 
 // TestIdentityDefault: with no configuration the node names callers by a
@@ -29,7 +32,7 @@ func TestIdentityDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Identity != tc.want {
+			if string(cfg.Identity) != tc.want {
 				t.Errorf("identity %q, want %q", cfg.Identity, tc.want)
 			}
 		})
@@ -62,5 +65,35 @@ func TestPprofAddrSetting(t *testing.T) {
 				t.Errorf("pprof address %q, want %q", cfg.PprofAddr, tc.want)
 			}
 		})
+	}
+}
+
+// TestFlagSettingsParsed: an identity mode or access-log mode that is not
+// one of the named values stops the command at flag reading, and every
+// flag default is the node's own default.
+func TestFlagSettingsParsed(t *testing.T) {
+	for _, env := range []map[string]string{{"ANTEROOM_IDENTITY": "Header"}, {"ANTEROOM_ACCESS_LOG": "verbose"}} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		build := nodeFlags(fs, func(k string) string { return env[k] }, io.Discard)
+		if err := fs.Parse(nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := build(); err == nil {
+			t.Errorf("%v: built a configuration, want an error", env)
+		}
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	nodeFlags(fs, func(string) string { return "" }, io.Discard)
+	def := node.DefaultConfig()
+	for name, want := range map[string]string{
+		"addr": def.Addr, "data-dir": def.DataDir, "identity": string(def.Identity),
+		"identity-header": def.IdentityHeader, "user-token-header": def.UserTokenHeader,
+		"issuer": def.Issuer, "audience": def.Audience, "key-reload": def.KeyReload.String(),
+		"access-log": string(def.AccessLog), "slow-request": def.SlowRequest.String(),
+		"slow-redis": def.SlowRedis.String(), "max-in-flight": strconv.Itoa(def.MaxInFlight),
+	} {
+		if got := fs.Lookup(name).DefValue; got != want {
+			t.Errorf("-%s defaults to %q, the node to %q", name, got, want)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
 )
@@ -42,9 +41,7 @@ func reconcileCmd(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer c.Close()
-	store := claim.NewStore(c.Redis)
-	svc := claim.NewService(store, claim.NewPublisher(c.JS))
-	rep, err := claim.NewRebuilder(svc, c.JS, event.NewStore(c.Redis)).Rebuild(ctx, *ev)
+	rep, err := c.Rebuild(ctx, *ev)
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", *ev, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"io"
 
-	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 )
 
@@ -29,15 +28,5 @@ func worker(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer c.Close()
-	w, err := claim.NewWorker(ctx, claim.NewStore(c.Redis), c.JS, claim.WorkerConfig{
-		Replicas: cfg.StreamReplicas, Concurrency: *concurrency,
-		OnError: func(err error) { cfg.Log.Warn("order worker", "err", err) },
-	})
-	if err != nil {
-		return err
-	}
-	cfg.Log.Info("order worker running", "consumer", claim.WorkerConsumer, "orders", claim.OrdersBucket)
-	err = w.Run(ctx)
-	cfg.Log.Info("order worker stopped")
-	return err
+	return c.RunWorker(ctx, *concurrency)
 }

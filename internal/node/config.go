@@ -71,7 +71,7 @@ type Config struct {
 	// believed only from TrustedProxies, which header mode requires).
 	//
 	// Default: anonymous
-	Identity string
+	Identity web.IdentityMode
 	// IdentityHeader is the header mode's user id header, believed only
 	// from TrustedProxies.
 	//
@@ -133,7 +133,7 @@ type Config struct {
 	// (5xx answers and requests slower than SlowRequest) or all.
 	//
 	// Default: errors
-	AccessLog string
+	AccessLog web.AccessLog
 	// SlowRequest is the duration from which a request counts as slow in
 	// the access log.
 	//
@@ -170,6 +170,14 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// DefaultConfig is the configuration a node runs with when nothing is set:
+// where the command's flags take their defaults from.
+func DefaultConfig() Config {
+	var c Config
+	c.defaults()
+	return c
+}
+
 func (c *Config) defaults() {
 	if c.Addr == "" {
 		c.Addr = ":8080"
@@ -181,7 +189,22 @@ func (c *Config) defaults() {
 		c.SigningKeys = filepath.Join(c.DataDir, "keys")
 	}
 	if c.Identity == "" {
-		c.Identity = "anonymous"
+		c.Identity = web.IdentityAnonymous
+	}
+	if c.IdentityHeader == "" {
+		c.IdentityHeader = web.UserIDHeader
+	}
+	if c.UserTokenHeader == "" {
+		c.UserTokenHeader = web.UserTokenHeader
+	}
+	if c.Issuer == "" {
+		c.Issuer = tokens.DefaultIssuer
+	}
+	if c.Audience == "" {
+		c.Audience = tokens.DefaultAudience
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = web.DefaultMaxInFlight
 	}
 	if c.StreamReplicas == 0 {
 		c.StreamReplicas = 1
@@ -196,7 +219,7 @@ func (c *Config) defaults() {
 		c.Log = slog.Default()
 	}
 	if c.AccessLog == "" {
-		c.AccessLog = string(web.AccessLogErrors)
+		c.AccessLog = web.AccessLogErrors
 	}
 	if c.SlowRequest == 0 {
 		c.SlowRequest = time.Second
@@ -207,15 +230,13 @@ func (c *Config) defaults() {
 }
 
 func (c *Config) validate() error {
-	switch c.Identity {
-	case "header", "anonymous", "jwt":
-	default:
-		return fmt.Errorf("identity %q: want header, anonymous or jwt", c.Identity)
+	if _, err := web.ParseIdentityMode(string(c.Identity)); err != nil {
+		return err
 	}
-	if c.Identity == "jwt" && c.UserJWKS == "" {
+	if c.Identity == web.IdentityJWT && c.UserJWKS == "" {
 		return errors.New("identity jwt needs ANTEROOM_USER_JWKS")
 	}
-	if c.Identity == "header" && len(c.TrustedProxies) == 0 {
+	if c.Identity == web.IdentityHeader && len(c.TrustedProxies) == 0 {
 		return errors.New("identity header needs ANTEROOM_TRUSTED_PROXIES: the gateway addresses whose user id header is believed")
 	}
 	if err := c.checkUserTokens(); err != nil {
@@ -230,7 +251,7 @@ func (c *Config) validate() error {
 	if c.StreamReplicas < 1 || c.StreamReplicas > 5 {
 		return fmt.Errorf("stream replicas %d: want 1 to 5", c.StreamReplicas)
 	}
-	if _, err := web.ParseAccessLog(c.AccessLog); err != nil {
+	if _, err := web.ParseAccessLog(string(c.AccessLog)); err != nil {
 		return err
 	}
 	if c.SlowRequest < 0 || c.SlowRedis < 0 {
@@ -269,7 +290,7 @@ func (c *Config) checkSecrets() error {
 // is believed only when it was minted for anteroom (aud) by the shop
 // (iss), unless UserAcceptAnyIssuerAudience is set.
 func (c *Config) checkUserTokens() error {
-	if c.Identity != "jwt" || c.UserAcceptAnyIssuerAudience {
+	if c.Identity != web.IdentityJWT || c.UserAcceptAnyIssuerAudience {
 		return nil
 	}
 	if c.UserIssuer == "" || c.UserAudience == "" {

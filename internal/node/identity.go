@@ -12,19 +12,19 @@ import (
 // mode, re-reads the shop's user keys; the node calls it every KeyReload.
 func newIdentity(cfg *Config, secret []byte) (id web.Identity, reload func() error, err error) {
 	switch cfg.Identity {
-	case "header":
+	case web.IdentityHeader:
 		h, err := web.NewHeaderIdentity(cfg.IdentityHeader, cfg.TrustedProxies)
 		if err != nil {
 			return nil, nil, err
 		}
 		return h, nil, nil
-	case "anonymous":
+	case web.IdentityAnonymous:
 		v, err := tokens.NewVisitors(secret)
 		if err != nil {
 			return nil, nil, err
 		}
 		return web.VisitorIdentity{Visitors: v}, nil, nil
-	case "jwt":
+	case web.IdentityJWT:
 		u, err := tokens.NewUserVerifier(tokens.UserVerifierConfig{
 			JWKSFile: cfg.UserJWKS, Issuer: cfg.UserIssuer, Audience: cfg.UserAudience,
 			MaxAge: cfg.UserMaxTokenAge,

@@ -39,6 +39,9 @@ type Node struct {
 	pprof    *pprofServer    // nil: profiling is off
 	loops    context.Context // the background loops' lifetime, ended by Close
 
+	closeOnce sync.Once
+	closeErr  error
+
 	// AdminToken is the admin bearer token in force.
 	AdminToken string
 	// Events, Claims and Snapshots are exposed for commands (demo,
@@ -146,9 +149,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 			return nil, err
 		}
 	}
-	app := web.New(web.Config{
+	app, err := web.New(web.Config{
 		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
-		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
+		AccessLog: cfg.AccessLog, SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
@@ -163,6 +166,12 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 	})
+	if err != nil {
+		_ = limitRDB.Close()
+		_ = ms.close(ctx)
+		_ = pp.close(ctx)
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		_ = limitRDB.Close()
@@ -197,7 +206,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
 	go func() { n.serveErr <- app.Listener(ln) }()
 	cfg.Log.Info("anteroom node serving", "addr", ln.Addr().String(), "identity", cfg.Identity, "metrics_addr", cfg.MetricsAddr)
-	if cfg.Identity == "anonymous" && len(cfg.TrustedProxies) == 0 {
+	if cfg.Identity == web.IdentityAnonymous && len(cfg.TrustedProxies) == 0 {
 		cfg.Log.Info("per-IP join budgets count the peer address; behind a proxy or load balancer set ANTEROOM_TRUSTED_PROXIES, or every shopper shares its budget")
 	}
 	return n, nil
@@ -227,15 +236,21 @@ func bucketStockOf(s *admission.Snapshots) func(ev string) []int64 {
 // StartWorker runs the order worker inside this node, as `anteroom worker`
 // runs it in its own process, until Close.
 func (n *Node) StartWorker(ctx context.Context) error {
-	w, err := claim.NewWorker(ctx, n.Claims, n.JS, claim.WorkerConfig{
-		Replicas: n.cfg.StreamReplicas,
-		OnError:  func(err error) { n.cfg.Log.Warn("order worker", "err", err) },
-	})
+	w, err := newWorker(ctx, &n.cfg, n.Claims, n.JS, 0)
 	if err != nil {
 		return err
 	}
 	n.goLoop(func() { _ = w.Run(n.loops) })
 	return nil
+}
+
+// newWorker is the order worker of cfg's deployment; concurrency 0 is the
+// worker's default.
+func newWorker(ctx context.Context, cfg *Config, store *claim.Store, js jetstream.JetStream, concurrency int) (*claim.Worker, error) {
+	return claim.NewWorker(ctx, store, js, claim.WorkerConfig{
+		Replicas: cfg.StreamReplicas, Concurrency: concurrency,
+		OnError: func(err error) { cfg.Log.Warn("order worker", "err", err) },
+	})
 }
 
 func wantsYourTurn(s *admission.Snapshots) func(ev string) bool {
@@ -312,48 +327,23 @@ func baseURL(a net.Addr) string {
 // Redis returns the node's Redis client.
 func (n *Node) Redis() redis.UniversalClient { return n.back.rdb }
 
-// Clients are a deployment's Redis and JetStream, for the commands that
-// work beside the nodes (worker, reconcile).
-type Clients struct {
-	Redis redis.UniversalClient
-	JS    jetstream.JetStream
-	back  *backends
-}
-
-// Connect opens cfg's Redis and NATS (never embedded ones: another process
-// could not share them) and checks that the order stream exists (a node
-// creates it; Connect never changes it).
-func Connect(ctx context.Context, cfg Config) (*Clients, error) {
-	cfg.defaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if cfg.NATSURL == "" || (cfg.RedisURL == "" && len(cfg.RedisClusterAddrs) == 0) {
-		return nil, errors.New("set ANTEROOM_REDIS_URL (or ANTEROOM_REDIS_CLUSTER_ADDRS) and ANTEROOM_NATS_URL: the nodes' servers")
-	}
-	back, err := openBackends(ctx, &cfg)
-	if err != nil {
-		return nil, err
-	}
-	js, err := jetstream.New(back.nc, jetstream.WithPublishAsyncMaxPending(8192))
-	if err == nil {
-		_, err = js.Stream(ctx, claim.StreamName)
-	}
-	if err != nil {
-		back.close()
-		return nil, fmt.Errorf("order stream %s: %w", claim.StreamName, err)
-	}
-	return &Clients{Redis: back.rdb, JS: js, back: back}, nil
-}
-
-// Close closes the connections.
-func (c *Clients) Close() { c.back.close() }
-
 // Close drains the node: stops accepting, finishes in-flight requests
 // (their claims are published and acknowledged), stops the loops, flushes
 // the outbox bookkeeping, then closes the connections and embedded servers.
+// Calling it again returns the first call's error and does nothing more.
 func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() { n.closeErr = n.close(ctx) })
+	return n.closeErr
+}
+
+func (n *Node) close(ctx context.Context) error {
 	err := n.app.ShutdownWithContext(ctx)
+	// Shutdown closes the listeners fasthttp has begun to serve; one that
+	// Start handed over just before Close is not among them yet, and
+	// would accept forever.
+	if lerr := n.ln.Close(); lerr != nil && !errors.Is(lerr, net.ErrClosed) && err == nil {
+		err = lerr
+	}
 	if merr := n.metrics.close(ctx); merr != nil && err == nil {
 		err = merr
 	}

@@ -2,6 +2,7 @@ package staff
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 // auditKey is the deployment's audit trail.
@@ -115,10 +118,10 @@ func entryOf(m redis.XMessage) Entry {
 
 // recordOnce appends an entry unless its marker is set, and sets it:
 // one entry for a fact that every node observes.
-var recordOnce = redis.NewScript(`
-if not redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) then return 0 end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', unpack(ARGV, 3))
-return 1`)
+var recordOnce = luascript.New(auditOnceLua)
+
+//go:embed audit_once.lua
+var auditOnceLua string
 
 // RecordOnce appends e unless an entry of the same marker was recorded in
 // the last year: for facts every node observes, like a key rotation made

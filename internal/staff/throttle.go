@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/luascript"
 )
 
 var (
@@ -46,7 +48,7 @@ func NewThrottle(rdb redis.Scripter, max int, window time.Duration) *Throttle {
 	if window <= 0 {
 		window = DefaultWindow
 	}
-	return &Throttle{rdb: rdb, failed: redis.NewScript(failedLua), blocked: redis.NewScript(blockedLua), max: int64(max), window: window}
+	return &Throttle{rdb: rdb, failed: luascript.New(failedLua), blocked: luascript.New(blockedLua), max: int64(max), window: window}
 }
 
 // Blocked returns how long addr stays blocked; 0 when it may try.

@@ -1,0 +1,26 @@
+// Package luascript builds anteroom's Redis Lua scripts: each is the shared
+// prelude (now_ms and replid, prelude.lua) followed by the script's own
+// text, so a helper is written once and every script reads Redis TIME the
+// same way.
+//
+// Every script's first line names it and its version
+// ("-- claim.lua v2: ..."); TestScriptsPinned pins each script's SHA1, so a
+// change to a script, or to the prelude, is a deliberate one.
+package luascript
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed prelude.lua
+var prelude string
+
+// Source returns the text Redis runs for a script whose own text is body:
+// the prelude, then body.
+func Source(body string) string { return prelude + body }
+
+// New returns the script of body (see Source), run with EVALSHA and loaded
+// on NOSCRIPT.
+func New(body string) *redis.Script { return redis.NewScript(Source(body)) }

@@ -1,0 +1,99 @@
+package luascript
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// pins are every script's version and the SHA1 of its source (prelude
+// included): what EVALSHA names. A script, or the prelude, that changes
+// without a new pin fails TestScriptsPinned, so every change is deliberate.
+var pins = map[string]struct {
+	version int
+	sha1    string
+}{
+	"admission/advance.lua":         {1, "10959498dc2120765d997de2d45f48f9b6987a30"},
+	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
+	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
+	"claim/confirm.lua":             {1, "c6788db37239b54e11e79de0e1519b4c299f63c9"},
+	"claim/donate.lua":              {1, "6f0805e3015614cabde41c515bdc1fd01aa1210f"},
+	"claim/freeze.lua":              {1, "68e51f517acd4b6a2474f84266824f646865ee0f"},
+	"claim/lay.lua":                 {1, "1a6d69cbd2a44c183b4651e6754372646c47614d"},
+	"claim/layfor.lua":              {1, "bf99be53366cef1ab87d1a9c831af18a729ec983"},
+	"claim/mine.lua":                {1, "742848a9774e3c232a43f3a9fb246ed3722f3167"},
+	"claim/pending.lua":             {1, "f71aa6c142c305721cf307ac43ebfdb164c47c39"},
+	"claim/release.lua":             {1, "83683749166d05a1d299a826936eb562fba67c83"},
+	"claim/restore.lua":             {1, "8ee67a6efef92aca0c9b0ec6745380e7e7bda970"},
+	"claim/restore_claims.lua":      {1, "71a593b9e2fec1d69acc9545fddf68161a401f53"},
+	"claim/settle.lua":              {1, "9bf75999ef26f3db1ddbc8a1b7f0e88846b6333b"},
+	"claim/unfreeze.lua":            {1, "17887d4e144bb27f6f256fb77a0af9d6e7158f85"},
+	"event/put.lua":                 {1, "5aeb7569d1025e1f0a887f04cb3c8d06a56a8d1f"},
+	"internal/staff/audit_once.lua": {1, "3795a83a6b7f4a5207affec798f7855c25cd05af"},
+	"internal/staff/blocked.lua":    {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
+	"internal/staff/failed.lua":     {1, "decc429d7fc3a6924a1b1c0519e031a3ef230741"},
+	"lifecycle/record.lua":          {1, "0dc764270f64a30402197a343eb23284d51f3b4d"},
+	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
+	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
+	"limit/reserve.lua":             {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
+	"queue/join.lua":                {1, "a2ad3c791022d848fb9c408a49da76550e35303b"},
+	"queue/joinshard.lua":           {1, "f6c4fea40c58ebd334e535840cf3f0aa9d8d2321"},
+	"queue/readshard.lua":           {1, "ea2d884af689d35707f1bda3e63f7e409be61b15"},
+}
+
+var versionLine = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)
+
+// TestScriptsPinned reads every .lua file of the module and checks its
+// version line and its SHA1 against pins.
+func TestScriptsPinned(t *testing.T) {
+	root := filepath.Join("..", "..")
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".lua" {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel == "internal/luascript/prelude.lua" {
+			return nil
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		seen[rel] = true
+		m := versionLine.FindSubmatch(body)
+		if m == nil || string(m[1]) != filepath.Base(path) {
+			t.Errorf("%s: the first line must be %q", rel, "-- "+filepath.Base(path)+" vN: what it does")
+			return nil
+		}
+		version, _ := strconv.Atoi(string(m[2]))
+		sum := sha1.Sum([]byte(Source(string(body))))
+		got := hex.EncodeToString(sum[:])
+		pin, ok := pins[rel]
+		switch {
+		case !ok:
+			t.Errorf("%s is not pinned: add %q: {%d, %q},", rel, rel, version, got)
+		case pin.sha1 == got && pin.version != version:
+			t.Errorf("%s: version v%d, pinned v%d for the same text", rel, version, pin.version)
+		case pin.sha1 != got && pin.version == version:
+			t.Errorf("%s (or the prelude) changed: give it version v%d and pin %q: {%d, %q},", rel, version+1, rel, version+1, got)
+		case pin.sha1 != got:
+			t.Errorf("%s is v%d now: pin %q: {%d, %q},", rel, version, rel, version, got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rel := range pins {
+		if !seen[rel] {
+			t.Errorf("%s is pinned but no longer exists: remove its pin", rel)
+		}
+	}
+}
