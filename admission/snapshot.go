@@ -56,6 +56,8 @@ type Snapshots struct {
 	stock    stock
 	now      func() time.Time
 	view     atomic.Pointer[map[string]*Sale]
+	// credit is Step.MaxCredit, set by Run from its tick (0: the default).
+	credit atomic.Int64
 
 	mu      sync.Mutex
 	present map[string]map[int64]struct{}
@@ -172,7 +174,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
 		Present: s.take(&s.present, id), Claimed: s.take(&s.claimed, id), Pending: live.Pending,
-		Order: order,
+		Order: order, MaxCredit: time.Duration(s.credit.Load()),
 	}
 	r, err := s.frontier.Advance(ctx, id, step)
 	if err != nil {
@@ -253,8 +255,10 @@ func (s *Snapshots) take(marks *map[string]map[int64]struct{}, ev string) []int6
 	return out
 }
 
-// Run refreshes every interval until ctx is done. Errors go to onErr.
+// Run refreshes every interval until ctx is done. Errors go to onErr. From
+// then on a step credits at most MaxCreditFor(every).
 func (s *Snapshots) Run(ctx context.Context, every time.Duration, onErr func(error)) error {
+	s.credit.Store(int64(MaxCreditFor(every)))
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
