@@ -17,6 +17,10 @@ import (
 // to that much time from before the window.
 var stepCredit = admission.MaxCreditFor(100 * time.Millisecond)
 
+// rateLag is how long after a rate change a node may still step at the
+// old rate: its config read, through a link delayed up to 400 ms a chunk.
+const rateLag = 3 * time.Second
+
 // readFrontier reads f from the frontier hash and Redis TIME in one script,
 // so the value is exactly the frontier at that Redis instant: a read that
 // waited out a Redis pause returns the frontier of after the pause with
@@ -31,7 +35,8 @@ return {f or '', t[1], t[2]}`)
 // link is cut): never past the people who joined, and its advance over
 // the last second and over the last 5–10 s at most
 //
-//	highest rate in effect × (window + stepCredit) + no-show candidates + 2
+//	highest rate in effect (from rateLag before the window) × (window +
+//	stepCredit) + no-show candidates + 2
 //
 // where the no-show candidates are positions admitted at least the grace
 // before the window's end whose holder had fetched no admission (the
@@ -101,7 +106,9 @@ func (ss *sales) sampleFrontier(ctx context.Context, ev string) {
 func (ss *sales) checkPace(ev string, old, cur frame, credited float64, record bool) {
 	ss.checks.Add(1)
 	span := cur.at.Sub(old.at)
-	rate := ss.maxRate(ev, old.at, cur.at)
+	// A node applies a rate change on its next config read, which a
+	// delayed link makes late: the rate before a change counts rateLag on.
+	rate := ss.maxRate(ev, old.at.Add(-rateLag), cur.at)
 	lo := old.frontier - rate*saleGrace - 2
 	tol := ss.h.noShows(ev, int64(lo), int64(credited), cur.at)
 	allowed := rate*(span+stepCredit).Seconds() + float64(tol) + 2
