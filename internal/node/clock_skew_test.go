@@ -58,6 +58,10 @@ func TestSkewedClockTokens(t *testing.T) {
 		if a := claimOn(n, name+"-expired", expired); a.status != http.StatusUnauthorized {
 			t.Errorf("node %s accepted a token expired %s ago: %d %s", name, beyond, a.status, a.raw)
 		}
+		// The gate (a proxy's per-request check) verifies by the clock alone.
+		if a := call(t, http.MethodGet, n.URL()+"/events/skew/gate", map[string]string{"Authorization": "Bearer " + expired}, nil); a.status != http.StatusUnauthorized {
+			t.Errorf("node %s's gate let in a token expired %s ago: %d", name, beyond, a.status)
+		}
 		early := mint(name+"-early", now, now.Add(beyond), now.Add(5*time.Minute))
 		if a := claimOn(n, name+"-early", early); a.status != http.StatusUnauthorized {
 			t.Errorf("node %s accepted a token valid only %s from now: %d %s", name, beyond, a.status, a.raw)
