@@ -1,4 +1,4 @@
--- advance.lua v1: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v2: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -21,8 +21,8 @@
 -- admission TTL (ms), ARGV[9] np, ARGV[10] nc, ARGV[11] joined and
 -- ARGV[12] W for a queue of join shards (their keys are on other slots: the
 -- node reads them and passes the people with a settled position and W, -1
--- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here; then np
--- positions present,
+-- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
+-- ARGV[13] the most time one call credits (ms); then np positions present,
 -- nc positions that were granted a claim, and the rest: positions holding
 -- a pending claim.
 --
@@ -32,6 +32,13 @@
 -- is counted back (n - 1): the next admissions wait for it. The check is
 -- bounded per call and walks each position once; F never passes the number
 -- who joined, never moves back, and stands still while admission is held.
+--
+-- One call credits at most ARGV[13] ms (a few ticks): after a gap in which no
+-- call ran (Redis unreachable or paused, every node stopped, or the first
+-- call long after the window closed), the rate is not made up at one instant
+-- — admissions never outrun the rate by the wall clock. The admission clock
+-- moves by what was credited, so the no-show grace is measured on the same
+-- time the rate was.
 --
 -- Caps count people: with max_active, F ≤ max_active + n + p − active, where
 -- active = present people whose admission is unexpired and unused, or who
@@ -45,6 +52,7 @@ local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
 local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 local sharded = tonumber(ARGV[11]) >= 0
+local maxstep = tonumber(ARGV[13])
 
 -- Every key is read before anything is written: a key of the wrong type
 -- fails the script here, before a presence mark is set without its
@@ -69,7 +77,7 @@ local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
 if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
 
-for i = 13, 12 + np do
+for i = 14, 13 + np do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
     p = p + 1
@@ -77,7 +85,7 @@ for i = 13, 12 + np do
   end
   if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
 end
-for i = 13 + np, 12 + np + nc do
+for i = 14 + np, 13 + np + nc do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
 end
 
@@ -89,8 +97,9 @@ w = tonumber(w or '-1')
 
 if now >= start and now > last then
   if not hold then
-    a = a + (now - last)
-    b = b + rate * (now - last) / 1000
+    local dt = math.min(now - last, maxstep)
+    a = a + dt
+    b = b + rate * dt / 1000
   end
   last = now
   -- No-shows: positions admitted at least grace ago on the admission clock
@@ -119,7 +128,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', KEYS[6])
-  for i = 13 + np + nc, #ARGV do
+  for i = 14 + np + nc, #ARGV do
     if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
   end
 end

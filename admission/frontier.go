@@ -10,6 +10,10 @@
 //     while it is held (paused, or sold out). The rate and the no-show grace
 //     are measured on it, so a hold neither admits nor credits no-shows, and
 //     admission resumes at the rate from where it stopped.
+//   - One step credits at most Step.MaxCredit of time (ten ticks, at least
+//     a second): after a gap with no step — Redis unreachable or paused,
+//     every node stopped — admission resumes at the rate, it does not admit
+//     rate × the gap at once. The admission clock moves by what was credited.
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
@@ -48,6 +52,15 @@ var advanceLua string
 // MaxNoShowChecks bounds how many positions one Advance call checks for
 // no-shows.
 const MaxNoShowChecks = 4096
+
+// DefaultMaxCredit is the most time one Advance credits when Step.MaxCredit
+// is zero: MaxCreditFor the default 100 ms tick.
+const DefaultMaxCredit = time.Second
+
+// MaxCreditFor is the most time one step credits for callers that advance
+// every tick: ten ticks, at least DefaultMaxCredit. Several nodes ticking
+// together credit the time between their steps, which is shorter.
+func MaxCreditFor(tick time.Duration) time.Duration { return max(10*tick, DefaultMaxCredit) }
 
 // Frontier advances and reads an event's admission frontier. It is safe for
 // concurrent use.
@@ -96,6 +109,15 @@ type Step struct {
 	// Pending are positions holding a pending claim now (read only when
 	// MaxActive is set).
 	Pending []int64
+	// MaxCredit is the most time one step credits to the rate and the
+	// admission clock: after a gap with no step (Redis unreachable, every
+	// node stopped) admission resumes at the rate instead of admitting
+	// rate × the gap at once. Set it to a few of the callers' tick
+	// intervals (MaxCreditFor): a step late by more than it admits less
+	// than the rate.
+	//
+	// Default: DefaultMaxCredit
+	MaxCredit time.Duration
 	// Order, for a queue of join shards, is the node's view of it: the
 	// frontier then never passes Order.Settled() and W is Order.Window().
 	// Nil for a queue on one slot, whose keys the script reads itself.
@@ -122,7 +144,7 @@ type Reading struct {
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
-// plus the no-shows found, within the caps, records the present and claimed
+// (at most s.MaxCredit) plus the no-shows found, within the caps, records the present and claimed
 // positions, and returns the new reading.
 func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, error) {
 	k := queue.KeysFor(ev)
@@ -138,9 +160,14 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.Order != nil {
 		joined, window = s.Order.Settled(), s.Order.Window()
 	}
-	args := make([]any, 0, 12+len(s.Present)+len(s.Claimed)+len(s.Pending))
+	credit := s.MaxCredit
+	if credit <= 0 {
+		credit = DefaultMaxCredit
+	}
+	args := make([]any, 0, 13+len(s.Present)+len(s.Claimed)+len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
-		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window)
+		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
+		max(credit.Milliseconds(), 1))
 	for _, ps := range [][]int64{s.Present, s.Claimed, s.Pending} {
 		for _, p := range ps {
 			args = append(args, p)

@@ -55,11 +55,23 @@ type Snapshots struct {
 	frontier *Frontier
 	stock    stock
 	now      func() time.Time
+	clock    Clock // nil: none to keep on Redis TIME
 	view     atomic.Pointer[map[string]*Sale]
+	// credit is Step.MaxCredit, set by Run from its tick (0: the default).
+	credit atomic.Int64
 
 	mu      sync.Mutex
 	present map[string]map[int64]struct{}
 	claimed map[string]map[int64]struct{}
+}
+
+// Clock is a node's clock as Snapshots uses it (a *clock.Clock): Now for
+// the view's time, Local and Observe to measure its offset to Redis TIME on
+// every frontier step.
+type Clock interface {
+	Now() time.Time
+	Local() time.Time
+	Observe(sent, received, server time.Time) bool
 }
 
 // NewSnapshots returns an empty view.
@@ -67,6 +79,12 @@ func NewSnapshots(c configs, f *Frontier, s stock) *Snapshots {
 	sn := &Snapshots{configs: c, frontier: f, stock: s, now: time.Now}
 	sn.view.Store(&map[string]*Sale{})
 	return sn
+}
+
+// UseClock makes c the view's clock; call it before the first Refresh.
+// Without it the view reads time.Now and measures nothing.
+func (s *Snapshots) UseClock(c Clock) {
+	s.now, s.clock = c.Now, c
 }
 
 // Get returns the current view of event id.
@@ -172,9 +190,16 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
 		Present: s.take(&s.present, id), Claimed: s.take(&s.claimed, id), Pending: live.Pending,
-		Order: order,
+		Order: order, MaxCredit: time.Duration(s.credit.Load()),
+	}
+	var sent time.Time
+	if s.clock != nil {
+		sent = s.clock.Local()
 	}
 	r, err := s.frontier.Advance(ctx, id, step)
+	if err == nil && s.clock != nil {
+		s.clock.Observe(sent, s.clock.Local(), r.ServerTime)
+	}
 	if err != nil {
 		s.putBack(&s.present, id, step.Present)
 		s.putBack(&s.claimed, id, step.Claimed)
@@ -253,8 +278,10 @@ func (s *Snapshots) take(marks *map[string]map[int64]struct{}, ev string) []int6
 	return out
 }
 
-// Run refreshes every interval until ctx is done. Errors go to onErr.
+// Run refreshes every interval until ctx is done. Errors go to onErr. From
+// then on a step credits at most MaxCreditFor(every).
 func (s *Snapshots) Run(ctx context.Context, every time.Duration, onErr func(error)) error {
+	s.credit.Store(int64(MaxCreditFor(every)))
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -39,7 +39,7 @@ type Rebuilder struct {
 // the stream and the order worker's records from js, and pausing events
 // through configs.
 func NewRebuilder(svc *Service, js jetstream.JetStream, configs configs) *Rebuilder {
-	return &Rebuilder{svc: svc, js: js, configs: configs, now: time.Now}
+	return &Rebuilder{svc: svc, js: js, configs: configs, now: svc.now}
 }
 
 // Report is the account of one rebuild.

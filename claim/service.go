@@ -111,6 +111,14 @@ func WithStream(js jetstream.JetStream) Option {
 	return func(s *Service) { s.js = js }
 }
 
+// WithClock sets the clock the service ages its outbox, reconciliation and
+// transfers by, and stamps releases with (a node's clock.Clock).
+//
+// Default: time.Now
+func WithClock(now func() time.Time) Option {
+	return func(s *Service) { s.now = now }
+}
+
 // NewService returns a Service.
 func NewService(store *Store, pub publisher, opts ...Option) *Service {
 	s := &Service{store: store, pub: pub, now: time.Now, stealMax: 16, reconcileAge: 10 * time.Second, acked: map[boxRef][]string{},

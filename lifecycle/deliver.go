@@ -51,6 +51,10 @@ type DeliverConfig struct {
 	Backoff func(n int) time.Duration
 	// OnError receives failed attempts.
 	OnError func(error)
+	// Now is the clock webhook signatures are stamped with.
+	//
+	// Default: time.Now
+	Now func() time.Time
 }
 
 // Deliverer POSTs lifecycle events to the sale's webhooks from the shared
@@ -76,6 +80,9 @@ func NewDeliverer(js jetstream.JetStream, rdb redis.UniversalClient, c configs, 
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 12
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(n int) time.Duration { return min(time.Second<<min(n-1, 20), 10*time.Minute) }
 	}
@@ -84,7 +91,7 @@ func NewDeliverer(js jetstream.JetStream, rdb redis.UniversalClient, c configs, 
 		// Never follow a redirect: the URL staff set is the only target.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Deliverer{js: js, rdb: rdb, configs: c, cfg: cfg, client: client, now: time.Now}
+	return &Deliverer{js: js, rdb: rdb, configs: c, cfg: cfg, client: client, now: cfg.Now}
 }
 
 // Run consumes until ctx is done.

@@ -181,6 +181,11 @@ type Config struct {
 	//
 	// Default: unlimited
 	GlobalJoin, GlobalClaim limit.Limit
+	// Now is the node's clock: token lifetimes, sessions, proofs of work
+	// and sale phases are decided by it.
+	//
+	// Default: time.Now
+	Now func() time.Time
 }
 
 // Server holds the handlers' dependencies.
@@ -217,8 +222,11 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	if cfg.SigningAlgorithms == nil {
 		cfg.SigningAlgorithms = []string{"EdDSA"}
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
-		local := newLocalStaff(time.Now)
+		local := newLocalStaff(cfg.Now)
 		if deps.StaffThrottle == nil {
 			deps.StaffThrottle = local
 		}
@@ -226,7 +234,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: time.Now}
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,24 @@ var allFaults = []fault{
 		f.h.note("fault", "node %d restarted", i)
 		return err
 	}},
+	{"clock-skew", "node", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
+		// The drill setting: the node's machine clock reads skew off; its
+		// promises must not move (it keeps Redis time, internal/clock).
+		i, skew := rnd.IntN(nodes), dur(rnd, 2*time.Second, 30*time.Second)
+		if rnd.IntN(2) == 0 {
+			skew = -skew
+		}
+		f.h.note("fault", "node %d restarted with its clock skewed %s", i, skew)
+		f.s.killNode(i)
+		if err := f.s.startNode(i, "ANTEROOM_CLOCK_SKEW="+skew.String()); err != nil {
+			return err
+		}
+		sleep(ctx, dur(rnd, 5*time.Second, 20*time.Second))
+		f.s.killNode(i)
+		err := f.s.startNode(i)
+		f.h.note("fault", "node %d restarted with its clock true", i)
+		return err
+	}},
 	{"worker-stop", "worker", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
 		f.h.note("fault", "worker SIGKILLed")
 		f.s.stopWorker()

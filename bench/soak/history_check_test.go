@@ -98,3 +98,32 @@ func TestFrontierAllowance(t *testing.T) {
 		t.Errorf("noShows = %d, want 4", got)
 	}
 }
+
+// TestPaceCatchesBurst: the sampler's pace check passes a frontier moving
+// at the rate, and stops one that jumps by rate × a 4 s gap within a
+// second (the catch-up after a Redis pause that advance.lua now caps).
+func TestPaceCatchesBurst(t *testing.T) {
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name string
+		to   float64
+		want bool
+	}{{"at the rate", 5, false}, {"rate plus one step's credit", 10, false}, {"catch-up of a 4 s gap", 25, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHistory()
+			h.open("s", 150, 2, 0)
+			ss := &sales{h: h, rates: map[string][]rateAt{"s": {{t0.Add(-time.Minute), 5}}}}
+			ss.checkPace("s", frame{t0, 0}, frame{t0.Add(time.Second), tc.to}, 0, false)
+			select {
+			case v := <-h.found:
+				if !tc.want {
+					t.Fatalf("violation %q for a frontier within the allowance", v.What)
+				}
+			default:
+				if tc.want {
+					t.Fatal("no violation for a burst above the rate")
+				}
+			}
+		})
+	}
+}

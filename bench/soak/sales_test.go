@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
-	"github.com/anteroom/anteroom/queue"
 )
 
 // The sale every round runs: small enough to sell out in about a minute
@@ -199,71 +197,7 @@ func (ss *sales) sample(ctx context.Context) {
 			ss.h.violateNow(ev, "Redis: granted %d − released %d = %d held, remaining %d, supply %d", tot.Granted, tot.Released, held, tot.Remaining, saleSupply)
 		}
 	}
-	// The frontier as Redis holds it: every node's view lags it by up to
-	// a tick, and by much more on a node whose link is cut, so a node's
-	// admin view would make the pace look faster than it is.
-	//
-	// Each value is taken at the instant Redis says it was computed (the
-	// hash's t, from Redis TIME), not when the sampler read it: a read
-	// that waited out a Redis pause returns the frontier of before the
-	// pause, and stamping it with the time of the read would credit the
-	// pause to the next window (run 7 in bench/SOAK.md, a false alarm).
-	rdb := ss.s.redis()
-	vals, err := rdb.HMGet(ctx, "ar:{"+ev+"}:adm", "f", "t").Result() // admission/frontier.go's frontierKey
-	if err != nil || len(vals) != 2 {
-		return
-	}
-	fs, _ := vals[0].(string)
-	ts, _ := vals[1].(string)
-	f, err := strconv.ParseFloat(fs, 64)
-	if err != nil {
-		return
-	}
-	ms, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return
-	}
-	joined, err := rdb.Get(ctx, queue.KeysFor(ev).Seq).Int64()
-	if err != nil {
-		return
-	}
-	ss.checks.Add(1)
-	if int64(f) > joined {
-		ss.h.violateNow(ev, "frontier %.1f passed the %d who joined", f, joined)
-	}
-	now := time.UnixMilli(ms)
-	ss.mu.Lock()
-	if n := len(ss.frames); n > 0 && !now.After(ss.frames[n-1].at) {
-		ss.mu.Unlock()
-		return // no advance since the last sample
-	}
-	ss.frames = append(ss.frames, frame{now, f})
-	var old *frame
-	for j := range ss.frames {
-		if now.Sub(ss.frames[j].at) <= 10*time.Second {
-			old = &ss.frames[j]
-			break
-		}
-	}
-	ss.mu.Unlock()
-	if old == nil || now.Sub(old.at) < 5*time.Second {
-		return
-	}
-	ss.checks.Add(1)
-	rate := ss.maxRate(ev, old.at, now)
-	lo := old.frontier - rate*saleGrace - 2
-	tol := ss.h.noShows(ev, int64(lo), int64(f), now)
-	allowed := rate*now.Sub(old.at).Seconds() + float64(tol) + 2
-	pace := (f - old.frontier) / now.Sub(old.at).Seconds()
-	ss.mu.Lock()
-	if pace > ss.fastest {
-		ss.fastest, ss.fastestTol = pace, tol
-	}
-	ss.mu.Unlock()
-	if f-old.frontier > allowed {
-		ss.h.violateNow(ev, "frontier moved %.1f → %.1f in %.1f s: more than rate %.0f/s × time + %d positions with no admission fetched + 2",
-			old.frontier, f, now.Sub(old.at).Seconds(), rate, tol)
-	}
+	ss.sampleFrontier(ctx, ev)
 }
 
 // noShows counts the positions in (lo, hi] whose holder had fetched no

@@ -104,10 +104,10 @@ func (s *system) urls() []string {
 	return out
 }
 
-func (s *system) startNode(i int) error {
-	p, err := s.dp.spawn(fmt.Sprintf("node-%d", i), []string{
+func (s *system) startNode(i int, env ...string) error {
+	p, err := s.dp.spawn(fmt.Sprintf("node-%d", i), append([]string{
 		"ANTEROOM_ADDR=" + s.addrs[i], s.redisSetting("redis://" + s.proxies[i].addr() + "/0"),
-		"ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, "serve")
+		"ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, env...), "serve")
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/web"
 )
@@ -52,6 +53,7 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 	inFlight := fs.String("max-in-flight", env("MAX_IN_FLIGHT", strconv.Itoa(def.MaxInFlight)), "requests in progress on this node before it answers 503 degraded (ANTEROOM_MAX_IN_FLIGHT)")
 	globalJoin := fs.String("global-join-rate", env("GLOBAL_JOIN_RATE", "0"), "joins per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_JOIN_RATE)")
 	webhookHTTP := fs.String("webhook-allow-http", env("WEBHOOK_ALLOW_HTTP", "false"), "accept http (not only https) webhook URLs; unsafe outside tests and loopback relays (ANTEROOM_WEBHOOK_ALLOW_HTTP)")
+	clockSkew := fs.String("clock-skew", env("CLOCK_SKEW", "0"), "DRILL ONLY: shift this node's clock, e.g. +3s or -30s, at most ±5m; logged at start (ANTEROOM_CLOCK_SKEW)")
 	globalClaim := fs.String("global-claim-rate", env("GLOBAL_CLAIM_RATE", "0"), "claims per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_CLAIM_RATE)")
 	return func() (node.Config, error) {
 		cfg := node.Config{
@@ -89,6 +91,9 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 		}
 		if cfg.AccessLog, err = web.ParseAccessLog(*accessLog); err != nil {
 			return cfg, err
+		}
+		if cfg.ClockSkew, err = clock.ParseSkew(*clockSkew); err != nil {
+			return cfg, fmt.Errorf("ANTEROOM_CLOCK_SKEW: %w", err)
 		}
 		if cfg.WebhookAllowHTTP, err = strconv.ParseBool(*webhookHTTP); err != nil {
 			return cfg, fmt.Errorf("webhook allow http %q: want true or false", *webhookHTTP)

@@ -42,3 +42,20 @@ func TestServeRefusesWeakSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRefusesLargeClockSkew: the drill setting ANTEROOM_CLOCK_SKEW is
+// refused beyond ±5m, and anything but a duration, before the node starts.
+func TestServeRefusesLargeClockSkew(t *testing.T) {
+	for _, skew := range []string{"10m", "-5m1s", "ahead"} {
+		env := map[string]string{
+			"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
+			"ANTEROOM_CLOCK_SKEW": skew,
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "ANTEROOM_CLOCK_SKEW") {
+			t.Errorf("serve with ANTEROOM_CLOCK_SKEW=%s: %v, want an error naming it", skew, err)
+		}
+	}
+}

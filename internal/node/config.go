@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
@@ -120,6 +121,14 @@ type Config struct {
 	//
 	// Default: 100ms
 	Tick time.Duration
+	// ClockSkew shifts this node's machine clock for a fault drill (a
+	// soak, a game day): a drill setting, never for production, refused
+	// beyond clock.MaxSkew either way and logged loudly at start. The node
+	// keeps its time on Redis TIME (see internal/clock), so a skew should
+	// change nothing a client sees.
+	//
+	// Default: 0
+	ClockSkew time.Duration
 	// Manual turns off the background loops (view refresh, frontier
 	// ticks, outbox and key reloads): tests that count Redis commands
 	// drive the node with Snapshots.Refresh themselves.
@@ -262,6 +271,9 @@ func (c *Config) validate() error {
 	}
 	if err := web.ValidTrustedProxies(c.TrustedProxies); err != nil {
 		return err
+	}
+	if c.ClockSkew > clock.MaxSkew || c.ClockSkew < -clock.MaxSkew {
+		return fmt.Errorf("clock skew %s: a drill setting of at most ±%s", c.ClockSkew, clock.MaxSkew)
 	}
 	if c.MaxInFlight < 0 || !(c.GlobalJoinRate >= 0 && c.GlobalJoinRate <= event.MaxRate) || !(c.GlobalClaimRate >= 0 && c.GlobalClaimRate <= event.MaxRate) {
 		return fmt.Errorf("max in flight and global rates must be between 0 and %d", event.MaxRate)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
@@ -10,7 +11,8 @@ import (
 // newIdentity builds the caller identity of cfg.Identity. secret is the
 // ticket secret, which also signs visitor cookies. reload, non-nil in jwt
 // mode, re-reads the shop's user keys; the node calls it every KeyReload.
-func newIdentity(cfg *Config, secret []byte) (id web.Identity, reload func() error, err error) {
+// now is the node's clock user tokens are checked against.
+func newIdentity(cfg *Config, secret []byte, now func() time.Time) (id web.Identity, reload func() error, err error) {
 	switch cfg.Identity {
 	case web.IdentityHeader:
 		h, err := web.NewHeaderIdentity(cfg.IdentityHeader, cfg.TrustedProxies)
@@ -32,7 +34,7 @@ func newIdentity(cfg *Config, secret []byte) (id web.Identity, reload func() err
 		if err != nil {
 			return nil, nil, err
 		}
-		return web.UserTokenIdentity{Verifier: u, Header: cfg.UserTokenHeader}, u.Reload, nil
+		return web.UserTokenIdentity{Verifier: u, Header: cfg.UserTokenHeader, Now: now}, u.Reload, nil
 	}
 	return nil, nil, fmt.Errorf("identity %q: want header, anonymous or jwt", cfg.Identity)
 }

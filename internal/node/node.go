@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
@@ -102,7 +103,12 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	identity, reloadUsers, err := newIdentity(&cfg, secret)
+	clk := clock.New(cfg.ClockSkew)
+	if cfg.ClockSkew != 0 {
+		cfg.Log.Warn("DRILL: this node's clock is skewed by ANTEROOM_CLOCK_SKEW; never set it in production", "clock_skew", cfg.ClockSkew.String())
+	}
+	syncClock(sctx, back.rdb, clk, cfg.Log)
+	identity, reloadUsers, err := newIdentity(&cfg, secret, clk.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -113,13 +119,14 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
 	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
+	snaps.UseClock(clk)
 	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
 	if err != nil {
 		return nil, err
 	}
 	svc := claim.NewService(claims, timedPublisher{pub: claim.NewPublisher(js), observe: o.metrics.ObservePublish},
-		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(snaps)), claim.WithStream(js))
+		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(snaps)), claim.WithStream(js), claim.WithClock(clk.Now))
 	if err := snaps.Refresh(sctx); err != nil {
 		cfg.Log.Warn("first refresh", "err", err)
 	}
@@ -155,6 +162,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
+		Now:         clk.Now,
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
@@ -193,7 +201,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
 		})
 		n.goLoop(func() { lc.Run(lctx, max(cfg.Tick, 250*time.Millisecond), snaps.All, logErr("lifecycle")) })
-		deliverer := lifecycle.NewDeliverer(js, back.rdb, events, lifecycle.DeliverConfig{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("webhook")})
+		deliverer := lifecycle.NewDeliverer(js, back.rdb, events, lifecycle.DeliverConfig{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("webhook"), Now: clk.Now})
 		n.goLoop(func() {
 			if err := deliverer.Run(lctx); err != nil {
 				cfg.Log.Warn("webhook deliverer stopped", "err", err)
