@@ -45,7 +45,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	cluster := fs.String("redis-cluster-addrs", getenv("ANTEROOM_REDIS_CLUSTER_ADDRS"), "Redis Cluster to reconcile against")
 	natsURL := fs.String("nats-url", getenv("ANTEROOM_NATS_URL"), "NATS to reconcile against (ANTEROOM_NATS_URL)")
 	scenario := fs.String("scenario", "", "million: -users people join one new event and keep polling at the poll_after_ms they are told for -duration after the last join, admitted at -rate; reports status p99, admissions/s, Redis memory per person and CPU")
-	spawn := fs.Bool("spawn", false, "with -scenario million: start redis-server, `anteroom natsd` and -nodes nodes on loopback (header identity) instead of using -url")
+	spawn := fs.Bool("spawn", false, "with -scenario million: start redis-server, anteroom natsd and -nodes nodes on loopback (header identity) instead of using -url")
 	nodes := fs.Int("nodes", 2, "nodes -spawn starts")
 	pids := fs.String("node-pids", "", "with -scenario million and -url: comma-separated pids of the nodes, for their CPU")
 	joiners := fs.Int("joiners", 64, "with -scenario million: joins in flight at most (-concurrency bounds the status polls in flight)")

@@ -117,6 +117,10 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 		},
 	})
 	rep.crowd, rep.elapsed = res, time.Since(start)
+	if err != nil {
+		fmt.Fprintf(stderr, "million: the crowd stopped early: %v\n", err)
+		ctx = context.WithoutCancel(ctx)
+	}
 	cpu1, redis1, self1 := rep.cpu()
 	rep.nodeCPU, rep.redisCPU, rep.selfCPU = cpu1-cpu0, redis1-redis0, self1-self0
 	busy1, total1 := machineCPU()
@@ -127,7 +131,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 	if histAfter, herr := scrapeStatusHist(ctx, o.urls); herr == nil {
 		rep.serverP99, rep.serverCount = histAfter.quantileSince(histBefore, 0.99)
 	}
-	if rep.memAfter, err = usedMemory(context.WithoutCancel(ctx), rdb); err != nil {
+	if rep.memAfter, err = usedMemory(ctx, rdb); err != nil {
 		return rep, err
 	}
 	if len(res.FirstErrors) > 0 {

@@ -133,7 +133,7 @@ func (r *millionReport) print(w io.Writer) {
 		r.nodeCPU.Seconds(), r.nodeCPU.Seconds()/secs, r.redisCPU.Seconds(), r.redisCPU.Seconds()/secs,
 		r.selfCPU.Seconds(), r.selfCPU.Seconds()/secs, r.machineBusy.Seconds()/secs, r.machine.Seconds()/secs, r.load)
 	if r.crowd.Polls > 0 {
-		fmt.Fprintf(w, "node cpu per poll    %.1f µs (joins included)\n", float64(r.nodeCPU.Microseconds())/float64(c.Polls+c.Joined))
+		fmt.Fprintf(w, "node cpu per request %.1f µs (joins and polls)\n", float64(r.nodeCPU.Microseconds())/float64(c.Polls+c.Joined))
 	}
 	fmt.Fprintf(w, "\n%8s %9s %12s %12s %10s %12s\n", "t", "joined", "admitted/s", "(configured)", "polls/s", "asked/s")
 	for i := 1; i < len(r.samples); i++ {

@@ -82,6 +82,9 @@ func (h *holdRun) join(ctx context.Context, id uint32) {
 }
 
 func (h *holdRun) poll(ctx context.Context, id uint32) {
+	if ctx.Err() != nil {
+		return // the run is over: what is left in the queue is not sent
+	}
 	now := time.Now()
 	if late := now.Sub(h.start) - time.Duration(h.due[id]); late > 0 {
 		h.lag.add(late)
@@ -97,8 +100,6 @@ func (h *holdRun) poll(ctx context.Context, id uint32) {
 	code, body, retry, err := h.send(id, fasthttp.MethodGet, "/status", h.tickets[id], req, resp)
 	h.statusLat.add(time.Since(now))
 	switch {
-	case err != nil && ctx.Err() != nil:
-		h.schedule(id, now, h.interval[id])
 	case err == nil && code == fasthttp.StatusOK:
 		h.polls.Add(1)
 		h.answered(id, body)
