@@ -68,8 +68,6 @@ type HoldResult struct {
 	// Join and Status are the request latencies the generator measured;
 	// Lag is how late each poll was sent against the server's instant.
 	Join, Status, Lag Latency
-	// Seconds is the crowd at each second of the run.
-	Seconds []HoldStats
 	// FirstErrors holds a few error descriptions.
 	FirstErrors []string
 }
@@ -131,10 +129,8 @@ func Hold(ctx context.Context, cfg HoldConfig) (HoldResult, error) {
 			case <-stopSeconds:
 				return
 			case <-t.C:
-				s := h.stats()
-				res.Seconds = append(res.Seconds, s)
 				if cfg.Progress != nil {
-					cfg.Progress(s)
+					cfg.Progress(h.stats())
 				}
 			}
 		}
