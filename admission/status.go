@@ -36,11 +36,26 @@ type Decision struct {
 	PollAfter time.Duration
 }
 
-// Poll limits: the front polls every MinPoll, the far back every MaxPoll.
+// Poll limits: the front polls every MinPoll, the far back every MaxPoll,
+// or less often once the queue is longer than MaxPoll × PollBudget.
 const (
 	MinPoll = time.Second
 	MaxPoll = 30 * time.Second
+	// PollBudget is the status polls per second, over all nodes, that the
+	// back of one queue may ask for: with W people waiting, nobody waits
+	// longer between polls than max(MaxPoll, W / PollBudget), so the
+	// people at that cap ask for at most PollBudget polls/s however long
+	// the queue (1,000,000 waiting: every 200 s, not every 30 s).
+	PollBudget = 5000
 )
+
+// PollCap is the longest a waiting person of sale s is told to wait
+// between polls: MaxPoll, or W / PollBudget seconds once W, the people
+// waiting in the node's view, exceeds MaxPoll × PollBudget (150,000).
+func PollCap(s *Sale) time.Duration {
+	waiting := s.Joined - int64(math.Floor(s.Frontier))
+	return max(MaxPoll, time.Duration(float64(waiting)/PollBudget*float64(time.Second)))
+}
 
 // Decide answers a status poll for sequence number seq of a queue on one
 // slot (JoinShards = 1) from the node's view of the sale, without Redis.
@@ -97,7 +112,7 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 	if start := c.WindowEnd(); now.Before(start) {
 		eta += start.Sub(now)
 	}
-	return Decision{State: Waiting, Position: pos, Ahead: ahead, ETA: eta, PollAfter: jitter(clamp(eta/4, MinPoll, MaxPoll))}
+	return Decision{State: Waiting, Position: pos, Ahead: ahead, ETA: eta, PollAfter: jitter(clamp(eta/4, MinPoll, PollCap(s)))}
 }
 
 // unsettled answers a later joiner of a queue of join shards whose arrival

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,8 +44,34 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	redisURL := fs.String("redis-url", getenv("ANTEROOM_REDIS_URL"), "Redis to reconcile against (ANTEROOM_REDIS_URL)")
 	cluster := fs.String("redis-cluster-addrs", getenv("ANTEROOM_REDIS_CLUSTER_ADDRS"), "Redis Cluster to reconcile against")
 	natsURL := fs.String("nats-url", getenv("ANTEROOM_NATS_URL"), "NATS to reconcile against (ANTEROOM_NATS_URL)")
+	scenario := fs.String("scenario", "", "million: -users people join one new event and keep polling at the poll_after_ms they are told for -duration after the last join, admitted at -rate; reports status p99, admissions/s, Redis memory per person and CPU")
+	spawn := fs.Bool("spawn", false, "with -scenario million: start redis-server, anteroom natsd and -nodes nodes on loopback (header identity) instead of using -url")
+	nodes := fs.Int("nodes", 2, "nodes -spawn starts")
+	pids := fs.String("node-pids", "", "with -scenario million and -url: comma-separated pids of the nodes, for their CPU")
+	joiners := fs.Int("joiners", 64, "with -scenario million: joins in flight at most (-concurrency bounds the status polls in flight)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *scenario == "million" {
+		o := millionOpts{urls: strings.Split(*urls, ","), event: *ev, admin: *admin, redisURL: *redisURL, people: *users,
+			rate: *rate, hold: *limit, joinShards: *joinShards, joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes,
+			userHeader: cmp.Or(*userHeader, "X-User-ID"), progressEvery: 5 * time.Second}
+		for _, p := range strings.Split(*pids, ",") {
+			if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
+				o.nodePIDs = append(o.nodePIDs, n)
+			}
+		}
+		if o.event == "" {
+			o.event = fmt.Sprintf("million-%d", time.Now().Unix())
+		}
+		rep, err := runMillion(ctx, o, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		rep.print(stdout)
+		return nil
+	} else if *scenario != "" {
+		return fmt.Errorf("unknown -scenario %q (million)", *scenario)
 	}
 	if *ev == "" {
 		return fmt.Errorf("loadgen needs -event")

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// millionStack is what `loadgen -scenario million -spawn` runs the crowd
+// against, each its own process on loopback: one redis-server, one
+// `anteroom natsd`, and two `anteroom serve` nodes sharing the ticket
+// secret, the signing keys and the admin token, in header identity mode
+// trusting 127.0.0.1 (the generator plays the shop's gateway).
+type millionStack struct {
+	dir      string
+	procs    []*exec.Cmd
+	redisURL string
+	urls     []string
+	admin    string
+	nodePIDs []int
+	redisPID int
+}
+
+func startMillionStack(ctx context.Context, nodes int) (*millionStack, error) {
+	dir, err := os.MkdirTemp("", "anteroom-million-")
+	if err != nil {
+		return nil, err
+	}
+	s := &millionStack{dir: dir, admin: "million-" + randomHex(16)}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]int, 2+nodes)
+	for i := range ports {
+		if ports[i], err = loopbackPort(); err != nil {
+			return s, err
+		}
+	}
+	redis, err := s.spawn("redis", "redis-server", nil, "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no")
+	if err != nil {
+		return s, err
+	}
+	s.redisPID = redis.Process.Pid
+	s.redisURL = fmt.Sprintf("redis://127.0.0.1:%d", ports[0])
+	if _, err := s.spawn("natsd", self, nil, "natsd", "-port", strconv.Itoa(ports[1]), "-store-dir", filepath.Join(dir, "nats")); err != nil {
+		return s, err
+	}
+	for _, p := range ports[:2] {
+		if err := waitUntil(ctx, 30*time.Second, func() bool { return dialable(p) }); err != nil {
+			return s, fmt.Errorf("port %d: %w; logs in %s", p, err, dir)
+		}
+	}
+	env := []string{
+		"ANTEROOM_REDIS_URL=" + s.redisURL, fmt.Sprintf("ANTEROOM_NATS_URL=nats://127.0.0.1:%d", ports[1]),
+		"ANTEROOM_ADMIN_TOKEN=" + s.admin, "ANTEROOM_TICKET_SECRET=" + randomHex(32),
+		"ANTEROOM_SIGNING_KEYS=" + filepath.Join(dir, "keys"), "ANTEROOM_IDENTITY=header",
+		"ANTEROOM_TRUSTED_PROXIES=127.0.0.1", "ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
+	}
+	// One node at a time: the first creates the signing keys the others read.
+	for i, p := range ports[2:] {
+		name := fmt.Sprintf("node-%c", 'a'+i)
+		cmd, err := s.spawn(name, self, append(env, fmt.Sprintf("ANTEROOM_ADDR=127.0.0.1:%d", p),
+			"ANTEROOM_DATA_DIR="+filepath.Join(dir, name)), "serve")
+		if err != nil {
+			return s, err
+		}
+		u := fmt.Sprintf("http://127.0.0.1:%d", p)
+		if err := waitUntil(ctx, 60*time.Second, func() bool { return httpOK(u + "/readyz") }); err != nil {
+			return s, fmt.Errorf("%s: %w; log %s", name, err, filepath.Join(dir, name+".log"))
+		}
+		s.urls = append(s.urls, u)
+		s.nodePIDs = append(s.nodePIDs, cmd.Process.Pid)
+	}
+	return s, nil
+}
+
+func (s *millionStack) spawn(name, bin string, env []string, args ...string) (*exec.Cmd, error) {
+	f, err := os.Create(filepath.Join(s.dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	s.procs = append(s.procs, cmd)
+	return cmd, nil
+}
+
+// stop ends every process it started (nodes first), each by its own
+// process group, and removes the directory.
+func (s *millionStack) stop() {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		p := s.procs[i]
+		_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func loopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func dialable(port int) bool {
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+func httpOK(u string) bool {
+	resp, err := http.Get(u)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// waitUntil polls ok every 50 ms until it holds or d passes.
+func waitUntil(ctx context.Context, d time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not ready after %s", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// procCPU is the CPU time (user + system) process pid has used, from
+// /proc/pid/stat; 0 where there is no /proc.
+func procCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	// utime and stime are the 14th and 15th fields, after the
+	// parenthesised command name, in clock ticks (100 a second).
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// machineCPU is the busy and total CPU time of the whole machine from
+// /proc/stat (every process, the other tenants of a shared machine too).
+func machineCPU() (busy, total time.Duration) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i == 3 || i == 4 { // idle, iowait
+			total += time.Duration(n) * 10 * time.Millisecond
+			continue
+		}
+		if i < 8 { // user nice system idle iowait irq softirq steal
+			busy += time.Duration(n) * 10 * time.Millisecond
+			total += time.Duration(n) * 10 * time.Millisecond
+		}
+	}
+	return busy, total
+}
