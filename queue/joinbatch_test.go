@@ -19,15 +19,23 @@ func openTimes(shards int) Times {
 
 // TestJoinBatchConcurrent joins 300 users twice each from 600 goroutines
 // at once (run it under -race): every user's two joins return the same
-// entry, one of them new, and the sequence numbers are exactly 1..300.
+// entry, one of them new, and the sequence numbers are exactly 1..300. On
+// a 3-master cluster with 16 join shards the pipelines are split by master
+// (each of which has yet to load the script), and each shard numbers its
+// own joiners from 1 without a gap.
 func TestJoinBatchConcurrent(t *testing.T) {
+	t.Run("redis", func(t *testing.T) { joinConcurrently(t, testenv.StartRedis(t).Client(t), 1) })
+	t.Run("cluster", func(t *testing.T) { joinConcurrently(t, testenv.StartRedisCluster(t, 3).Client(t), 16) })
+}
+
+func joinConcurrently(t *testing.T, rdb Scripter, shards int) {
 	const users = 300
 	ctx := context.Background()
-	j := NewJoiner(testenv.StartRedis(t).Client(t))
+	j := NewJoiner(rdb)
 	if j.batch == nil {
-		t.Fatal("a *redis.Client should batch joins")
+		t.Fatal("a client that pipelines should batch joins")
 	}
-	times := openTimes(1)
+	times := openTimes(shards)
 	type result struct {
 		e   Entry
 		err error
@@ -43,19 +51,28 @@ func TestJoinBatchConcurrent(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	seen := make(map[int64]bool)
+	seen := make(map[[2]int64]bool)
+	perShard := make(map[int]int64)
 	for i, r := range res {
 		a, b := r[0], r[1]
 		if a.err != nil || b.err != nil {
 			t.Fatalf("user%d: %v, %v", i, a.err, b.err)
 		}
-		if a.e.Seq != b.e.Seq || !a.e.JoinedAt.Equal(b.e.JoinedAt) || a.e.Existing == b.e.Existing {
-			t.Fatalf("user%d: two joins gave %+v and %+v, want one entry, once new", i, a.e, b.e)
+		same := a.e.Seq == b.e.Seq && a.e.Shard == b.e.Shard && a.e.Window == b.e.Window && a.e.JoinedAt.Equal(b.e.JoinedAt)
+		if !same || a.e.Existing == b.e.Existing || a.e.Shard != ShardOf(fmt.Sprint("user", i), shards) {
+			t.Fatalf("user%d: two joins gave %+v and %+v, want one entry on its shard, once new", i, a.e, b.e)
 		}
-		if seen[a.e.Seq] || a.e.Seq < 1 || a.e.Seq > users {
-			t.Fatalf("user%d: seq %d repeated or outside 1..%d", i, a.e.Seq, users)
+		k := [2]int64{int64(a.e.Shard), a.e.Seq}
+		if seen[k] || a.e.Seq < 1 {
+			t.Fatalf("user%d: seq %d of shard %d repeated or below 1", i, a.e.Seq, a.e.Shard)
 		}
-		seen[a.e.Seq] = true
+		seen[k] = true
+		perShard[a.e.Shard]++
+	}
+	for k := range seen {
+		if k[1] > perShard[int(k[0])] {
+			t.Fatalf("shard %d: seq %d beyond its %d joiners", k[0], k[1], perShard[int(k[0])])
+		}
 	}
 	if j.batch.inflight != 0 || len(j.batch.queue) != 0 {
 		t.Fatalf("batcher left %d in flight, %d queued", j.batch.inflight, len(j.batch.queue))
