@@ -15,7 +15,8 @@ const (
 	// joinPipelines is how many pipelines may be in flight at once: one
 	// can be on the wire while the node reads another's answers.
 	joinPipelines = 2
-	// joinBatchTimeout bounds a batch whose leader has no deadline.
+	// joinBatchTimeout bounds a pipeline for a join whose context has no
+	// deadline.
 	joinBatchTimeout = 5 * time.Second
 )
 
@@ -57,7 +58,7 @@ type joinCall struct {
 // run sends c, batched with concurrent calls, and returns its reply. A
 // call still queued when ctx ends leaves the queue and returns ctx's
 // error; one already on the wire waits for its pipeline, which is bounded
-// by the leader's deadline.
+// by the latest deadline of the pipeline's calls.
 func (b *joinBatcher) run(ctx context.Context, c *joinCall) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
