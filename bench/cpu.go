@@ -27,22 +27,34 @@ func procCPU(pid int) time.Duration {
 	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
+// cpuCost is the CPU each of some processes used per request.
+type cpuCost []time.Duration
+
+// total is the processes' CPU per request together.
+func (c cpuCost) total() time.Duration {
+	var t time.Duration
+	for _, d := range c {
+		t += d
+	}
+	return t
+}
+
 // cpuPerRequest runs f (a wrk run) and returns its result with the CPU
-// the given processes used per request answered: the servers' own cost,
-// which the load generator sharing the cores does not move much, unlike
-// requests/s.
-func cpuPerRequest(f func() (wrkResult, error), procs ...*proc) (wrkResult, time.Duration, error) {
-	var before time.Duration
-	for _, p := range procs {
-		before += procCPU(p.cmd.Process.Pid)
+// each of the given processes used per request answered: the servers' own
+// cost, which the load generator sharing the cores does not move much,
+// unlike requests/s.
+func cpuPerRequest(f func() (wrkResult, error), procs ...*proc) (wrkResult, cpuCost, error) {
+	before := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		before[i] = procCPU(p.cmd.Process.Pid)
 	}
 	res, err := f()
 	if err != nil || res.Requests == 0 {
-		return res, 0, err
+		return res, nil, err
 	}
-	var after time.Duration
-	for _, p := range procs {
-		after += procCPU(p.cmd.Process.Pid)
+	cost := make(cpuCost, len(procs))
+	for i, p := range procs {
+		cost[i] = (procCPU(p.cmd.Process.Pid) - before[i]) / time.Duration(res.Requests)
 	}
-	return res, (after - before) / time.Duration(res.Requests), nil
+	return res, cost, nil
 }

@@ -98,10 +98,14 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 // from /proc) against the ceiling's for the same requests: the ratio the
 // throughputs would have if the servers alone set the pace, which the
 // load generator's share of the cores hardly moves.
-func addCPURow(r *report, what string, node, ceil time.Duration, goal float64) {
+func addCPURow(r *report, what string, cost, ceilCost cpuCost, goal float64) {
+	node, ceil := cost.total(), ceilCost.total()
 	if node <= 0 || ceil <= 0 {
 		r.note(what + ": no CPU figures (no /proc)")
 		return
+	}
+	if len(cost) == 2 {
+		r.note(fmt.Sprintf("%s: server CPU per request %.1f µs in the node and %.1f µs in redis-server", what, float64(cost[0])/1e3, float64(cost[1])/1e3))
 	}
 	ratio := float64(ceil) / float64(node)
 	r.add(what+" server CPU per request (node + redis-server) vs the ceiling's, same requests; ratio = ceiling / node", fmt.Sprintf("%.1f µs", float64(node)/1e3), fmt.Sprintf("%.1f µs", float64(ceil)/1e3),

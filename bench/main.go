@@ -27,15 +27,16 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "duration of each closed-loop measurement")
 	out := flag.String("out", "bench", "directory for RESULTS.md and throughput.svg")
 	memUsers := flag.Int("mem-users", 1_000_000, "joins for the memory measurement (0 skips it)")
-	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop); empty: all")
+	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop, shards); empty: all")
+	node := flag.String("bin", "", "a prebuilt anteroom binary to measure instead of building ./cmd/anteroom (to compare builds under the same generator)")
 	flag.Parse()
-	if err := run(context.Background(), *d, *out, *memUsers, *only); err != nil {
+	if err := run(context.Background(), *d, *out, *memUsers, *only, *node); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, d time.Duration, out string, memUsers int, only string) error {
+func run(ctx context.Context, d time.Duration, out string, memUsers int, only, node string) error {
 	if err := need("redis-server", "redis-benchmark", "redis-cli", "wrk", "pgbench", "go"); err != nil {
 		return err
 	}
@@ -46,7 +47,12 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int, only st
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "anteroom")
 	ceil := filepath.Join(dir, "ceiling")
-	for target, pkg := range map[string]string{bin: "./cmd/anteroom", ceil: "./bench/ceiling"} {
+	builds := map[string]string{bin: "./cmd/anteroom", ceil: "./bench/ceiling"}
+	if node != "" {
+		delete(builds, bin)
+		bin = node
+	}
+	for target, pkg := range builds {
 		if b, err := exec.Command("go", "build", "-o", target, pkg).CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v: %s", pkg, err, b)
 		}
@@ -79,9 +85,11 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int, only st
 			fmt.Fprintf(os.Stderr, "bench: %s failed: %v\n", s.name, err)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "bench: one event's joins over join shards on a 3-master cluster…")
-	if err := measureShards(rep); err != nil {
-		rep.note(fmt.Sprintf("join shards failed: %v", err))
+	if only == "" || slices.Contains(strings.Split(only, ","), "shards") {
+		fmt.Fprintln(os.Stderr, "bench: one event's joins over join shards on a 3-master cluster…")
+		if err := measureShards(rep); err != nil {
+			rep.note(fmt.Sprintf("join shards failed: %v", err))
+		}
 	}
 	if memUsers > 0 {
 		fmt.Fprintln(os.Stderr, "bench: redis memory per waiting user…")

@@ -49,18 +49,25 @@ type Scripter interface {
 	redis.Scripter
 }
 
-// Joiner hands out sequence numbers: one Redis round trip per join. It is
-// safe for concurrent use.
+// Joiner hands out sequence numbers: one script call per join. On a
+// client that pipelines (*redis.Client, *redis.ClusterClient) concurrent
+// joins share round trips (see joinBatcher); an idle Joiner sends each
+// join at once. It is safe for concurrent use.
 type Joiner struct {
 	rdb   Scripter
 	join  *redis.Script
 	shard *redis.Script
 	read  *redis.Script
+	batch *joinBatcher // nil: one round trip per join
 }
 
 // NewJoiner returns a Joiner on rdb.
 func NewJoiner(rdb Scripter) *Joiner {
-	return &Joiner{rdb: rdb, join: luascript.New(joinLua), shard: luascript.New(joinShardLua), read: luascript.New(readShardLua)}
+	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), shard: luascript.New(joinShardLua), read: luascript.New(readShardLua)}
+	if p, ok := rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
+		j.batch = &joinBatcher{rdb: rdb, pipe: p.Pipeline, slots: joinPipelines}
+	}
+	return j
 }
 
 // Times are the instants a join is judged against, all read from the
@@ -86,7 +93,14 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 		tag := shardTag(ev, shard)
 		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w", tag + "sec"}
 	}
-	res, err := script.Run(ctx, j.rdb, keys, user, t.Opens.UnixMilli(), t.WindowEnd.UnixMilli(), t.JoinEnd.UnixMilli()).Int64Slice()
+	args := []any{user, t.Opens.UnixMilli(), t.WindowEnd.UnixMilli(), t.JoinEnd.UnixMilli()}
+	var res []int64
+	var err error
+	if j.batch != nil {
+		res, err = j.batch.run(ctx, &joinCall{script: script, keys: keys, args: args})
+	} else {
+		res, err = script.Run(ctx, j.rdb, keys, args...).Int64Slice()
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("join %s: %w", ev, err)
 	}

@@ -22,7 +22,8 @@ type joinJSON struct {
 	PollAfterMs int64           `json:"poll_after_ms"`
 }
 
-// join gives the caller a queue ticket: one Redis round trip.
+// join gives the caller a queue ticket: one script call, in a round trip
+// shared with the joins that arrive meanwhile (queue.Joiner).
 func (s *Server) join(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
