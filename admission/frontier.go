@@ -53,12 +53,13 @@ const MaxNoShowChecks = 4096
 type Frontier struct {
 	rdb     redis.Scripter
 	advance *redis.Script
+	enter   *redis.Script
 	shards  *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
-	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua), shards: queue.NewJoiner(rdb)}
+	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua), enter: redis.NewScript(enterLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.
