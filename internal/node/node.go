@@ -109,7 +109,8 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
-	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
+	frontier := admission.NewFrontier(back.rdb)
+	snaps := admission.NewSnapshots(events, frontier, claims)
 	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
 	if err != nil {
@@ -158,7 +159,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb),
 		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
-		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
+		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready, Rooms: frontier,
 		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
