@@ -92,7 +92,9 @@ func TestSafetyNetNginx(t *testing.T) {
 	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
 	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(srv.URL, "http://"), 1)
 	gw := testenv.StartNginx(t, conf)
-	createSale(t, n, "site", safetyNet(2, 10, 100))
+	room := safetyNet(3, 10, 100)
+	room["no_show_grace_seconds"] = 2
+	createSale(t, n, "site", room)
 
 	const page = "/products/42?color=red"
 	mallory := map[string]string{"X-User-ID": "mallory"}
@@ -116,32 +118,43 @@ func TestSafetyNetNginx(t *testing.T) {
 		}
 	}
 
-	// The third visitor is over the threshold: the waiting page.
+	// A third visitor comes through the waiting page's join: admitted at
+	// once too, with a ticket.
+	post := func(c *http.Client, path string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, gw.URL()+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, raw
+	}
+	paged := browserish(t)
+	if code, raw := post(paged, "/events/site/join"); code != http.StatusOK || !strings.Contains(string(raw), `"state":"admitted"`) || jarCookie(t, paged, gw.URL(), "anteroom_a_site") == "" {
+		t.Fatalf("join under the threshold: %d %s, want admitted at once with the cookie", code, raw)
+	}
+
+	// The fourth visitor is over the threshold: the waiting page.
 	third := browserish(t)
 	resp, _ := getVia(t, third, gw.URL()+page, nil)
 	wantPage := "/e/site?return=" + url.QueryEscape(page)
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != gw.URL()+wantPage {
 		t.Fatalf("third visitor: %d to %q, want 302 to %q", resp.StatusCode, resp.Header.Get("Location"), wantPage)
 	}
-	req, _ := http.NewRequest(http.MethodPost, gw.URL()+"/events/site/join", nil)
-	jr, err := third.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var joined struct {
 		State    string `json:"state"`
 		Position int64  `json:"position"`
 		Token    string `json:"admission_token"`
 	}
-	raw, _ := io.ReadAll(jr.Body)
-	jr.Body.Close()
-	if err := json.Unmarshal(raw, &joined); err != nil || jr.StatusCode != http.StatusOK || joined.State != "waiting" || joined.Position != 3 || joined.Token != "" {
-		t.Fatalf("third visitor's join: %d %s, want waiting at position 3", jr.StatusCode, raw)
+	code, raw := post(third, "/events/site/join")
+	if err := json.Unmarshal(raw, &joined); err != nil || code != http.StatusOK || joined.State != "waiting" || joined.Position != 4 || joined.Token != "" {
+		t.Fatalf("fourth visitor's join: %d %s, want waiting at position 4", code, raw)
 	}
 	waitFor(t, "queueing_started", 20*time.Second, func() bool { return contains(lifecycleTypes(t, n, "site"), "queueing_started") })
 
-	// The first two never come back: their admissions expire (10 s) and
-	// the queued visitor is admitted.
+	// The first three never come back: their admissions expire (10 s)
+	// and the queued visitor is admitted.
 	waitFor(t, "the third visitor's admission", 40*time.Second, func() bool {
 		resp, body := getVia(t, third, gw.URL()+"/events/site/status", nil)
 		var st struct {
@@ -154,4 +167,19 @@ func TestSafetyNetNginx(t *testing.T) {
 		t.Fatalf("third visitor once admitted: %d %q, want the site", resp.StatusCode, body)
 	}
 	waitFor(t, "queueing_stopped", 20*time.Second, func() bool { return contains(lifecycleTypes(t, n, "site"), "queueing_stopped") })
+
+	// The visitor who joined through the page: once the admission TTL and
+	// the grace have passed since its admission, its ticket no longer
+	// fetches a token (401: join again), and the join decides: the same
+	// entry while its admission is still active (polls that fetched a
+	// token before the 401 renewed it), else a new entry (it left), here
+	// admitted at once either way: only the fourth visitor is active.
+	waitFor(t, "the left visitor's ticket to go stale", 30*time.Second, func() bool {
+		resp, _ := getVia(t, paged, gw.URL()+"/events/site/status", nil)
+		return resp.StatusCode == http.StatusUnauthorized
+	})
+	code, raw = post(paged, "/events/site/join")
+	if err := json.Unmarshal(raw, &joined); err != nil || code != http.StatusOK || joined.State != "admitted" || (joined.Position != 3 && joined.Position != 5) || joined.Token == "" {
+		t.Fatalf("the page visitor's join again: %d %s, want entry 3 or a new entry 5 admitted, with a token", code, raw)
+	}
 }
