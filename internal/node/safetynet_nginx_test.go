@@ -70,8 +70,10 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// TestSafetyNetNginx runs deploy/gateway/nginx-safety-net.conf as written
-// in a real nginx in front of a stub site and a node (anonymous visitors).
+// TestSafetyNetNginx runs the README's safety-net nginx configuration (the
+// same as deploy/gateway/nginx-safety-net.conf) as written in a real nginx
+// in front of a stub site and a node (anonymous visitors), with the
+// README's room (switched on now, with small thresholds for the test).
 // Under max_active (2) each new visitor's very first request reaches the
 // site, with X-User-ID = the admission's subject and the admission cookie
 // set; the third is sent to the waiting page, joins the queue through
@@ -79,21 +81,29 @@ func contains(xs []string, x string) bool {
 // renews them), then reaches the site. The room's queueing_started and
 // queueing_stopped events show in the console's list.
 func TestSafetyNetNginx(t *testing.T) {
-	site, err := os.ReadFile("../../deploy/gateway/nginx-safety-net.conf")
-	if err != nil {
-		t.Fatal(err)
+	site := readmeBlock(t, "safety-net-nginx") + "\n"
+	if file, err := os.ReadFile("../../deploy/gateway/nginx-safety-net.conf"); err != nil || string(file) != site {
+		t.Fatalf("deploy/gateway/nginx-safety-net.conf differs from the README's block (%v)", err)
 	}
+	room := map[string]any{}
+	if err := json.Unmarshal([]byte(readmeBlock(t, "safety-net-room")), &room); err != nil || room["mode"] != "safety_net" {
+		t.Fatalf("README's safety-net room: %v %v", room, err)
+	}
+	for k, v := range safetyNet(3, 10, 100) {
+		if k != "name" && k != "mode" {
+			room[k] = v
+		}
+	}
+	room["no_show_grace_seconds"] = 2
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
 	shop := &origin{}
 	srv := httptest.NewServer(shop)
 	t.Cleanup(srv.Close)
-	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
+	conf := strings.Replace(site, "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
 	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(srv.URL, "http://"), 1)
 	gw := testenv.StartNginx(t, conf)
-	room := safetyNet(3, 10, 100)
-	room["no_show_grace_seconds"] = 2
 	createSale(t, n, "site", room)
 
 	const page = "/products/42?color=red"
