@@ -21,8 +21,8 @@ import (
 func safetyNet(maxActive, ttl int, rate float64) map[string]any {
 	return map[string]any{
 		"name": "the whole site", "mode": "safety_net",
-		"starts_at":   time.Now().UTC().Add(-time.Second).Truncate(time.Second),
-		"max_active":  maxActive, "admission_ttl_seconds": ttl, "admit_rate_per_second": rate,
+		"starts_at":  time.Now().UTC().Add(-time.Second).Truncate(time.Second),
+		"max_active": maxActive, "admission_ttl_seconds": ttl, "admit_rate_per_second": rate,
 		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 	}
 }
