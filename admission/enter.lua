@@ -73,7 +73,10 @@ end
 
 local burst = math.max(rate, 1)
 local k, kt, kf = tonumber(bk[1] or burst), tonumber(bk[2] or now), tonumber(bk[3] or (f - n))
-k = math.min(burst, k + rate * math.max(now - kt, 0) / 1000) - math.max(f - n - kf, 0)
+-- The tick's admissions since the last call were paid within the same
+-- interval as the refill, so they are taken before the cap (a long quiet
+-- interval does not leave a debt).
+k = math.min(burst, k + rate * math.max(now - kt, 0) / 1000 - math.max(f - n - kf, 0))
 local pending = math.max(admitted - n - p, 0)
 local code = 1
 if admitted >= joined and not held and pending + active < maxactive and k >= 1 then
