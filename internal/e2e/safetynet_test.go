@@ -76,3 +76,28 @@ func TestSafetyNetWaitingRoom(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleSafetyNet: the console shows a safety-net room as one (its
+// mode chosen, locked once switched on) and lists its queueing_started
+// live, with how many wait.
+func TestConsoleSafetyNet(t *testing.T) {
+	n := startNode(t)
+	browser := startBrowser(t)
+	room, _ := json.Marshal(map[string]any{
+		"name": "the whole site", "mode": "safety_net", "starts_at": time.Now().UTC().Add(-time.Second).Truncate(time.Second),
+		"max_active": 1, "limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
+	})
+	if a := call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.status != http.StatusCreated {
+		t.Fatalf("create the room: %d %s", a.status, a.raw)
+	}
+	for i, want := range []string{"admitted", "waiting"} {
+		if a := call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil); a.status != http.StatusOK || str(a.body, "state") != want {
+			t.Fatalf("join %d: %d %s, want %s", i, a.status, a.raw, want)
+		}
+	}
+	staff := signIn(t, browser, n)
+	selectEvent(staff, "site")
+	staff.waitJS("the room's mode", `document.getElementById("m-safety_net").checked && document.getElementById("m-safety_net").disabled`, 10*time.Second)
+	staff.waitJS("queueing started", `(() => { const li = document.querySelector('#lc li[data-type="queueing_started"]'); return !!li && li.textContent.includes("1 waiting"); })()`, 15*time.Second)
+	staff.shot("safety-net-queueing")
+}
