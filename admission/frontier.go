@@ -67,12 +67,13 @@ func MaxCreditFor(tick time.Duration) time.Duration { return max(10*tick, Defaul
 type Frontier struct {
 	rdb     redis.Scripter
 	advance *redis.Script
+	enter   *redis.Script
 	shards  *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
-	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), shards: queue.NewJoiner(rdb)}
+	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), enter: luascript.New(enterLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.

@@ -34,6 +34,14 @@ type Sale struct {
 	Rate float64
 	// Refreshed is the node's clock when the view was taken.
 	Refreshed time.Time
+	// Stale, in a safety-net room, is a position at or below which every
+	// admission is older than the admission TTL plus the grace: status no
+	// longer hands those positions a token (they left; they join again).
+	// The node learns it from its own ticks (staleFloor), so it is 0 for
+	// that long after a node starts.
+	Stale int64
+	// marks are the samples Stale is taken from (safety-net rooms only).
+	marks []mark
 }
 
 // configs is what Snapshots needs from the event store.
@@ -184,8 +192,10 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 			return nil, err
 		}
 	}
+	// A safety-net room has no stock: it is never sold out.
+	soldOut := left <= 0 && !cfg.IsSafetyNet()
 	step := Step{
-		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || left <= 0,
+		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || soldOut,
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
@@ -206,7 +216,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		return nil, err
 	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond, Order: order}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: cfg.AdmitRatePerSecond, Order: order}
 	if order != nil {
 		sale.Joined = order.Joined()
 	}
@@ -220,6 +230,14 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 				sale.Rate = 0.8*prev.Rate + 0.2*inst
 			}
 		}
+	}
+	if cfg.IsSafetyNet() {
+		var prevMarks []mark
+		if prev != nil {
+			prevMarks = prev.marks
+		}
+		ttl := time.Duration(cfg.AdmissionTTLSeconds+cfg.NoShowGraceSeconds) * time.Second
+		sale.marks, sale.Stale = staleFloor(prevMarks, r.ServerTime, int64(r.Frontier), ttl)
 	}
 	if r.WindowFrozen && r.Window > 0 && sale.Perm.Size() != r.Window {
 		seed, err := queue.ParseSeedHex(cfg.Seed)

@@ -25,6 +25,10 @@ const (
 	FCFS Mode = "fcfs"
 	// Lottery registers everyone until the sale starts, then draws.
 	Lottery Mode = "lottery"
+	// SafetyNet is a site-wide room that is always on: everyone goes
+	// straight through while the active people stay under max_active, and
+	// people queue, first come first served, only above it (safetynet.go).
+	SafetyNet Mode = "safety_net"
 )
 
 // Config is one sale. Times are absolute; durations are in seconds so the JSON
@@ -106,6 +110,9 @@ func (c *Config) Defaults() {
 	if c.Mode == "" {
 		c.Mode = FCFS
 	}
+	if c.Mode == SafetyNet {
+		c.safetyNetDefaults()
+	}
 	if c.PerUserLimit == 0 {
 		c.PerUserLimit = 1
 	}
@@ -142,14 +149,19 @@ func (c *Config) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
 	}
+	if c.Mode == SafetyNet {
+		if err := c.validateSafetyNet(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case !ValidID(c.ID):
 		return bad("id must match %s", idPattern)
 	case len(c.Name) > 200:
 		return bad("name is longer than 200 bytes")
-	case c.Supply < 1 || c.Supply > MaxSupply:
+	case c.Mode != SafetyNet && (c.Supply < 1 || c.Supply > MaxSupply):
 		return bad("supply must be between 1 and %d", MaxSupply)
-	case c.ReserveUnits < 0 || c.ReserveUnits >= c.Supply:
+	case c.ReserveUnits < 0 || c.ReserveUnits >= max(c.Supply, 1):
 		return bad("reserve_units must be at least 0 and less than supply")
 	case c.PerUserLimit < 1 || c.PerUserLimit > 100:
 		return bad("per_user_limit must be between 1 and 100")
@@ -159,8 +171,8 @@ func (c *Config) Validate() error {
 		return bad("prequeue_opens_at must not be after starts_at")
 	case !c.EndsAt.After(c.StartsAt):
 		return bad("ends_at must be after starts_at")
-	case c.Mode != FCFS && c.Mode != Lottery:
-		return bad("mode must be %q or %q", FCFS, Lottery)
+	case c.Mode != FCFS && c.Mode != Lottery && c.Mode != SafetyNet:
+		return bad("mode must be %q, %q or %q", FCFS, Lottery, SafetyNet)
 	case c.RandomWindowSeconds < 0 || c.RandomWindowSeconds > 86400:
 		return bad("random_window_seconds must be between 0 and 86400")
 	case c.Mode == FCFS && c.StartsAt.Add(time.Duration(c.RandomWindowSeconds)*time.Second).After(c.EndsAt):
@@ -177,7 +189,7 @@ func (c *Config) Validate() error {
 		return bad("claim_ttl_seconds must be between 10 and 604800")
 	case c.Buckets < 1 || c.Buckets > MaxBuckets:
 		return bad("buckets must be between 1 and %d", MaxBuckets)
-	case int64(c.Buckets) > c.Supply-c.ReserveUnits:
+	case c.Mode != SafetyNet && int64(c.Buckets) > c.Supply-c.ReserveUnits:
 		return bad("buckets must not exceed the units for sale")
 	case c.JoinShards < 1 || c.JoinShards > MaxJoinShards:
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)

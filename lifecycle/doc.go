@@ -1,6 +1,7 @@
 // Package lifecycle publishes a sale's lifecycle events — sale opened,
 // shuffle window closed (with the revealed seed), admission paused and
-// resumed, sold out, sale ended, and "your turn" for each admitted person —
+// resumed, sold out, sale ended, "your turn" for each admitted person, and
+// a safety-net room's queueing started and stopped —
 // on JetStream, and delivers them to the sale's webhooks.
 //
 // Exactly once, leaderless. Every node observes every sale on its tick and
@@ -36,6 +37,11 @@ const (
 	SoldOut      = "sold_out"
 	SaleEnded    = "sale_ended"
 	YourTurn     = "your_turn"
+	// QueueingStarted and QueueingStopped: a safety-net room started
+	// queueing (someone waits: the room is at its thresholds) and
+	// stopped (nobody has waited for QueueingQuiet).
+	QueueingStarted = "queueing_started"
+	QueueingStopped = "queueing_stopped"
 )
 
 // Event is one lifecycle event as published and delivered.

@@ -30,6 +30,8 @@ type Recorder struct {
 	rdb    redis.UniversalClient
 	js     jetstream.JetStream
 	record *redis.Script
+	// queueing records safety-net rooms' queueing changes (queueing.go).
+	queueing *redis.Script
 
 	mu      sync.Mutex
 	cursors map[string]int64 // your_turn cursor per sale from the last reply
@@ -38,7 +40,7 @@ type Recorder struct {
 // NewRecorder returns a Recorder on rdb that publishes to js (the stream
 // must exist: EnsureStream).
 func NewRecorder(rdb redis.UniversalClient, js jetstream.JetStream) *Recorder {
-	return &Recorder{rdb: rdb, js: js, record: luascript.New(recordLua), cursors: map[string]int64{}}
+	return &Recorder{rdb: rdb, js: js, record: luascript.New(recordLua), queueing: luascript.New(queueingLua), cursors: map[string]int64{}}
 }
 
 func stateKey(ev string) string  { return "ar:{" + ev + "}:lc" }
@@ -73,6 +75,11 @@ func (r *Recorder) Observe(ctx context.Context, sale *admission.Sale) error {
 	r.mu.Lock()
 	r.cursors[cfg.ID] = res[1]
 	r.mu.Unlock()
+	if cfg.IsSafetyNet() {
+		if res[0], err = r.observeQueueing(ctx, sale); err != nil {
+			return err
+		}
+	}
 	if res[0] > 0 {
 		return r.Flush(ctx, cfg.ID)
 	}

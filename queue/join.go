@@ -144,3 +144,8 @@ type Keys struct{ Seq, Window string }
 
 // KeysFor returns the queue keys of event ev.
 func KeysFor(ev string) Keys { return Keys{Seq: seqKey(ev), Window: windowKey(ev)} }
+
+// UserKey names the hash that holds user's entry in event ev's queue (on
+// one slot, JoinShards = 1), packed as join.lua packs it, for scripts of
+// other packages that keep entries the same way (admission's enter.lua).
+func UserKey(ev, user string) string { return userKey(ev, user) }

@@ -17,6 +17,9 @@ type claimJSON struct {
 func (s *Server) claim(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
+	if cfg.IsSafetyNet() {
+		return problem(fiber.StatusForbidden, "forbidden", "this event is a safety-net room: it sells nothing")
+	}
 	raw := bearer(c)
 	if raw == "" {
 		return errNoToken

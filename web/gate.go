@@ -75,8 +75,15 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // first, then an Authorization bearer — and 401 otherwise, with
 // GateRedirectHeader naming the waiting page. Verification is
 // offline, with the JWKS's keys: no Redis or NATS call.
+//
+// In a safety-net room (event.SafetyNet) the gate also renews an admission
+// past half its life (gateRenew) and, for a visitor without one, admits
+// at once while the room is under its thresholds (gateEnter: one Redis
+// step; the 204 then sets the admission cookie, which the proxy passes
+// on). Only a visitor it cannot admit is sent to the waiting page.
 func (s *Server) gate(c *fiber.Ctx) error {
-	ev := saleOf(c).Config.ID
+	sale := saleOf(c)
+	ev := sale.Config.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
 	for _, raw := range [...]string{c.Cookies(admissionCookie(ev)), bearer(c)} {
@@ -84,9 +91,13 @@ func (s *Server) gate(c *fiber.Ctx) error {
 			continue
 		}
 		if a, err := s.deps.Admitter.Verify(raw, ev, now); err == nil {
+			s.gateRenew(c, &sale.Config, a, now)
 			c.Set(GateUserHeader, a.User)
 			return c.SendStatus(fiber.StatusNoContent)
 		}
+	}
+	if s.gateEnter(c, sale, now) {
+		return c.SendStatus(fiber.StatusNoContent)
 	}
 	c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
 	return errNotAdmitted

@@ -35,6 +35,9 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if err := s.guardJoin(c, cfg, user); err != nil { // invite, proof of work, rate limits
 		return err
 	}
+	if cfg.IsSafetyNet() {
+		return s.joinRoom(c, sale, user)
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd(), Shards: cfg.JoinShards})
@@ -107,6 +110,10 @@ func (s *Server) status(c *fiber.Ctx) error {
 	if d.Position > 0 {
 		p := d.Position
 		out.Position = &p
+	}
+	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
+		// In a safety-net room an admission ends: leaving ends the turn.
+		return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
 	}
 	if d.State == admission.Admitted {
 		tok, a, err := s.deps.Admitter.Issue(cfg.ID, t.User, d.Position, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)

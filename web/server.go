@@ -121,6 +121,10 @@ type Deps struct {
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog
+	// Rooms admits to safety-net rooms (*admission.Frontier); nil answers
+	// their joins 503 and makes their gate send everyone to the waiting
+	// page.
+	Rooms rooms
 }
 
 // Config tunes the edge.

@@ -18,6 +18,7 @@ var pins = map[string]struct {
 	version int
 	sha1    string
 }{
+	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
 	"admission/advance.lua":         {2, "fcaaf12f7e4b90387b4dd8882b5bcf9d847fd1e4"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
@@ -37,6 +38,7 @@ var pins = map[string]struct {
 	"internal/staff/audit_once.lua": {1, "3795a83a6b7f4a5207affec798f7855c25cd05af"},
 	"internal/staff/blocked.lua":    {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
 	"internal/staff/failed.lua":     {1, "decc429d7fc3a6924a1b1c0519e031a3ef230741"},
+	"lifecycle/queueing.lua":        {1, "1956b859e27f0fc5b536fff9bf38443f1a71d1dd"},
 	"lifecycle/record.lua":          {1, "0dc764270f64a30402197a343eb23284d51f3b4d"},
 	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},

@@ -118,7 +118,8 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
-	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
+	frontier := admission.NewFrontier(back.rdb)
+	snaps := admission.NewSnapshots(events, frontier, claims)
 	snaps.UseClock(clk)
 	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
@@ -169,7 +170,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb),
 		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
-		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready,
+		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready, Rooms: frontier,
 		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },

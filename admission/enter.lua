@@ -1,0 +1,100 @@
+-- enter.lua v1: a safety-net room's join, and its gate's admit-at-once. One
+-- step: admit at once while nobody waits, fewer than max_active people are
+-- active and the rate allows; otherwise queue first come first served (or,
+-- for the gate, refuse: it keeps no queue entry).
+--
+-- KEYS[1] frontier hash (advance.lua's: f, n, p are read; f and p written),
+-- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
+-- KEYS[4] presence bitmap, KEYS[5] active set (position -> admission
+-- deadline, unix ms), KEYS[6] the user's entry hash shard (join.lua's
+-- packing), KEYS[7] instant-admission bucket hash: k = credit, kt = last
+-- call (unix ms), kf = admitted people (F - no-shows) at the last call.
+-- All keys share the event's hash tag.
+-- ARGV[1] user ('' for the gate: no entry is read or kept), ARGV[2] room
+-- opens = starts_at (unix ms), ARGV[3] ends_at (unix ms), ARGV[4] rate per
+-- second, ARGV[5] max_active, ARGV[6] admission TTL (ms), ARGV[7] 1 when
+-- paused (nobody is admitted at once), ARGV[8] 1 to admit only (the gate).
+--
+-- Active = admitted and not yet present (F - n - p, within their grace) +
+-- present with an unexpired admission (the active set), as advance.lua
+-- counts them. The rate is shared with advance.lua: the credit refills at
+-- the rate up to one second's worth (at least 1) and pays for the tick's
+-- admissions too (F - n moved since the last call), and advance.lua's own
+-- rate budget b is not paid by an instant admission, so the tick admits
+-- again only once the rate has paid for the instant ones.
+--
+-- Reply {code, seq, joined (unix s), active}: code 0 admitted now (a new
+-- seq), 1 queued (a new seq), 2 not open yet, 3 ended, 4 an entry still
+-- waiting, 5 an entry admitted and active (or admitted and not yet
+-- present), 6 not admitted (admit only). A user whose earlier admission
+-- expired (or who was a no-show) gets a new entry: leaving ends the turn.
+local frontier, counter, window, presence, activeset, users, instant = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local now = now_ms()
+local user, opens, ends = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local rate, maxactive, ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local held, only = ARGV[7] == '1', ARGV[8] == '1'
+if now < opens then return {2, 0, 0, 0} end
+if now >= ends then return {3, 0, 0, 0} end
+
+-- Read every key before writing (a key of the wrong type fails here).
+local st = redis.call('HMGET', frontier, 'f', 'n', 'p')
+local joined = tonumber(redis.call('GET', counter) or '0')
+local w = redis.call('GET', window)
+redis.call('GETBIT', presence, 0)
+local active = redis.call('ZCOUNT', activeset, '(' .. now, '+inf')
+local packed = false
+if user ~= '' then packed = redis.call('HGET', users, user) end
+local bk = redis.call('HMGET', instant, 'k', 'kt', 'kf')
+local f, n = tonumber(st[1] or '0'), tonumber(st[2] or '0')
+local p = tonumber(st[3] or '-1')
+if p < 0 then p = redis.call('BITCOUNT', presence) end
+local admitted = math.floor(f)
+
+-- Nobody joins before opens, so W freezes at what joined by then (0):
+-- every position is its sequence number.
+if not w then redis.call('SET', window, tostring(joined)) end
+
+local function stamp(seq)
+  local rel = math.min(math.floor((now - opens) / 1000), 4194303)
+  return rel, string.format('%.0f', seq * 4194304 + rel)
+end
+
+if packed then
+  packed = tonumber(packed)
+  local rel = packed % 4194304
+  local seq = (packed - rel) / 4194304
+  local joinedAt = math.floor(opens / 1000) + rel
+  if seq > admitted then return {4, seq, joinedAt, active} end
+  local dl = redis.call('ZSCORE', activeset, seq)
+  if (dl and tonumber(dl) > now) or redis.call('GETBIT', presence, seq) == 0 then
+    return {5, seq, joinedAt, active}
+  end
+end
+
+local burst = math.max(rate, 1)
+local k, kt, kf = tonumber(bk[1] or burst), tonumber(bk[2] or now), tonumber(bk[3] or (f - n))
+-- The tick's admissions since the last call were paid within the same
+-- interval as the refill, so they are taken before the cap (a long quiet
+-- interval does not leave a debt).
+k = math.min(burst, k + rate * math.max(now - kt, 0) / 1000 - math.max(f - n - kf, 0))
+local pending = math.max(admitted - n - p, 0)
+local code = 1
+if admitted >= joined and not held and pending + active < maxactive and k >= 1 then
+  code = 0
+elseif only then
+  redis.call('HSET', instant, 'k', string.format('%.6f', k), 'kt', now, 'kf', string.format('%.6f', f - n))
+  return {6, 0, 0, active}
+end
+local seq = redis.call('INCR', counter)
+local rel, entry = stamp(seq)
+if user ~= '' then redis.call('HSET', users, user, entry) end
+if code == 0 then
+  k = k - 1
+  f = seq
+  if redis.call('SETBIT', presence, seq, 1) == 0 then p = p + 1 end
+  redis.call('ZADD', activeset, 'GT', now + ttl, seq)
+  active = active + 1
+  redis.call('HSET', frontier, 'f', string.format('%.6f', f), 'p', p)
+end
+redis.call('HSET', instant, 'k', string.format('%.6f', k), 'kt', now, 'kf', string.format('%.6f', f - n))
+return {code, seq, math.floor(opens / 1000) + rel, active}

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/chromedp/chromedp"
+)
+
+// TestSafetyNetWaitingRoom walks a visitor in Chromium through
+// deploy/gateway/nginx-safety-net.conf in a real nginx while the room is
+// at its threshold (max_active 1, held by another visitor): the site sends
+// them to the waiting page, which joins by itself (no button), queues
+// them, and once the other admission expires brings them back to the URL
+// they asked for, where the site sees their user id.
+func TestSafetyNetWaitingRoom(t *testing.T) {
+	site, err := os.ReadFile("../../deploy/gateway/nginx-safety-net.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t)
+	var mu sync.Mutex
+	var users []string
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		users = append(users, r.Header.Get("X-User-ID"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><title>site</title><p id=site>site page</p>")
+	}))
+	t.Cleanup(origin.Close)
+	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
+	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(origin.URL, "http://"), 1)
+	gw := testenv.StartNginx(t, conf)
+	room, _ := json.Marshal(map[string]any{
+		"name": "the whole site", "mode": "safety_net", "starts_at": time.Now().UTC().Add(-time.Second).Truncate(time.Second),
+		"max_active": 1, "admission_ttl_seconds": 10, "no_show_grace_seconds": 2,
+		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
+	})
+	if a := call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.status != http.StatusCreated {
+		t.Fatalf("create the room: %d %s", a.status, a.raw)
+	}
+	// Another visitor takes the one place, straight through.
+	resp, err := http.Get(gw.URL() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the first visitor: %d, want the site at once", resp.StatusCode)
+	}
+
+	browser := startBrowser(t)
+	p := newTab(t, browser, "safety-net", phoneW, phoneH, nil)
+	p.do(chromedp.Navigate(gw.URL() + "/products/7?size=42"))
+	p.waitJS("the waiting page, queued by itself", `location.pathname === "/e/site" && !!window.anteroom && !!document.getElementById("join") && document.getElementById("join").hidden`, 15*time.Second)
+	p.waitJS("the return to the site", `location.pathname + location.search === "/products/7?size=42" && !!document.getElementById("site")`, 45*time.Second)
+	mu.Lock()
+	seen := append([]string(nil), users...)
+	mu.Unlock()
+	// (The browser may also ask the site for its favicon.)
+	if len(seen) < 2 || seen[1] == "" || seen[1] == seen[0] {
+		t.Fatalf("the site saw X-User-ID %q, want the first visitor, then the queued one", seen)
+	}
+	for _, u := range seen[1:] {
+		if u != seen[1] {
+			t.Fatalf("the site saw X-User-ID %q, want every request after the first from the queued visitor", seen)
+		}
+	}
+}
+
+// TestConsoleSafetyNet: the console shows a safety-net room as one (its
+// mode chosen, locked once switched on) and lists its queueing_started
+// live, with how many wait.
+func TestConsoleSafetyNet(t *testing.T) {
+	n := startNode(t)
+	browser := startBrowser(t)
+	room, _ := json.Marshal(map[string]any{
+		"name": "the whole site", "mode": "safety_net", "starts_at": time.Now().UTC().Add(-time.Second).Truncate(time.Second),
+		"max_active": 1, "limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
+	})
+	if a := call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.status != http.StatusCreated {
+		t.Fatalf("create the room: %d %s", a.status, a.raw)
+	}
+	for i, want := range []string{"admitted", "waiting"} {
+		if a := call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil); a.status != http.StatusOK || str(a.body, "state") != want {
+			t.Fatalf("join %d: %d %s, want %s", i, a.status, a.raw, want)
+		}
+	}
+	staff := signIn(t, browser, n)
+	selectEvent(staff, "site")
+	staff.waitJS("the room's mode", `document.getElementById("m-safety_net").checked && document.getElementById("m-safety_net").disabled`, 10*time.Second)
+	staff.waitJS("queueing started", `(() => { const li = document.querySelector('#lc li[data-type="queueing_started"]'); return !!li && li.textContent.includes("1 waiting"); })()`, 15*time.Second)
+	staff.shot("safety-net-queueing")
+}

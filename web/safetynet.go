@@ -1,0 +1,163 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/gofiber/fiber/v2"
+)
+
+// rooms admits to safety-net rooms; *admission.Frontier.
+type rooms interface {
+	Enter(ctx context.Context, ev string, e admission.Entrance) (admission.Entered, error)
+}
+
+// roomJoinJSON is a safety-net join answer: a join answer, with the
+// admission token when the caller was admitted at once.
+type roomJoinJSON struct {
+	joinJSON
+	AdmissionToken string     `json:"admission_token,omitempty"`
+	ExpiresAt      *time.Time `json:"admission_expires_at,omitempty"`
+}
+
+// entrance is the safety-net step for cfg: user "" for the gate.
+func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance {
+	return admission.Entrance{
+		User: user, Opens: cfg.StartsAt, Ends: cfg.EndsAt, Rate: cfg.AdmitRatePerSecond,
+		MaxActive: cfg.MaxActive, AdmissionTTL: admissionTTL(cfg), Paused: cfg.Paused, AdmitOnly: admitOnly,
+	}
+}
+
+func admissionTTL(cfg *event.Config) time.Duration {
+	return time.Duration(cfg.AdmissionTTLSeconds) * time.Second
+}
+
+// joinRoom is join for a safety-net room: one Redis step that admits at
+// once while the room is under its thresholds (the answer then carries the
+// admission token and sets the admission cookie) and queues otherwise.
+func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
+	cfg := &sale.Config
+	if s.deps.Rooms == nil {
+		return retryLater("degraded", "safety-net rooms are not available on this node", 5)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, user, false))
+	if err != nil {
+		return err
+	}
+	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: en.Seq, IssuedAt: en.JoinedAt})
+	if err != nil {
+		return err
+	}
+	c.Cookie(&fiber.Cookie{
+		Name: ticketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
+		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
+		Expires: cfg.EndsAt.Add(time.Hour),
+	})
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	now := s.now()
+	out := roomJoinJSON{joinJSON: joinJSON{Ticket: ticket, Seq: en.Seq}}
+	pos := en.Seq
+	out.Position = &pos
+	if en.Admitted {
+		tok, exp, err := s.admitTo(c, cfg, user, en.Seq, now)
+		if err != nil {
+			return err
+		}
+		out.State, out.PollAfterMs, out.AdmissionToken, out.ExpiresAt = admission.Admitted, pollMillis(admission.MaxPoll), tok, &exp
+		return c.JSON(out)
+	}
+	d := admission.DecidePlace(sale, queue.Place{Seq: en.Seq, Joined: en.JoinedAt}, now)
+	if d.State == admission.Admitted {
+		// The view is older than this step, which found the entry waiting.
+		d.State, d.PollAfter = admission.Waiting, admission.MinPoll
+	}
+	out.State, out.PollAfterMs = d.State, pollMillis(d.PollAfter)
+	return c.JSON(out)
+}
+
+// admitTo issues user (at position pos) an admission token of cfg's room,
+// marks the position present (and so active until the token expires) and
+// sets the admission cookie.
+func (s *Server) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, now time.Time) (string, time.Time, error) {
+	tok, a, err := s.deps.Admitter.Issue(cfg.ID, user, pos, admissionTTL(cfg), now)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	s.deps.Sales.Present(cfg.ID, pos)
+	s.deps.Observe.tokenIssued(cfg.ID)
+	exp := a.ExpiresAt.UTC()
+	setAdmissionCookie(c, cfg.ID, tok, exp)
+	return tok, exp, nil
+}
+
+// gateRenew, in a safety-net room, renews a visitor's admission once half
+// of it has passed (a new token in the admission cookie, the position
+// active for another TTL): people who keep using the site stay admitted,
+// and those who stop leave when their admission expires. No Redis: the
+// next tick records the renewal.
+func (s *Server) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now time.Time) {
+	if !cfg.IsSafetyNet() || a.ExpiresAt.Sub(now) > admissionTTL(cfg)/2 {
+		return
+	}
+	// A failed renewal leaves the current admission, still valid.
+	_, _, _ = s.admitTo(c, cfg, a.User, a.Pos, now)
+}
+
+// gateEnter, in a safety-net room, tries to admit a visitor without an
+// admission at once, from the gate (admit only: a visitor who cannot be
+// admitted now is sent to the waiting page, which joins the queue). It
+// reports whether the visitor was admitted; the answer then carries the
+// admission cookie and names the user. The visitor is the one the identity
+// mode names without minting (the visitor cookie, a user token); anyone
+// else gets a one-time id, since a gate answer passes on one cookie only.
+// The join's edge protection (per-IP budget and the other join limits)
+// applies.
+func (s *Server) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) bool {
+	cfg := &sale.Config
+	if !cfg.IsSafetyNet() || s.deps.Rooms == nil || cfg.Paused || sale.Joined > int64(sale.Frontier) {
+		return false // somebody is waiting (as of this node's view): queue behind them
+	}
+	user, err := s.deps.Identity.User(c, false)
+	if err != nil {
+		if user, err = oneTimeVisitor(); err != nil {
+			return false
+		}
+	}
+	if s.guardJoin(c, cfg, user) != nil {
+		return false
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, "", true))
+	if err != nil {
+		if !errors.Is(err, admission.ErrFull) {
+			s.cfg.Log.Warn("safety-net gate", "event", cfg.ID, "err", err)
+		}
+		return false
+	}
+	if _, _, err := s.admitTo(c, cfg, user, en.Seq, now); err != nil {
+		s.cfg.Log.Warn("safety-net gate: issue", "event", cfg.ID, "err", err)
+		return false
+	}
+	c.Set(GateUserHeader, user)
+	return true
+}
+
+// oneTimeVisitor returns a random visitor id ("g-" and 22 base64url
+// characters) for a gate visitor the identity mode does not name.
+func oneTimeVisitor() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "g-" + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
