@@ -56,6 +56,11 @@ type Config struct {
 	JoinShards int `json:"join_shards"`
 	// Webhooks receive the sale's lifecycle events (see webhook.go).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// Page is the published branding and template of the waiting room;
+	// PageDraft the one staff are previewing (see page.go). Both are set
+	// only through the admin page endpoints, never by a PUT of the event.
+	Page      *Page `json:"page,omitempty"`
+	PageDraft *Page `json:"page_draft,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`

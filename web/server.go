@@ -191,6 +191,7 @@ type Server struct {
 	// routes labels requests with their route template.
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
+	pages  *pageRenderer
 	ids    requestIDs
 }
 
@@ -224,7 +225,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: time.Now}
+	s := &Server{deps: deps, cfg: cfg, now: time.Now, pages: newPageRenderer()}
 	s.edge = newEdge(&cfg, &deps)
 	app := fiber.New(fiber.Config{
 		AppName:               "anteroom",
@@ -272,6 +273,10 @@ func New(cfg Config, deps Deps) *fiber.App {
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
 	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
 	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
+	adm.Get("/page", s.allow(staff.Viewer, false), s.getPage)
+	adm.Put("/page", s.allow(staff.Admin, false), s.putPageDraft)
+	adm.Post("/page/publish", s.allow(staff.Admin, false), s.publishPage)
+	adm.Get("/preview", s.allow(staff.Viewer, false), s.previewPage)
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
 	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
@@ -289,7 +294,9 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)
 	app.Get("/assets/anteroom.js", s.clientScript)
+	app.Get("/assets/room.js", s.roomScript)
 	app.Get("/e/:id", s.page)
+	app.Get("/e/:id/messages", s.messages)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app
 }
