@@ -20,7 +20,7 @@ const previewSeed = "70726576696577207365656420e28093206e6f7420616e206576656e742
 
 // Sample figures of a preview.
 const (
-	previewSeq      = 5120
+	previewSeq      = 4821 // a later joiner: position = seq
 	previewPosition = 4821
 	previewAhead    = 3607
 	previewMaxAhead = 4800
