@@ -64,6 +64,9 @@ func TestPageEveryStateAndLanguage(t *testing.T) {
 	if a := call(t, http.MethodPut, base, admin, []byte(`{"page":{"name":"sneaked"}}`)); a.status != http.StatusBadRequest {
 		t.Fatalf("a page through PUT of the event: %d %s, want 400", a.status, a.raw)
 	}
+	if a := call(t, http.MethodGet, base+"/page", admin, nil); a.status != http.StatusOK || a.body["draft"] != nil || a.body["published"] != nil {
+		t.Fatalf("after refused saves: %d %s, want no draft and nothing published", a.status, a.raw)
+	}
 	draft := `{"name":"Kite & Co","logo_url":"data:image/png;base64,iVBORw0KGgo=","colors":{"primary":"#8a1538","background":"#fffaf3","text":"#222222"},
 		"copy":{"de":{"join":"Jetzt anstellen"}}}`
 	d := call(t, http.MethodPut, base+"/page", admin, []byte(draft))
