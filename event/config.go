@@ -56,11 +56,10 @@ type Config struct {
 	JoinShards int `json:"join_shards"`
 	// Webhooks receive the sale's lifecycle events (see webhook.go).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
-	// Page is the published branding and template of the waiting room;
-	// PageDraft the one staff are previewing (see page.go). Both are set
-	// only through the admin page endpoints, never by a PUT of the event.
-	Page      *Page `json:"page,omitempty"`
-	PageDraft *Page `json:"page_draft,omitempty"`
+	// PageVersion names the published waiting-room page (Pages, stored
+	// apart): the Pages version at which it was published; 0 for the
+	// built-in page. Set by publishing, never by a PUT of the event.
+	PageVersion int64 `json:"page_version,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`

@@ -10,9 +10,9 @@ import (
 )
 
 // Page is a sale's own waiting-room page: its branding, its copy and
-// optionally a whole page template. Staff save it as a draft (Config.PageDraft),
-// preview it in every state, then publish it (Config.Page); the live page
-// only ever shows the published one.
+// optionally a whole page template. Staff save it as a draft (Pages.Draft),
+// preview it in every state, then publish it (Pages.Published); the live
+// page only ever shows the published one.
 //
 // The zero Page is the built-in page with anteroom's colours.
 type Page struct {

@@ -1,8 +1,11 @@
 package event
 
 import (
+	"context"
 	"errors"
 	"testing"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 func TestPageLogo(t *testing.T) {
@@ -32,5 +35,34 @@ func TestPageLogo(t *testing.T) {
 				t.Errorf("LogoOrigin(%q) = %q, want %q", tc.logo, got, tc.origin)
 			}
 		}
+	}
+}
+
+// TestPagesStore: pages are saved with a compare-and-set like the
+// configuration, apart from it.
+func TestPagesStore(t *testing.T) {
+	r := testenv.StartRedis(t)
+	s := NewStore(r.Client(t))
+	ctx := context.Background()
+	if p, err := s.Pages(ctx, "ev"); err != nil || p.Version != 0 || p.Draft != nil {
+		t.Fatalf("no pages yet: %+v %v", p, err)
+	}
+	saved, err := s.PutPages(ctx, "ev", Pages{Draft: &Page{Name: "Shop"}})
+	if err != nil || saved.Version != 1 {
+		t.Fatalf("first save: %+v %v", saved, err)
+	}
+	if _, err := s.PutPages(ctx, "ev", Pages{Draft: &Page{Name: "stale"}}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a save from version 0 after version 1: %v, want ErrConflict", err)
+	}
+	saved.Published, saved.PublishedVersion = saved.Draft, saved.Version+1
+	if saved, err = s.PutPages(ctx, "ev", saved); err != nil || saved.Version != 2 {
+		t.Fatalf("publish: %+v %v", saved, err)
+	}
+	got, err := s.Pages(ctx, "ev")
+	if err != nil || got.Version != 2 || got.PublishedVersion != 2 || got.Published == nil || got.Published.Name != "Shop" {
+		t.Fatalf("stored: %+v %v", got, err)
+	}
+	if _, err := s.Get(ctx, "ev"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("pages created a configuration: %v", err)
 	}
 }

@@ -156,9 +156,6 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 		return old, event.Config{}, err
 	}
 	next := old
-	// The page is set through its own draft and publish steps (page_admin.go);
-	// decoding into nil pointers also leaves old's pages untouched.
-	next.Page, next.PageDraft = nil, nil
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&next); err != nil {
@@ -167,15 +164,12 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	if dec.More() {
 		return old, event.Config{}, badRequest("malformed event JSON: trailing data")
 	}
-	if next.Page != nil || next.PageDraft != nil {
-		return old, event.Config{}, badRequest("page and page_draft are set with PUT /admin/events/%s/page and POST /admin/events/%s/page/publish", id, id)
-	}
-	next.Page, next.PageDraft = old.Page, old.PageDraft
 	if next.ID != "" && next.ID != id {
 		return old, event.Config{}, badRequest("id in the body (%q) differs from the path", next.ID)
 	}
 	// Fields staff never set.
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
+	next.PageVersion = old.PageVersion // set by publishing the page (page_admin.go)
 	event.KeepWebhookSecrets(&old, &next)
 	next.Defaults()
 	if err := next.Validate(); err != nil {

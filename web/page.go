@@ -58,7 +58,9 @@ func (s *Server) page(c *fiber.Ctx) error {
 		return errUnknownEvent
 	}
 	lang := negotiate(c.Query("lang"), c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
-	body, logo := s.pages.live(s.deps.Sales, strings.Clone(id), lang, s.now(), s.cfg.Log)
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	body, logo := s.pages.live(ctx, s.deps.Pages, s.deps.Sales, strings.Clone(id), lang, s.now(), s.cfg.Log)
 	setPageHeaders(c, roomCSP(logo, "'none'"))
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
 	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
@@ -77,8 +79,17 @@ func (s *Server) messages(c *fiber.Ctx) error {
 		return badRequest("lang must be one of %s", strings.Join(languageCodes(), ", "))
 	}
 	var copy map[string]string
-	if sale, ok := s.deps.Sales.Get(id); ok && sale.Config.Page != nil {
-		copy = sale.Config.Page.Copy[lang.Code]
+	if sale, ok := s.deps.Sales.Get(id); ok {
+		ctx, cancel := s.ctx(c)
+		defer cancel()
+		page, err := s.pages.publishedPage(ctx, s.deps.Pages, strings.Clone(id), sale.Config.PageVersion)
+		if err != nil {
+			s.cfg.Log.Warn("page store", "request_id", requestID(c), "err", err)
+			return retryLater("degraded", "the page's messages are unavailable for a moment", 1)
+		}
+		if page != nil {
+			copy = page.Copy[lang.Code]
+		}
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
 	return c.JSON(fiber.Map{"lang": lang.Code, "tag": lang.Tag, "dir": dirOf(lang), "messages": s.pages.catalogs.messages(lang.Code, copy)})

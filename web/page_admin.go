@@ -30,8 +30,8 @@ type pageJSON struct {
 	Languages   []string `json:"languages"`
 }
 
-func pageView(cfg *event.Config) pageJSON {
-	return pageJSON{Draft: cfg.PageDraft, Published: cfg.Page, DraftSHA256: pageDigest(cfg.PageDraft),
+func pageView(p *event.Pages) pageJSON {
+	return pageJSON{Draft: p.Draft, Published: p.Published, DraftSHA256: pageDigest(p.Draft),
 		States: previewStates, Languages: languageCodes()}
 }
 
@@ -45,16 +45,33 @@ func pageDigest(p *event.Page) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// errNoPages answers the page routes on a node without a page store.
+var errNoPages = retryLater("degraded", "pages are not kept on this node", 5)
+
+// eventPages reads event id's configuration (404 for an unknown event)
+// and its pages.
+func (s *Server) eventPages(ctx context.Context, id string) (event.Config, event.Pages, error) {
+	if s.deps.Pages == nil {
+		return event.Config{}, event.Pages{}, errNoPages
+	}
+	cfg, err := s.deps.Configs.Get(ctx, id)
+	if err != nil {
+		return cfg, event.Pages{}, err
+	}
+	pages, err := s.deps.Pages.Pages(ctx, id)
+	return cfg, pages, err
+}
+
 // getPage answers GET /admin/events/{id}/page.
 func (s *Server) getPage(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	cfg, err := s.deps.Configs.Get(ctx, c.Params("id"))
+	_, pages, err := s.eventPages(ctx, c.Params("id"))
 	if err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(pageView(&cfg))
+	return c.JSON(pageView(&pages))
 }
 
 // putPageDraft answers PUT /admin/events/{id}/page: the body (an
@@ -72,23 +89,25 @@ func (s *Server) putPageDraft(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	old, saved, err := s.updatePage(ctx, id, func(cfg *event.Config) error {
+	old, saved, err := s.updatePages(ctx, id, func(cfg *event.Config, p *event.Pages) error {
 		if err := s.pages.checkPage(cfg, &draft, s.now()); err != nil {
 			return err
 		}
-		cfg.PageDraft = &draft
+		p.Draft = &draft
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	s.record(c, "page.draft", id, old.PageDraft, saved.PageDraft)
+	s.record(c, "page.draft", id, old.Draft, saved.Draft)
 	return c.JSON(pageView(&saved))
 }
 
 // publishPage answers POST /admin/events/{id}/page/publish: the draft
 // becomes the live page. An optional body {"draft_sha256": ...} publishes
 // only the draft that was previewed (409 conflict if it changed since).
+// The event's configuration then names the published version, so every
+// node renders it at its next refresh.
 func (s *Server) publishPage(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id"))
 	var in struct {
@@ -103,53 +122,74 @@ func (s *Server) publishPage(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	old, saved, err := s.updatePage(ctx, id, func(cfg *event.Config) error {
-		if cfg.PageDraft == nil {
+	old, saved, err := s.updatePages(ctx, id, func(cfg *event.Config, p *event.Pages) error {
+		if p.Draft == nil {
 			return problem(fiber.StatusConflict, "conflict", "there is no draft to publish: save one with PUT /admin/events/"+id+"/page")
 		}
-		if in.DraftSHA256 != "" && in.DraftSHA256 != pageDigest(cfg.PageDraft) {
+		if in.DraftSHA256 != "" && in.DraftSHA256 != pageDigest(p.Draft) {
 			return problem(fiber.StatusConflict, "conflict", "the draft changed since it was previewed; preview it again")
 		}
 		// Checked again: a draft saved by an older node may predate a rule.
-		if err := s.pages.checkPage(cfg, cfg.PageDraft, s.now()); err != nil {
+		if err := s.pages.checkPage(cfg, p.Draft, s.now()); err != nil {
 			return err
 		}
-		p := *cfg.PageDraft
-		cfg.Page = &p
+		published := *p.Draft
+		p.Published, p.PublishedVersion = &published, p.Version+1 // the version this save gets
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	s.record(c, "page.publish", id, old.Page, saved.Page)
+	if err := s.setPageVersion(ctx, id, saved.PublishedVersion); err != nil {
+		return err
+	}
+	s.record(c, "page.publish", id, old.Published, saved.Published)
 	return c.JSON(pageView(&saved))
 }
 
-// updatePage applies change to the stored configuration with the store's
-// compare-and-set, retrying a few times on a concurrent change, and makes
-// this node's view current. It returns the configuration before and after.
-func (s *Server) updatePage(ctx context.Context, id string, change func(*event.Config) error) (event.Config, event.Config, error) {
+// updatePages applies change to the stored pages with the store's
+// compare-and-set, retrying a few times on a concurrent save. It returns
+// the pages before and after.
+func (s *Server) updatePages(ctx context.Context, id string, change func(*event.Config, *event.Pages) error) (event.Pages, event.Pages, error) {
 	for attempt := 0; ; attempt++ {
-		old, err := s.deps.Configs.Get(ctx, id)
+		cfg, old, err := s.eventPages(ctx, id)
 		if err != nil {
 			return old, old, err
 		}
 		next := old
-		if err := change(&next); err != nil {
+		if err := change(&cfg, &next); err != nil {
 			return old, old, err
 		}
-		saved, err := s.deps.Configs.Put(ctx, next)
+		saved, err := s.deps.Pages.PutPages(ctx, id, next)
+		if errors.Is(err, event.ErrConflict) && attempt < 3 {
+			continue
+		}
+		return old, saved, err
+	}
+}
+
+// setPageVersion makes the event's configuration name the published page
+// (a newer one is never replaced by an older), and this node's view current.
+func (s *Server) setPageVersion(ctx context.Context, id string, version int64) error {
+	for attempt := 0; ; attempt++ {
+		cfg, err := s.deps.Configs.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if cfg.PageVersion >= version {
+			break
+		}
+		cfg.PageVersion = version
+		_, err = s.deps.Configs.Put(ctx, cfg)
 		if errors.Is(err, event.ErrConflict) && attempt < 3 {
 			continue
 		}
 		if err != nil {
-			return old, old, err
+			return err
 		}
-		if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
-			return old, saved, err
-		}
-		return old, saved, nil
+		break
 	}
+	return s.deps.Sales.RefreshOne(ctx, id)
 }
 
 // previewPage answers GET /admin/events/{id}/preview?state=&lang=&page=:
@@ -171,13 +211,13 @@ func (s *Server) previewPage(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	cfg, err := s.deps.Configs.Get(ctx, c.Params("id"))
+	cfg, pages, err := s.eventPages(ctx, c.Params("id"))
 	if err != nil {
 		return err
 	}
-	page := cfg.Page
-	if which == "draft" && cfg.PageDraft != nil {
-		page = cfg.PageDraft
+	page := pages.Published
+	if which == "draft" && pages.Draft != nil {
+		page = pages.Draft
 	}
 	d := s.pages.preview(&cfg, page, lang, state, s.now())
 	body, err := s.pages.renderPage(page, &d)

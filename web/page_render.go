@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -22,6 +23,14 @@ type pageRenderer struct {
 
 	mu    sync.Mutex
 	cache map[pageKey]renderedPage
+	// published holds each event's published page by its PageVersion,
+	// read from the page store once per publish per node.
+	published map[string]publishedPage
+}
+
+type publishedPage struct {
+	version int64
+	page    *event.Page
 }
 
 type pageKey struct {
@@ -53,31 +62,46 @@ func newPageRenderer() *pageRenderer {
 	if err != nil {
 		panic("web: embedded room.html: " + err.Error())
 	}
-	return &pageRenderer{catalogs: cs, builtin: t, cache: map[pageKey]renderedPage{}}
+	return &pageRenderer{catalogs: cs, builtin: t, cache: map[pageKey]renderedPage{}, published: map[string]publishedPage{}}
 }
 
 // live returns the live page of event id in lang and the logo URL its CSP
-// must allow. An unknown event gets the built-in page (its script says so),
-// not cached: ids are the visitor's to invent.
-func (r *pageRenderer) live(sales sales, id string, lang language, now time.Time, log *slog.Logger) ([]byte, string) {
+// must allow. An unknown event gets the built-in page (its script says so).
+// Only a render (a cache miss) of an event with a published page reads the
+// page store, bounded by ctx; if that fails the built-in page is served,
+// and not kept.
+func (r *pageRenderer) live(ctx context.Context, store pageStore, sales sales, id string, lang language, now time.Time, log *slog.Logger) ([]byte, string) {
 	sale, ok := sales.Get(id)
 	if !ok {
-		d := r.data(&event.Config{ID: id}, nil, lang, now, false)
+		// One page per language for every unknown id (the runtime reads
+		// the id from the address and says there is no such sale): ids
+		// are the visitor's to invent, so they must not cost a render.
+		key := pageKey{lang: lang.Code}
+		if p, hit := r.cached(key); hit {
+			return p.body, p.logo
+		}
+		d := r.data(&event.Config{}, nil, lang, now, false)
+		body, _ := r.execute(r.builtin, &d)
+		return r.keep(key, renderedPage{body: body}).body, ""
+	}
+	cfg := &sale.Config
+	key := pageKey{id: id, lang: lang.Code, phase: string(cfg.PhaseAt(now, sale.SoldOut)), version: cfg.Version,
+		paused: cfg.Paused, frozen: sale.WindowFrozen}
+	key.countdown, _ = countdown(cfg, now)
+	if p, hit := r.cached(key); hit {
+		return p.body, p.logo
+	}
+	page, err := r.publishedPage(ctx, store, id, cfg.PageVersion)
+	if err != nil {
+		log.Warn("page store", "event", id, "err", err)
+		d := r.data(cfg, nil, lang, now, sale.SoldOut)
+		fairness(&d, sale)
 		body, _ := r.execute(r.builtin, &d)
 		return body, ""
 	}
-	cfg := &sale.Config
-	d := r.data(cfg, cfg.Page, lang, now, sale.SoldOut)
+	d := r.data(cfg, page, lang, now, sale.SoldOut)
 	fairness(&d, sale)
-	key := pageKey{id: id, lang: lang.Code, phase: d.Event.State, countdown: d.Countdown.Label,
-		version: cfg.Version, paused: cfg.Paused, frozen: sale.WindowFrozen}
-	r.mu.Lock()
-	p, hit := r.cache[key]
-	r.mu.Unlock()
-	if hit {
-		return p.body, p.logo
-	}
-	body, err := r.renderPage(cfg.Page, &d)
+	body, err := r.renderPage(page, &d)
 	if err != nil {
 		// Checked on save, so this is unexpected: the built-in page
 		// keeps the sale going.
@@ -85,14 +109,51 @@ func (r *pageRenderer) live(sales sales, id string, lang language, now time.Time
 		d.Brand = brandOf(nil)
 		body, _ = r.execute(r.builtin, &d)
 	}
-	p = renderedPage{body: body, logo: string(d.Brand.LogoURL)}
+	p := r.keep(key, renderedPage{body: body, logo: string(d.Brand.LogoURL)})
+	return p.body, p.logo
+}
+
+// publishedPage returns event id's published page of version (a
+// Config.PageVersion; 0: none), reading the store when this node has not
+// seen that version yet.
+func (r *pageRenderer) publishedPage(ctx context.Context, store pageStore, id string, version int64) (*event.Page, error) {
+	if version == 0 || store == nil {
+		return nil, nil
+	}
 	r.mu.Lock()
+	p, ok := r.published[id]
+	r.mu.Unlock()
+	if ok && p.version >= version {
+		return p.page, nil
+	}
+	pages, err := store.Pages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.published) >= maxCachedPages {
+		clear(r.published)
+	}
+	r.published[id] = publishedPage{version: pages.PublishedVersion, page: pages.Published}
+	return pages.Published, nil
+}
+
+func (r *pageRenderer) cached(key pageKey) (renderedPage, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.cache[key]
+	return p, ok
+}
+
+func (r *pageRenderer) keep(key pageKey, p renderedPage) renderedPage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if len(r.cache) >= maxCachedPages {
 		clear(r.cache)
 	}
 	r.cache[key] = p
-	r.mu.Unlock()
-	return p.body, p.logo
+	return p
 }
 
 // renderPage executes page's template, or the built-in one.

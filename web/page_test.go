@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,6 +14,25 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/gofiber/fiber/v2"
 )
+
+// fakePages is a page store holding one event's pages.
+type fakePages struct{ pages event.Pages }
+
+func (f *fakePages) Pages(context.Context, string) (event.Pages, error) { return f.pages, nil }
+func (f *fakePages) PutPages(context.Context, string, event.Pages) (event.Pages, error) {
+	return event.Pages{}, errors.New("fakePages: read only")
+}
+
+// publishedApp serves testSale with page published.
+func publishedApp(page, draft *event.Page, mutate func(*event.Config)) *fiber.App {
+	sale := testSale()
+	sale.Config.PageVersion = 2
+	if mutate != nil {
+		mutate(&sale.Config)
+	}
+	store := &fakePages{pages: event.Pages{Published: page, Draft: draft, Version: 2, PublishedVersion: 2}}
+	return New(Config{AdminToken: testAdminToken, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Deps{Sales: consoleSales{sale: sale}, Pages: store})
+}
 
 func getPage(t *testing.T, app *fiber.App, path string, hdr map[string]string) (int, string, map[string][]string) {
 	t.Helper()
@@ -79,9 +99,7 @@ func TestRoomPage(t *testing.T) {
 
 // TestMessages: the switcher's catalog, with the event's copy.
 func TestMessages(t *testing.T) {
-	sale := testSale()
-	sale.Config.Page = &event.Page{Copy: map[string]map[string]string{"de": {"join": "Anstellen!"}}}
-	app := New(Config{AdminToken: testAdminToken, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Deps{Sales: consoleSales{sale: sale}})
+	app := publishedApp(&event.Page{Copy: map[string]map[string]string{"de": {"join": "Anstellen!"}}}, nil, nil)
 	status, body, _ := getPage(t, app, "/e/ev/messages?lang=de", nil)
 	if status != 200 || !strings.Contains(body, `"join":"Anstellen!"`) || !strings.Contains(body, `"tag":"de"`) {
 		t.Errorf("messages de: %d %.200s", status, body)
@@ -98,13 +116,10 @@ func TestMessages(t *testing.T) {
 // page, every value escaped, the logo's origin allowed by the CSP and
 // nothing else; the draft does not.
 func TestBrandedLivePage(t *testing.T) {
-	sale := testSale()
-	sale.Config.Name = `Drop <script>alert(1)</script>`
-	sale.Config.Page = &event.Page{Name: "Shop & Co", LogoURL: "https://cdn.shop.example/logo.png",
+	page := &event.Page{Name: "Shop & Co", LogoURL: "https://cdn.shop.example/logo.png",
 		Colors:   event.Colors{Primary: "#aa0033"},
 		Template: `<!doctype html><html lang="{{.Lang}}" dir="{{.Dir}}"><title>{{.Event.Name}}</title><h1 id="name">{{.Event.Name}}</h1><img src="{{.Brand.LogoURL}}"><a href="?lang=de">{{index .T "join"}}</a>{{.Runtime}}</html>`}
-	sale.Config.PageDraft = &event.Page{Name: "DRAFT ONLY"}
-	app := New(Config{AdminToken: testAdminToken, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Deps{Sales: consoleSales{sale: sale}})
+	app := publishedApp(page, &event.Page{Name: "DRAFT ONLY"}, func(c *event.Config) { c.Name = `Drop <script>alert(1)</script>` })
 	status, body, h := getPage(t, app, "/e/ev", map[string]string{"Accept-Language": "de"})
 	if status != 200 {
 		t.Fatalf("live page: %d", status)
@@ -234,5 +249,50 @@ func TestPublicEventCacheControl(t *testing.T) {
 	}
 	if resp.StatusCode != 404 || resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("unknown event: %d, Cache-Control %q, want 404 and no-store", resp.StatusCode, resp.Header.Get("Cache-Control"))
+	}
+}
+
+// TestUnknownEventPage: every unknown id gets the same cached page, whose
+// runtime reads the id from the address.
+func TestUnknownEventPage(t *testing.T) {
+	app := testApp()
+	status, body, _ := getPage(t, app, "/e/nosuch", nil)
+	if status != 200 || !strings.Contains(body, `"event":""`) {
+		t.Fatalf("unknown event: %d, want 200 with no event id in the page", status)
+	}
+	if _, again, _ := getPage(t, app, "/e/other", nil); again != body {
+		t.Errorf("two unknown ids got different pages")
+	}
+	if status, _, _ := getPage(t, app, "/e/Bad!", nil); status != 404 {
+		t.Errorf("invalid id: %d, want 404", status)
+	}
+}
+
+// BenchmarkLivePage is the cost of serving the waiting room from the
+// render cache (every page load after the first per version and language).
+func BenchmarkLivePage(b *testing.B) {
+	r := newPageRenderer()
+	sales := consoleSales{sale: testSale()}
+	en, _ := langByCode("en")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.live(context.Background(), nil, sales, "ev", en, now, log)
+	}
+}
+
+// BenchmarkRenderPage is the cost of one render (a cache miss).
+func BenchmarkRenderPage(b *testing.B) {
+	r := newPageRenderer()
+	sale := testSale()
+	en, _ := langByCode("en")
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		d := r.data(&sale.Config, nil, en, now, false)
+		if _, err := r.renderPage(nil, &d); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

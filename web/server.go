@@ -52,6 +52,11 @@ type (
 		LayFor(ctx context.Context, ev string, units int64, buckets int, version int64, startsAt time.Time) error
 		Mine(ctx context.Context, ev, user string, buckets int) ([]claim.Record, error)
 	}
+	// pageStore keeps events' waiting-room pages; *event.Store.
+	pageStore interface {
+		Pages(ctx context.Context, id string) (event.Pages, error)
+		PutPages(ctx context.Context, id string, p event.Pages) (event.Pages, error)
+	}
 	configStore interface {
 		Get(ctx context.Context, id string) (event.Config, error)
 		Put(ctx context.Context, c event.Config) (event.Config, error)
@@ -118,6 +123,9 @@ type Deps struct {
 	// Default: a random secret of this process (challenges and invites
 	// then verify on this node only)
 	EdgeSecret []byte
+	// Pages keeps the events' own waiting-room pages (*event.Store); nil
+	// serves the built-in page only and answers the page admin routes 503.
+	Pages pageStore
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog

@@ -14,7 +14,8 @@ const PV = PAGE.preview || null;
 const store = {get(k) { try { return localStorage.getItem(k); } catch (e) { return null; } },
   set(k, v) { try { localStorage.setItem(k, v); } catch (e) { /* private mode */ } },
   del(k) { try { localStorage.removeItem(k); } catch (e) { /* private mode */ } }};
-const ev = PAGE.event;
+// An unknown sale's page is shared by every id: the id is then the address's.
+const ev = PAGE.event || decodeURIComponent(location.pathname.replace(/\/+$/, "").split("/").pop());
 const base = "/events/" + encodeURIComponent(ev);
 const K = (n) => "anteroom_" + n + "_" + ev;
 const P = (iso) => Date.parse(iso);
