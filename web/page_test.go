@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,4 +296,26 @@ func BenchmarkRenderPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestLivePageConcurrent: many visitors at once on a cold node read the
+// published page and share renders (run with -race).
+func TestLivePageConcurrent(t *testing.T) {
+	r := newPageRenderer()
+	sale := testSale()
+	sale.Config.PageVersion = 1
+	store := &fakePages{pages: event.Pages{Published: &event.Page{Name: "Shop"}, Version: 1, PublishedVersion: 1}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	now := time.Now()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			l := languages[i%len(languages)]
+			body, _ := r.live(context.Background(), store, consoleSales{sale: sale}, "ev", l, now, log)
+			if !strings.Contains(string(body), ">Shop</strong>") {
+				t.Errorf("%s: the published brand is missing", l.Code)
+			}
+		})
+	}
+	wg.Wait()
 }
