@@ -60,6 +60,10 @@ type Config struct {
 	JoinShards int `json:"join_shards"`
 	// Webhooks receive the sale's lifecycle events (see webhook.go).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// PageVersion names the published waiting-room page (Pages, stored
+	// apart): the Pages version at which it was published; 0 for the
+	// built-in page. Set by publishing, never by a PUT of the event.
+	PageVersion int64 `json:"page_version,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`

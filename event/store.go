@@ -29,13 +29,14 @@ var putLua string
 // event's hash tag, and a set of all event ids. It is safe for concurrent
 // use.
 type Store struct {
-	rdb redis.UniversalClient
-	put *redis.Script
+	rdb     redis.UniversalClient
+	put     *redis.Script
+	putPage *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
 func NewStore(rdb redis.UniversalClient) *Store {
-	return &Store{rdb: rdb, put: luascript.New(putLua)}
+	return &Store{rdb: rdb, put: luascript.New(putLua), putPage: luascript.New(pagePutLua)}
 }
 
 const indexKey = "ar:events"

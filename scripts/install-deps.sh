@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what anteroom's tests run against: redis-server and
 # redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
-# font (Chinese text in screenshots), nginx-light (the auth_request gateway
+# font (Chinese text in screenshots) and small Devanagari and Arabic fonts
+# (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
 # test) and Node.js (the README's edge function and webhook verifier). NATS needs nothing: the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
@@ -16,6 +17,9 @@ log() { printf 'install-deps: %s\n' "$*"; }
 # fonts-noto-cjk is ~56 MB to download (91 MB installed); WenQuanYi Micro Hei
 # covers Chinese for ~1.6 MB.
 CJK_FONT=fonts-wqy-microhei
+# Hindi (Devanagari, ~80 KB) and Arabic (~50 KB): fonts-noto-core would be
+# ~40 MB for the same two scripts.
+SCRIPT_FONTS=(fonts-lohit-deva fonts-kacst-one)
 
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -30,9 +34,14 @@ have_cmd node || missing+=(nodejs)
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
 	missing+=("$CJK_FONT")
 fi
+for f in "${SCRIPT_FONTS[@]}"; do
+	if have_cmd dpkg-query && ! have_pkg "$f"; then
+		missing+=("$f")
+	fi
+done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	log "nothing to do: redis-server, redis-cli, chromium, nginx, node and $CJK_FONT are present"
+	log "nothing to do: redis-server, redis-cli, chromium, nginx, node and the fonts are present"
 else
 	log "missing: ${missing[*]}"
 	if ! have_cmd apt-get; then

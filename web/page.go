@@ -1,107 +1,127 @@
 package web
 
 import (
-	"bytes"
 	_ "embed"
-	"strconv"
 	"strings"
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/gofiber/fiber/v2"
 )
 
-// The pages are single self-contained HTML files: styles and scripts
-// inline, no third-party requests, no build step. Everything dynamic comes
+// The pages are self-contained: styles inline, scripts same-origin only,
+// no third-party requests (an https logo is the one exception, allowed by
+// the page's CSP by its origin), no build step. Everything dynamic comes
 // from the JSON API.
 var (
 	//go:embed assets/room.html
-	roomHTML []byte
+	roomHTML string
+	//go:embed assets/room.js
+	roomJS []byte
 	//go:embed assets/console.html
 	consoleHTML []byte
 )
 
-// langMarker in room.html is replaced by the page's language.
-const langMarker = "{{lang}}"
+// langCookie keeps the switcher's choice; the page script sets it.
+const langCookie = "anteroom_lang"
 
-// Languages of the waiting room, as HTML lang values.
-const (
-	langEnglish = "en"
-	langChinese = "zh-Hans"
-)
+// consoleCSP allows the console's own inline script and style, same-origin
+// requests, and the waiting-room preview in a same-origin frame.
+const consoleCSP = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// pageCSP allows the pages' own inline script and style, same-origin
-// scripts (the proof-of-work solver) and same-origin requests only. The
-// pages build every dynamic text with textContent.
-const pageCSP = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// roomCSP is the waiting room's policy: no inline script at all (the
+// runtime is /assets/room.js; the page's data travels as JSON), inline
+// styles for the branding, images from data: and the logo's origin only.
+// frameAncestors is 'none' for the live page and 'self' for the console's
+// preview.
+func roomCSP(logo, frameAncestors string) string {
+	img := "data:"
+	if o := event.LogoOrigin(logo); o != "" {
+		img += " " + o
+	}
+	return "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src " + img +
+		"; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors " + frameAncestors
+}
 
-func setPageHeaders(c *fiber.Ctx) {
+func setPageHeaders(c *fiber.Ctx, csp string) {
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-	c.Set(fiber.HeaderContentSecurityPolicy, pageCSP)
+	c.Set(fiber.HeaderContentSecurityPolicy, csp)
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
 	c.Set(fiber.HeaderReferrerPolicy, "no-referrer")
 }
 
-// page serves the waiting room in the language the browser prefers
-// (English or Chinese; ?lang=en|zh overrides). The script embeds both
-// string tables, so the visible switch needs no reload.
+// page serves the waiting room in the visitor's language (see negotiate)
+// with the event's published branding or template. It reads the node's
+// view of the sale only: no Redis.
 func (s *Server) page(c *fiber.Ctx) error {
-	if !event.ValidID(c.Params("id")) {
+	id := c.Params("id")
+	if !event.ValidID(id) {
 		return errUnknownEvent
 	}
-	lang := pageLang(c.Query("lang"), c.Get(fiber.HeaderAcceptLanguage))
-	setPageHeaders(c)
+	lang := negotiate(c.Query("lang"), c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	body, logo := s.pages.live(ctx, s.deps.Pages, s.deps.Sales, strings.Clone(id), lang, s.now(), s.cfg.Log)
+	setPageHeaders(c, roomCSP(logo, "'none'"))
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
-	c.Vary(fiber.HeaderAcceptLanguage)
-	before, after, _ := bytes.Cut(roomHTML, []byte(langMarker))
-	c.Response().SetBodyRaw(nil)
-	_, _ = c.Write(before)
-	_, _ = c.WriteString(lang)
-	_, _ = c.Write(after)
-	return nil
+	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
+	return c.Send(body)
+}
+
+// messages answers GET /e/{id}/messages?lang=: the catalog of one language
+// with the event's published copy, for the page's switcher.
+func (s *Server) messages(c *fiber.Ctx) error {
+	id := c.Params("id")
+	if !event.ValidID(id) {
+		return errUnknownEvent
+	}
+	lang, ok := langByCode(strings.ToLower(c.Query("lang")))
+	if !ok {
+		return badRequest("lang must be one of %s", strings.Join(languageCodes(), ", "))
+	}
+	var copy map[string]string
+	if sale, ok := s.deps.Sales.Get(id); ok {
+		ctx, cancel := s.ctx(c)
+		defer cancel()
+		page, err := s.pages.publishedPage(ctx, s.deps.Pages, strings.Clone(id), sale.Config.PageVersion)
+		if err != nil {
+			s.cfg.Log.Warn("page store", "request_id", requestID(c), "err", err)
+			return retryLater("degraded", "the page's messages are unavailable for a moment", 1)
+		}
+		if page != nil {
+			copy = page.Copy[lang.Code]
+		}
+	}
+	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
+	return c.JSON(fiber.Map{"lang": lang.Code, "tag": lang.Tag, "dir": dirOf(lang), "messages": s.pages.catalogs.messages(lang.Code, copy)})
+}
+
+// roomScript serves the waiting room's runtime.
+func (s *Server) roomScript(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+	return c.Send(roomJS)
 }
 
 // consolePage serves the staff console. It holds no secret: the console
 // signs in through POST /admin/session.
 func (s *Server) consolePage(c *fiber.Ctx) error {
-	setPageHeaders(c)
+	setPageHeaders(c, consoleCSP)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(consoleHTML)
 }
 
-// pageLang picks the waiting room's language: an explicit "en" or "zh"
-// query wins; otherwise the Accept-Language entry with the highest q among
-// English and Chinese; English when neither is listed.
-func pageLang(query, acceptLanguage string) string {
-	switch strings.ToLower(query) {
-	case "zh":
-		return langChinese
-	case "en":
-		return langEnglish
+func dirOf(l language) string {
+	if l.RTL {
+		return "rtl"
 	}
-	best, bestQ := langEnglish, 0.0
-	for entry := range strings.SplitSeq(acceptLanguage, ",") {
-		tag, params, _ := strings.Cut(strings.TrimSpace(entry), ";")
-		primary, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
-		q := 1.0
-		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			q = f
-		}
-		var lang string
-		switch primary {
-		case "zh":
-			lang = langChinese
-		case "en":
-			lang = langEnglish
-		default:
-			continue
-		}
-		if q > bestQ {
-			best, bestQ = lang, q
-		}
+	return "ltr"
+}
+
+func languageCodes() []string {
+	out := make([]string, len(languages))
+	for i, l := range languages {
+		out[i] = l.Code
 	}
-	return best
+	return out
 }

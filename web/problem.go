@@ -30,6 +30,8 @@ type Problem struct {
 	RequestID  string   `json:"request_id,omitempty"`
 	ClaimIDs   []string `json:"claim_ids,omitempty"`
 	RetryAfter int      `json:"retry_after_seconds,omitempty"`
+	// Line is the line of a page template a bad_template problem is on.
+	Line int `json:"line,omitempty"`
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
@@ -44,6 +46,8 @@ func titleOf(code string) string {
 	switch code {
 	case "bad_request":
 		return "Bad request"
+	case "bad_template":
+		return "Bad page template"
 	case "unauthenticated":
 		return "Authentication required"
 	case "forbidden", "not_admitted", "not_open", "not_selected":

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
@@ -57,8 +58,10 @@ var sentinels = []struct {
 	{"web.ErrInviteInvalid", web.ErrInviteInvalid, http.StatusForbidden, "forbidden"},
 	// Errors that never reach a handler: a weak secret stops the node at
 	// start, a bad webhook signature is the shop's verifier's answer, a
-	// draining node answers /readyz with its own problem. Should one ever
+	// draining node answers /readyz with its own problem, a full safety-net
+	// room sends the gate's visitor to the waiting page. Should one ever
 	// reach a client, it is an internal error, logged.
+	{"admission.ErrFull", admission.ErrFull, http.StatusInternalServerError, "internal"},
 	{"tokens.ErrWeakSecret", tokens.ErrWeakSecret, http.StatusInternalServerError, "internal"},
 	{"lifecycle.ErrBadSignature", lifecycle.ErrBadSignature, http.StatusInternalServerError, "internal"},
 	{"internal/node.ErrDraining", node.ErrDraining, http.StatusInternalServerError, "internal"},

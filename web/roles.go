@@ -12,12 +12,13 @@ import (
 // middleware (allow) enforces it; each role may do what the roles below
 // it may:
 //
-//	viewer    GET /admin/events, GET /admin/events/{id}[/lifecycle],
+//	viewer    GET /admin/events, GET /admin/events/{id}[/lifecycle|/page|/preview],
 //	          GET /admin/audit[.csv]
 //	operator  POST /admin/events/{id}/pause|resume|rebuild; staff reads
 //	          and releases of claims
-//	admin     PUT /admin/events/{id}, DELETE /admin/sessions, accounts
-//	          and API keys (/admin/accounts…, /admin/keys/{prefix})
+//	admin     PUT /admin/events/{id}[/page], POST /admin/events/{id}/page/publish,
+//	          DELETE /admin/sessions, accounts and API keys
+//	          (/admin/accounts…, /admin/keys/{prefix})
 //
 // A caller that is signed in but below the role gets 403 forbidden, never
 // 401. The admin token is the bootstrap: while no admin account exists it

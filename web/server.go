@@ -52,6 +52,11 @@ type (
 		LayFor(ctx context.Context, ev string, units int64, buckets int, version int64, startsAt time.Time) error
 		Mine(ctx context.Context, ev, user string, buckets int) ([]claim.Record, error)
 	}
+	// pageStore keeps events' waiting-room pages; *event.Store.
+	pageStore interface {
+		Pages(ctx context.Context, id string) (event.Pages, error)
+		PutPages(ctx context.Context, id string, p event.Pages) (event.Pages, error)
+	}
 	configStore interface {
 		Get(ctx context.Context, id string) (event.Config, error)
 		Put(ctx context.Context, c event.Config) (event.Config, error)
@@ -118,6 +123,9 @@ type Deps struct {
 	// Default: a random secret of this process (challenges and invites
 	// then verify on this node only)
 	EdgeSecret []byte
+	// Pages keeps the events' own waiting-room pages (*event.Store); nil
+	// serves the built-in page only and answers the page admin routes 503.
+	Pages pageStore
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog
@@ -200,6 +208,7 @@ type Server struct {
 	// routes labels requests with their route template.
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
+	pages  *pageRenderer
 	ids    requestIDs
 }
 
@@ -238,7 +247,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now}
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, pages: newPageRenderer()}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
 		return nil, err
@@ -274,6 +283,10 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
 	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
 	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
+	adm.Get("/page", s.allow(staff.Viewer, false), s.getPage)
+	adm.Put("/page", s.allow(staff.Admin, false), s.putPageDraft)
+	adm.Post("/page/publish", s.allow(staff.Admin, false), s.publishPage)
+	adm.Get("/preview", s.allow(staff.Viewer, false), s.previewPage)
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
 	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
@@ -291,7 +304,9 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get("/admin/", s.consolePage)
 	app.Get("/assets/pow.js", s.powScript)
 	app.Get("/assets/anteroom.js", s.clientScript)
+	app.Get("/assets/room.js", s.roomScript)
 	app.Get("/e/:id", s.page)
+	app.Get("/e/:id/messages", s.messages)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app, nil
 }

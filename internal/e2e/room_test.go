@@ -204,7 +204,8 @@ func TestLotteryNotSelected(t *testing.T) {
 }
 
 // TestChinesePage: a browser asking for zh-CN gets the Chinese page, and
-// the switch turns it into English without a reload. The sale asks for a
+// the switcher turns it into English without a reload (and keeps the
+// choice in a cookie). The sale asks for a
 // proof of work on join, which the page solves by itself.
 func TestChinesePage(t *testing.T) {
 	n := startNode(t)
@@ -231,9 +232,13 @@ func TestChinesePage(t *testing.T) {
 		t.Errorf("admitted texts %q, want %q", got, want)
 	}
 	p.shot("zh-admitted")
-	p.do(chromedp.Click(chromedp.ID("lang")))
-	if got, want := p.text("state")+"|"+p.text("claim")+"|"+p.text("lang"), "It's your turn|Claim now|中文"; got != want {
+	choose(p, "lang", "en")
+	p.waitJS("the English texts", `document.getElementById("claim").textContent === "Claim now"`, 10*time.Second)
+	if got, want := p.text("state")+"|"+p.text("claim")+"|"+eval[string](p, `document.documentElement.lang`), "It's your turn|Claim now|en"; got != want {
 		t.Errorf("after the switch %q, want %q", got, want)
+	}
+	if !strings.Contains(eval[string](p, `document.cookie`), "anteroom_lang=en") {
+		t.Errorf("the switcher did not keep its choice in the anteroom_lang cookie")
 	}
 	p.shot("switched-to-en")
 }

@@ -34,6 +34,7 @@ var pins = map[string]struct {
 	"claim/restore_claims.lua":      {1, "71a593b9e2fec1d69acc9545fddf68161a401f53"},
 	"claim/settle.lua":              {1, "9bf75999ef26f3db1ddbc8a1b7f0e88846b6333b"},
 	"claim/unfreeze.lua":            {1, "17887d4e144bb27f6f256fb77a0af9d6e7158f85"},
+	"event/page_put.lua":            {1, "fb1eb49fac5f7003588069513a8682ea25759511"},
 	"event/put.lua":                 {1, "5aeb7569d1025e1f0a887f04cb3c8d06a56a8d1f"},
 	"internal/staff/audit_once.lua": {1, "3795a83a6b7f4a5207affec798f7855c25cd05af"},
 	"internal/staff/blocked.lua":    {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},

@@ -170,7 +170,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb),
 		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
-		Configs: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready, Rooms: frontier,
+		Configs: events, Pages: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready, Rooms: frontier,
 		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
