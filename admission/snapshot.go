@@ -57,7 +57,7 @@ type Snapshots struct {
 	now      func() time.Time
 	view     atomic.Pointer[map[string]*Sale]
 
-	mu      sync.Mutex
+	mu sync.Mutex
 	// present and claimed map positions to how long their holder waited
 	// (whole seconds: join to admission token, admission to claim), -1
 	// when unknown; see PresentAfter and ClaimedAfter.

@@ -17,6 +17,7 @@ import (
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
@@ -27,8 +28,8 @@ type (
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
-		Present(ev string, pos int64)
-		Claimed(ev string, pos int64)
+		PresentAfter(ev string, pos int64, waited time.Duration)
+		ClaimedAfter(ev string, pos int64, waited time.Duration)
 		All() []*admission.Sale
 	}
 	joiner interface {
@@ -121,6 +122,12 @@ type Deps struct {
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog
+	// Report builds an event's post-sale report (report.Builder.Build);
+	// nil answers 503.
+	Report func(ctx context.Context, ev string) (report.Report, error)
+	// Refusals counts what join and claim refused, by reason, for the
+	// report (*report.Refusals); nil counts nothing.
+	Refusals refusalCounter
 }
 
 // Config tunes the edge.
@@ -272,6 +279,8 @@ func New(cfg Config, deps Deps) *fiber.App {
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
 	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
 	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
+	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)
+	adm.Get("/report.csv", s.allow(staff.Viewer, false), s.exportReport)
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
 	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
@@ -287,6 +296,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
 	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
 	app.Get("/admin/", s.consolePage)
+	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/pow.js", s.powScript)
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/e/:id", s.page)

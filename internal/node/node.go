@@ -18,6 +18,7 @@ import (
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/gofiber/fiber/v2"
@@ -109,7 +110,10 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
-	snaps := admission.NewSnapshots(events, admission.NewFrontier(back.rdb), claims)
+	frontier := admission.NewFrontier(back.rdb)
+	snaps := admission.NewSnapshots(events, frontier, claims)
+	refusals := report.NewRefusals(back.rdb)
+	reports := &report.Builder{Configs: events, Tallies: frontier, Sales: snaps, Refusals: refusals, JS: js}
 	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
 	if err != nil {
@@ -162,6 +166,13 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
+		Refusals: refusals,
+		Report: func(ctx context.Context, ev string) (report.Report, error) {
+			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
+				return report.Report{}, err
+			}
+			return reports.Build(ctx, ev)
+		},
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -178,6 +189,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { cfg.Log.Warn(what, "err", err) }
 	}
+	// Refusal counts reach Redis every second, and once more on Close,
+	// in manual mode too (they drive nothing a test steps through).
+	n.goLoop(func() { refusals.Run(lctx, time.Second, logErr("refusals")) })
 	if !cfg.Manual {
 		n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
 		n.goLoop(func() {
