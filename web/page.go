@@ -50,6 +50,7 @@ func (s *Server) page(c *fiber.Ctx) error {
 	}
 	lang := pageLang(c.Query("lang"), c.Get(fiber.HeaderAcceptLanguage))
 	setPageHeaders(c)
+	c.Set(fiber.HeaderContentSecurityPolicy, s.pageCSPFor(c.Params("id")))
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
 	c.Vary(fiber.HeaderAcceptLanguage)
 	before, after, _ := bytes.Cut(roomHTML, []byte(langMarker))

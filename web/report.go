@@ -28,7 +28,7 @@ type refusalCounter interface {
 // ("no"), not malformed requests or failures of a backing service.
 var refusalCodes = map[string]bool{
 	"rate_limited": true, "pow_required": true, "invite_required": true,
-	"captcha_required": true, "captcha_failed": true, "sold_out": true,
+	"captcha_required": true, "captcha_failed": true, "captcha_unavailable": true, "sold_out": true,
 	"not_selected": true, "limit_reached": true, "not_open": true, "forbidden": true,
 }
 

@@ -183,6 +183,17 @@ type Config struct {
 	//
 	// Default: DefaultMaxInFlight
 	MaxInFlight int
+	// CaptchaSiteverifyURL replaces the captcha providers' siteverify
+	// endpoints (https, fixed per provider) with one URL, for tests and
+	// development only: a local stub server. Never set it in production.
+	//
+	// Default: the providers' endpoints
+	CaptchaSiteverifyURL string
+	// CaptchaTimeout bounds one siteverify call; a provider that does not
+	// answer in time refuses the join (503 captcha_unavailable).
+	//
+	// Default: 3s
+	CaptchaTimeout time.Duration
 	// GlobalJoin and GlobalClaim are the deployment's total budgets of
 	// joins and claims per second over all events and nodes.
 	//
@@ -298,6 +309,7 @@ func New(cfg Config, deps Deps) *fiber.App {
 	app.Get("/admin/", s.consolePage)
 	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/pow.js", s.powScript)
+	app.Get("/assets/captcha.js", s.captchaScript)
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/e/:id", s.page)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })

@@ -110,6 +110,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
+	if cfg.CaptchaSiteverifyURL != "" {
+		cfg.Log.Warn("captcha tokens are checked by a development siteverify URL, not by the providers", "url", cfg.CaptchaSiteverifyURL)
+	}
 	frontier := admission.NewFrontier(back.rdb)
 	snaps := admission.NewSnapshots(events, frontier, claims)
 	refusals := report.NewRefusals(back.rdb)
@@ -151,7 +154,8 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		}
 	}
 	app := web.New(web.Config{
-		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
+		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: web.AccessLog(cfg.AccessLog), SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
