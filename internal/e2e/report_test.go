@@ -11,7 +11,8 @@ import (
 // TestConsoleReport: after a small sale — three admitted, two of them
 // claiming the two units — staff open the post-sale report from the
 // console and see its figures and charts (inline SVG, no external
-// script), on a laptop and on a phone, without sideways scrolling.
+// script), on a laptop and on a phone without sideways scrolling; a
+// viewer account may read it.
 func TestConsoleReport(t *testing.T) {
 	n := startNode(t)
 	createSale(t, n, "rep", sale{supply: 2, name: "Report drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 100})
@@ -25,6 +26,14 @@ func TestConsoleReport(t *testing.T) {
 		who["Authorization"] = "Bearer " + toks[i]
 		if a := call(t, http.MethodPost, n.URL()+"/events/rep/claim", who, nil); a.status != http.StatusCreated {
 			t.Fatalf("claim: %d %s", a.status, a.raw)
+		}
+	}
+	// A viewer may read the report, in both formats.
+	createAccount(t, n, bearerOf(n.AdminToken), "vera", "viewer")
+	viewer := staffSignIn(t, n, "vera", "password of vera")
+	for _, path := range []string{"/report", "/report.csv"} {
+		if a := call(t, http.MethodGet, n.URL()+"/admin/events/rep"+path, viewer, nil); a.status != http.StatusOK {
+			t.Errorf("a viewer reads %s: %d %s", path, a.status, a.raw)
 		}
 	}
 	browser := startBrowser(t)
