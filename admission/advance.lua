@@ -1,4 +1,4 @@
--- advance.lua v2: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v3: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -11,7 +11,9 @@
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
 -- KEYS[4] presence bitmap (bit = position: an admission token was issued),
 -- KEYS[5] history list of "admission clock ms:F" samples, oldest first,
--- KEYS[6] active set (zset position -> admission deadline, unix ms).
+-- KEYS[6] active set (zset position -> admission deadline, unix ms),
+-- KEYS[7] report tally hash (tally.go: wait histograms), KEYS[8] claimed
+-- bitmap (bit = position: granted a claim at least once).
 -- All keys share the event's hash tag.
 -- ARGV[1] admission start = window end (unix ms), ARGV[2] rate per second,
 -- ARGV[3] 1 when paused or sold out (nobody can be admitted: the admission
@@ -23,8 +25,11 @@
 -- node reads them and passes the people with a settled position and W, -1
 -- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
 -- ARGV[13] the most time one call credits (ms); then np positions present,
--- nc positions that were granted a claim, and the rest: positions holding
--- a pending claim.
+-- np waits (seconds from join to the token, -1 unknown), nc positions that
+-- were granted a claim, nc waits (seconds from the admission token to the
+-- grant, -1 unknown), and the rest: positions holding a pending claim. A
+-- wait is tallied when its position is first marked (present, claimed), so
+-- a retried call tallies it once.
 --
 -- Fixed rate means present people: a position admitted longer than the grace
 -- ago (on the admission clock) whose bit is still 0 is a no-show, and the
@@ -68,6 +73,8 @@ end
 redis.call('GETBIT', KEYS[4], 0)
 redis.call('LLEN', KEYS[5])
 redis.call('ZCARD', KEYS[6])
+redis.call('HLEN', KEYS[7])
+redis.call('GETBIT', KEYS[8], 0)
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local last = tonumber(st[4] or tostring(start))
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
@@ -77,16 +84,35 @@ local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
 if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
 
+-- tally adds a wait of s seconds to histogram pre (j: join to admission
+-- token, c: admission token to claim): field pre:<bound> for the first
+-- bound (seconds) it is within, pre:inf beyond; pre:n counts, pre:s sums.
+local bounds = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+local function tally(pre, s)
+  s = tonumber(s)
+  if s < 0 then return end
+  local f = pre .. ':inf'
+  for _, b in ipairs(bounds) do
+    if s <= b then f = pre .. ':' .. b break end
+  end
+  redis.call('HINCRBY', KEYS[7], f, 1)
+  redis.call('HINCRBY', KEYS[7], pre .. ':n', 1)
+  redis.call('HINCRBY', KEYS[7], pre .. ':s', s)
+end
+
 for i = 14, 13 + np do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
     p = p + 1
     if pos <= c then n = n - 1 end -- credited as a no-show: counted back
+    tally('j', ARGV[i + np])
   end
   if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
 end
-for i = 14 + np, 13 + np + nc do
+local cl = 14 + 2 * np
+for i = cl, cl + nc - 1 do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
+  if redis.call('SETBIT', KEYS[8], tonumber(ARGV[i]), 1) == 0 then tally('c', ARGV[i + nc]) end
 end
 
 if not w and now >= start and not sharded then
@@ -128,7 +154,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', KEYS[6])
-  for i = 14 + np + nc, #ARGV do
+  for i = cl + 2 * nc, #ARGV do
     if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
   end
 end

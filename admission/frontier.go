@@ -104,9 +104,15 @@ type Step struct {
 	// Present are positions whose admission token was issued since the
 	// last step.
 	Present []int64
+	// PresentWait holds, for each of Present, the seconds its holder
+	// waited from joining to the token (-1: unknown); nil: all unknown.
+	PresentWait []int64
 	// Claimed are positions granted a claim since the last step: their
 	// admission is used.
 	Claimed []int64
+	// ClaimedWait holds, for each of Claimed, the seconds from the
+	// admission token to the grant (-1: unknown); nil: all unknown.
+	ClaimedWait []int64
 	// Pending are positions holding a pending claim now (read only when
 	// MaxActive is set).
 	Pending []int64
@@ -165,16 +171,16 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if credit <= 0 {
 		credit = DefaultMaxCredit
 	}
-	args := make([]any, 0, 13+len(s.Present)+len(s.Claimed)+len(s.Pending))
+	args := make([]any, 0, 13+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
 		max(credit.Milliseconds(), 1))
-	for _, ps := range [][]int64{s.Present, s.Claimed, s.Pending} {
+	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait), s.Pending} {
 		for _, p := range ps {
 			args = append(args, p)
 		}
 	}
-	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev)}
+	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev)}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)

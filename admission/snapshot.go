@@ -68,9 +68,12 @@ type Snapshots struct {
 	// credit is Step.MaxCredit, set by Run from its tick (0: the default).
 	credit atomic.Int64
 
-	mu      sync.Mutex
-	present map[string]map[int64]struct{}
-	claimed map[string]map[int64]struct{}
+	mu sync.Mutex
+	// present and claimed map positions to how long their holder waited
+	// (whole seconds: join to admission token, admission to claim), -1
+	// when unknown; see PresentAfter and ClaimedAfter.
+	present map[string]map[int64]int64
+	claimed map[string]map[int64]int64
 }
 
 // Clock is a node's clock as Snapshots uses it (a *clock.Clock): Now for
@@ -199,20 +202,21 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
-		Present: s.take(&s.present, id), Claimed: s.take(&s.claimed, id), Pending: live.Pending,
-		Order: order, MaxCredit: time.Duration(s.credit.Load()),
+		Pending: live.Pending, Order: order, MaxCredit: time.Duration(s.credit.Load()),
 	}
 	var sent time.Time
 	if s.clock != nil {
 		sent = s.clock.Local()
 	}
+	step.Present, step.PresentWait = s.take(&s.present, id)
+	step.Claimed, step.ClaimedWait = s.take(&s.claimed, id)
 	r, err := s.frontier.Advance(ctx, id, step)
 	if err == nil && s.clock != nil {
 		s.clock.Observe(sent, s.clock.Local(), r.ServerTime)
 	}
 	if err != nil {
-		s.putBack(&s.present, id, step.Present)
-		s.putBack(&s.claimed, id, step.Claimed)
+		s.putBack(&s.present, id, step.Present, step.PresentWait)
+		s.putBack(&s.claimed, id, step.Claimed, step.ClaimedWait)
 		return nil, err
 	}
 	now := s.now()
@@ -255,45 +259,77 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 // an admission token; the next refresh marks the position present (so it is
 // not counted as a no-show) and active until the token expires. Safe for
 // concurrent use; cheap (no Redis).
-func (s *Snapshots) Present(ev string, pos int64) { s.putBack(&s.present, ev, []int64{pos}) }
+func (s *Snapshots) Present(ev string, pos int64) { s.PresentAfter(ev, pos, -1) }
+
+// PresentAfter is Present for a holder who waited waited from joining to
+// this admission token (negative: unknown). The refresh that first marks
+// the position present adds the wait to the event's report tally (see
+// Tally), once per position.
+func (s *Snapshots) PresentAfter(ev string, pos int64, waited time.Duration) {
+	s.putBack(&s.present, ev, []int64{pos}, []int64{waitSeconds(waited)})
+}
 
 // Claimed records that the holder of position pos in event ev was granted a
 // claim: the next refresh ends the admission's hold on max_active (a pending
 // claim holds it while it is pending). Safe for concurrent use; no Redis.
-func (s *Snapshots) Claimed(ev string, pos int64) { s.putBack(&s.claimed, ev, []int64{pos}) }
+func (s *Snapshots) Claimed(ev string, pos int64) { s.ClaimedAfter(ev, pos, -1) }
 
-// putBack adds positions to the marks of event ev kept for the next refresh
-// (also the way back for marks a failed refresh took).
-func (s *Snapshots) putBack(marks *map[string]map[int64]struct{}, ev string, ps []int64) {
+// ClaimedAfter is Claimed for a holder who claimed waited after their
+// admission token was issued (negative: unknown); the position's first
+// grant adds it to the report tally, once per position.
+func (s *Snapshots) ClaimedAfter(ev string, pos int64, waited time.Duration) {
+	s.putBack(&s.claimed, ev, []int64{pos}, []int64{waitSeconds(waited)})
+}
+
+// waitSeconds is a wait in whole seconds, -1 for an unknown (negative) one.
+func waitSeconds(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return int64(d / time.Second)
+}
+
+// putBack adds positions and their waits to the marks of event ev kept for
+// the next refresh (also the way back for marks a failed refresh took). A
+// position marked twice keeps the shorter known wait.
+func (s *Snapshots) putBack(marks *map[string]map[int64]int64, ev string, ps, waits []int64) {
 	if len(ps) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if *marks == nil {
-		*marks = map[string]map[int64]struct{}{}
+		*marks = map[string]map[int64]int64{}
 	}
 	m := (*marks)[ev]
 	if m == nil {
-		m = map[int64]struct{}{}
+		m = map[int64]int64{}
 		(*marks)[strings.Clone(ev)] = m
 	}
-	for _, p := range ps {
-		m[p] = struct{}{}
+	for i, p := range ps {
+		w := int64(-1)
+		if i < len(waits) {
+			w = waits[i]
+		}
+		if old, ok := m[p]; ok && (w < 0 || (old >= 0 && old <= w)) {
+			continue
+		}
+		m[p] = w
 	}
 }
 
-// take removes and returns the marks of event ev.
-func (s *Snapshots) take(marks *map[string]map[int64]struct{}, ev string) []int64 {
+// take removes and returns the marks of event ev and their waits.
+func (s *Snapshots) take(marks *map[string]map[int64]int64, ev string) (ps, waits []int64) {
 	s.mu.Lock()
 	m := (*marks)[ev]
 	delete(*marks, ev)
 	s.mu.Unlock()
-	out := make([]int64, 0, len(m))
-	for p := range m {
-		out = append(out, p)
+	ps, waits = make([]int64, 0, len(m)), make([]int64, 0, len(m))
+	for p, w := range m {
+		ps = append(ps, p)
+		waits = append(waits, w)
 	}
-	return out
+	return ps, waits
 }
 
 // Run refreshes every interval until ctx is done. Errors go to onErr. From

@@ -42,6 +42,10 @@ type Limits struct {
 	Status StatusBudget `json:"status"`
 	// PoW asks joiners for a proof of work.
 	PoW PoW `json:"pow"`
+	// Captcha asks joiners to pass a hosted captcha (captcha.go).
+	//
+	// Default: off
+	Captcha Captcha `json:"captcha"`
 	// InviteOnly admits to join only callers with a signed invite for
 	// this event and their user id (anteroom invite).
 	InviteOnly bool `json:"invite_only"`
@@ -123,6 +127,7 @@ func (l *Limits) Defaults() {
 	if l.PoW.TTLSeconds == 0 {
 		l.PoW.TTLSeconds = 300
 	}
+	l.Captcha.defaults()
 }
 
 func (b *Budget) defaults(d Budget) {
@@ -168,7 +173,7 @@ func (l *Limits) Validate() error {
 	case l.PoW.TTLSeconds < 10 || l.PoW.TTLSeconds > 3600:
 		return fmt.Errorf("%w: limits.pow.ttl_seconds must be between 10 and 3600", ErrInvalid)
 	}
-	return nil
+	return l.Captcha.validate()
 }
 
 func (r Rate) validate() string {

@@ -72,6 +72,7 @@ type liveJSON struct {
 func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
 	out := adminEventJSON{Config: cfg, Friction: s.friction(&cfg)}
 	out.Config.Webhooks = event.RedactWebhooks(cfg.Webhooks) // secrets are write-only
+	out.Config.Limits.Captcha = cfg.Limits.Captcha.Redacted()
 	sale, ok := s.deps.Sales.Get(cfg.ID)
 	if !ok || !sale.WindowFrozen {
 		out.Config.Seed = ""

@@ -45,7 +45,8 @@ func (s *Server) record(c *fiber.Ctx, action, ev string, before, after any) {
 }
 
 // configDiff returns the fields of two configurations that differ, as
-// before and after maps; the seed and webhook secrets are never included.
+// before and after maps; the seed, webhook and captcha secrets are never
+// included.
 func configDiff(old, next *event.Config) (before, after map[string]json.RawMessage) {
 	flat := func(cfg *event.Config) map[string]json.RawMessage {
 		m := map[string]json.RawMessage{}
@@ -54,6 +55,7 @@ func configDiff(old, next *event.Config) (before, after map[string]json.RawMessa
 		}
 		c := *cfg
 		c.Seed, c.Webhooks = "", event.RedactWebhooks(cfg.Webhooks)
+		c.Limits.Captcha = cfg.Limits.Captcha.Redacted()
 		b, _ := json.Marshal(c)
 		_ = json.Unmarshal(b, &m)
 		return m

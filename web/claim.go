@@ -61,7 +61,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.deps.Sales.Claimed(cfg.ID, adm.Pos) // the admission is used: max_active counts the claim while pending
+	s.deps.Sales.ClaimedAfter(cfg.ID, adm.Pos, s.now().Sub(adm.IssuedAt)) // the admission is used: max_active counts the claim while pending
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
 	status := fiber.StatusCreated

@@ -50,6 +50,15 @@ type publicEventJSON struct {
 	ShardWindows    []int64     `json:"shard_window_sizes,omitempty"` // W_s, with join shards
 	Joined          int64       `json:"joined"`
 	Admitted        int64       `json:"admitted"`
+	// Captcha names the widget join asks for: provider and public site
+	// key, never the secret.
+	Captcha *publicCaptchaJSON `json:"captcha,omitempty"`
+}
+
+type publicCaptchaJSON struct {
+	Provider string `json:"provider"`
+	SiteKey  string `json:"site_key"`
+	Header   string `json:"header"`
 }
 
 // coarse rounds stock down to two significant digits above 100, so the
@@ -83,6 +92,9 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 		if sale.Order != nil {
 			out.ShardWindows = sale.Order.Windows()
 		}
+	}
+	if cc := &cfg.Limits.Captcha; cc.On() {
+		out.Captcha = &publicCaptchaJSON{Provider: cc.Provider, SiteKey: cc.SiteKey, Header: CaptchaHeader}
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
 	return c.JSON(out)

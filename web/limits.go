@@ -56,6 +56,7 @@ type edge struct {
 	seed        maphash.Seed
 	pow         powKey
 	invites     *Invites
+	captcha     *captchaVerifier
 	// anonymous is true when callers are anonymous visitors: the event
 	// limits left at their default then add friction (friction.go).
 	anonymous bool
@@ -79,6 +80,7 @@ func newEdge(cfg *Config, deps *Deps) (*edge, error) {
 	if e.invites, err = NewInvites(secret); err != nil {
 		return nil, err
 	}
+	e.captcha = newCaptchaVerifier(cfg)
 	e.anonymous = anonymousIdentity(deps.Identity)
 	return e, nil
 }
@@ -134,8 +136,8 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// guardJoin runs join's defences for user: invite, proof of work, then
-// the distributed rate limits. The proof of work and the per-IP budget
+// guardJoin runs join's defences for user: invite, proof of work, the
+// distributed rate limits, then the captcha (a call to its provider). The proof of work and the per-IP budget
 // follow the node's identity mode where staff left them at their default.
 func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
@@ -156,7 +158,10 @@ func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	}
 	budget := lim.Join
 	budget.IP = cfg.JoinIPRate(s.edge.anonymous)
-	return s.rateLimit(c, "join", cfg.ID, budget, s.cfg.GlobalJoin, device, user)
+	if err := s.rateLimit(c, "join", cfg.ID, budget, s.cfg.GlobalJoin, device, user); err != nil {
+		return err
+	}
+	return s.checkCaptcha(c, cfg)
 }
 
 // guardClaim runs claim's defences for user: the distributed rate limits,

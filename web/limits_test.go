@@ -39,8 +39,8 @@ type (
 	}
 )
 
-func (f limSales) Get(id string) (*admission.Sale, bool) { return f.sale, id == f.sale.Config.ID }
-func (f limSales) Present(string, int64)                 {}
+func (f limSales) Get(id string) (*admission.Sale, bool)     { return f.sale, id == f.sale.Config.ID }
+func (f limSales) PresentAfter(string, int64, time.Duration) {}
 func (f limJoiner) Join(ctx context.Context, ev, user string, _ queue.Times) (queue.Entry, error) {
 	return f.join(ctx, ev, user)
 }

@@ -40,6 +40,7 @@ const unmatched = "unmatched"
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
 	if err := c.Next(); err != nil {
+		s.countRefusal(c, err)
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 )
@@ -133,6 +134,8 @@ func toProblem(err error) (*Problem, bool) {
 		return problem(fiber.StatusConflict, "limit_reached", "this device or payment method has already been used by another account in this sale"), true
 	case errors.Is(err, ErrInviteInvalid):
 		return problem(fiber.StatusForbidden, "forbidden", "the invite is invalid, for someone else or expired"), true
+	case errors.Is(err, report.ErrNotInView):
+		return retryLater("degraded", "this node has not read the event yet; retry in a moment", 1), true
 	case errors.Is(err, claim.ErrSoldOut):
 		return problem(fiber.StatusGone, "sold_out", "no stock left"), true
 	case errors.Is(err, claim.ErrNotFound):

@@ -20,6 +20,7 @@ import (
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
@@ -55,6 +56,7 @@ var sentinels = []struct {
 	{"internal/staff.ErrExists", staff.ErrExists, http.StatusConflict, "conflict"},
 	{"internal/staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
 	{"internal/staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
+	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
 	{"web.ErrInviteInvalid", web.ErrInviteInvalid, http.StatusForbidden, "forbidden"},
 	// Errors that never reach a handler: a weak secret stops the node at
 	// start, a bad webhook signature is the shop's verifier's answer, a

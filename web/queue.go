@@ -120,7 +120,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		s.deps.Sales.Present(cfg.ID, d.Position)
+		s.deps.Sales.PresentAfter(cfg.ID, d.Position, now.Sub(t.IssuedAt)) // the report tallies the wait
 		s.deps.Observe.tokenIssued(cfg.ID)
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()

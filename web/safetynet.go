@@ -92,7 +92,7 @@ func (s *Server) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	s.deps.Sales.Present(cfg.ID, pos)
+	s.deps.Sales.PresentAfter(cfg.ID, pos, -1) // the wait is not known here
 	s.deps.Observe.tokenIssued(cfg.ID)
 	exp := a.ExpiresAt.UTC()
 	setAdmissionCookie(c, cfg.ID, tok, exp)

@@ -17,6 +17,7 @@ import (
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
@@ -27,8 +28,8 @@ type (
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
-		Present(ev string, pos int64)
-		Claimed(ev string, pos int64)
+		PresentAfter(ev string, pos int64, waited time.Duration)
+		ClaimedAfter(ev string, pos int64, waited time.Duration)
 		All() []*admission.Sale
 	}
 	joiner interface {
@@ -133,6 +134,12 @@ type Deps struct {
 	// their joins 503 and makes their gate send everyone to the waiting
 	// page.
 	Rooms rooms
+	// Report builds an event's post-sale report (report.Builder.Build);
+	// nil answers 503.
+	Report func(ctx context.Context, ev string) (report.Report, error)
+	// Refusals counts what join and claim refused, by reason, for the
+	// report (*report.Refusals); nil counts nothing.
+	Refusals refusalCounter
 }
 
 // Config tunes the edge.
@@ -188,6 +195,17 @@ type Config struct {
 	//
 	// Default: DefaultMaxInFlight
 	MaxInFlight int
+	// CaptchaSiteverifyURL replaces the captcha providers' siteverify
+	// endpoints (https, fixed per provider) with one URL, for tests and
+	// development only: a local stub server. Never set it in production.
+	//
+	// Default: the providers' endpoints
+	CaptchaSiteverifyURL string
+	// CaptchaTimeout bounds one siteverify call; a provider that does not
+	// answer in time refuses the join (503 captcha_unavailable).
+	//
+	// Default: 3s
+	CaptchaTimeout time.Duration
 	// GlobalJoin and GlobalClaim are the deployment's total budgets of
 	// joins and claims per second over all events and nodes.
 	//
@@ -287,6 +305,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	adm.Put("/page", s.allow(staff.Admin, false), s.putPageDraft)
 	adm.Post("/page/publish", s.allow(staff.Admin, false), s.publishPage)
 	adm.Get("/preview", s.allow(staff.Viewer, false), s.previewPage)
+	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)
+	adm.Get("/report.csv", s.allow(staff.Viewer, false), s.exportReport)
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
 	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
@@ -302,7 +322,9 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
 	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
 	app.Get("/admin/", s.consolePage)
+	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/pow.js", s.powScript)
+	app.Get("/assets/captcha.js", s.captchaScript)
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/assets/room.js", s.roomScript)
 	app.Get("/e/:id", s.page)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,7 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 	globalJoin := fs.String("global-join-rate", env("GLOBAL_JOIN_RATE", "0"), "joins per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_JOIN_RATE)")
 	webhookHTTP := fs.String("webhook-allow-http", env("WEBHOOK_ALLOW_HTTP", "false"), "accept http (not only https) webhook URLs; unsafe outside tests and loopback relays (ANTEROOM_WEBHOOK_ALLOW_HTTP)")
 	clockSkew := fs.String("clock-skew", env("CLOCK_SKEW", "0"), "DRILL ONLY: shift this node's clock, e.g. +3s or -30s, at most ±5m; logged at start (ANTEROOM_CLOCK_SKEW)")
+	devSiteverify := fs.String("dev-captcha-siteverify-url", env("DEV_CAPTCHA_SITEVERIFY_URL", ""), "development only: send every captcha check to this siteverify URL (a local stub) instead of the provider's (ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL)")
 	globalClaim := fs.String("global-claim-rate", env("GLOBAL_CLAIM_RATE", "0"), "claims per second over all events and nodes; 0: unlimited (ANTEROOM_GLOBAL_CLAIM_RATE)")
 	return func() (node.Config, error) {
 		cfg := node.Config{
@@ -94,6 +96,12 @@ func nodeFlags(fs *flag.FlagSet, getenv func(string) string, logTo io.Writer) fu
 		}
 		if cfg.ClockSkew, err = clock.ParseSkew(*clockSkew); err != nil {
 			return cfg, fmt.Errorf("ANTEROOM_CLOCK_SKEW: %w", err)
+		}
+		if v := *devSiteverify; v != "" {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return cfg, fmt.Errorf("dev captcha siteverify url %q: want an absolute http(s) URL", v)
+			}
+			cfg.CaptchaSiteverifyURL = v
 		}
 		if cfg.WebhookAllowHTTP, err = strconv.ParseBool(*webhookHTTP); err != nil {
 			return cfg, fmt.Errorf("webhook allow http %q: want true or false", *webhookHTTP)

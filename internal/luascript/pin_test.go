@@ -19,7 +19,7 @@ var pins = map[string]struct {
 	sha1    string
 }{
 	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
-	"admission/advance.lua":         {2, "fcaaf12f7e4b90387b4dd8882b5bcf9d847fd1e4"},
+	"admission/advance.lua":         {3, "4b01139f1c9395e3b55c6d164bea6998b0feca28"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
 	"claim/confirm.lua":             {1, "c6788db37239b54e11e79de0e1519b4c299f63c9"},

@@ -138,6 +138,17 @@ type Config struct {
 	//
 	// Default: false
 	WebhookAllowHTTP bool
+	// CaptchaSiteverifyURL sends every captcha check to this URL instead
+	// of the provider's siteverify endpoint: for tests and development
+	// only (a local stub), asked for by name
+	// (ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL).
+	//
+	// Default: the providers' endpoints
+	CaptchaSiteverifyURL string
+	// CaptchaTimeout bounds one siteverify call.
+	//
+	// Default: 3s
+	CaptchaTimeout time.Duration
 	// AccessLog says which requests get an access-log line: off, errors
 	// (5xx answers and requests slower than SlowRequest) or all.
 	//

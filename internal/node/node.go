@@ -19,6 +19,7 @@ import (
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/gofiber/fiber/v2"
@@ -118,9 +119,14 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}
 	events := event.NewStore(back.rdb)
 	claims := claim.NewStore(back.rdb)
+	if cfg.CaptchaSiteverifyURL != "" {
+		cfg.Log.Warn("captcha tokens are checked by a development siteverify URL, not by the providers", "url", cfg.CaptchaSiteverifyURL)
+	}
 	frontier := admission.NewFrontier(back.rdb)
 	snaps := admission.NewSnapshots(events, frontier, claims)
 	snaps.UseClock(clk)
+	refusals := report.NewRefusals(back.rdb)
+	reports := &report.Builder{Configs: events, Tallies: frontier, Sales: snaps, Refusals: refusals, JS: js}
 	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
 	if err != nil {
@@ -158,7 +164,8 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		}
 	}
 	app, err := web.New(web.Config{
-		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
+		AdminToken: adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: issuer.Algorithms(),
 		AccessLog: cfg.AccessLog, SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
@@ -174,6 +181,13 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
+		Refusals: refusals,
+		Report: func(ctx context.Context, ev string) (report.Report, error) {
+			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
+				return report.Report{}, err
+			}
+			return reports.Build(ctx, ev)
+		},
 	})
 	if err != nil {
 		_ = limitRDB.Close()
@@ -196,6 +210,9 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	logErr := func(what string) func(error) {
 		return func(err error) { cfg.Log.Warn(what, "err", err) }
 	}
+	// Refusal counts reach Redis every second, and once more on Close,
+	// in manual mode too (they drive nothing a test steps through).
+	n.goLoop(func() { refusals.Run(lctx, time.Second, logErr("refusals")) })
 	if !cfg.Manual {
 		n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
 		n.goLoop(func() {

@@ -46,7 +46,7 @@ const m = window.anteroom = {};
 let info = null, offset = 0, bestRtt = Infinity, evCount = 0, unknown = false;
 let me = load("me"), res = load("res"), st = null, stAt = 0, tok = null, tokExp = 0;
 let notice = null, maxAhead = 0, busy = false, timer = 0, fails = 0, strikes = 0, clTries = 0, joining = false, claiming = false, hashOk = null;
-let said = "", saidKey = "", saidAt = 0, pow = null, powTries = 0;
+let said = "", saidKey = "", saidAt = 0, pow = null, powTries = 0, captcha = null, capTries = 0;
 const due = {jn: Infinity, cm: Infinity, st: me && !res ? 0 : Infinity, cl: res && res.k === "granted" && res.status === "pending" ? 0 : Infinity, ev: 0};
 const now = () => Date.now() + offset;
 
@@ -159,10 +159,44 @@ function loadPow() {
     document.head.appendChild(s);
   });
 }
+// loadScript loads a same-origin helper script once.
+function loadScript(src, name) {
+  return window[name] ? Promise.resolve() : new Promise((ok, fail) => {
+    const s = document.createElement("script");
+    s.src = src;
+    s.onload = ok;
+    s.onerror = () => fail(new Error(src));
+    document.head.appendChild(s);
+  });
+}
+// captchaBox is where the captcha widget goes: the page's #captchaBox, or
+// one added after the join button (an operator's template may lack it).
+function captchaBox() {
+  let box = $("captchaBox");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "captchaBox";
+    const b = $("join");
+    if (b && b.parentNode) b.parentNode.insertBefore(box, b.nextSibling); else document.body.appendChild(box);
+  }
+  return box;
+}
 async function join() {
   joining = true;
   try {
-    const {r, j} = await api("POST", base + "/join", pow ? {h: {"X-PoW": pow}} : {});
+    const h = {};
+    if (pow) h["X-PoW"] = pow;
+    if (captcha) h["X-Captcha"] = captcha;
+    captcha = null; // a captcha token is good for one join
+    const {r, j} = await api("POST", base + "/join", {h});
+    if ((j.code === "captcha_required" || j.code === "captcha_failed") && info && info.captcha && capTries++ < 3) {
+      await loadScript("/assets/captcha.js", "anteroomCaptcha");
+      const box = captchaBox();
+      captcha = await window.anteroomCaptcha.token(info.captcha, box);
+      box.hidden = true;
+      due.jn = Date.now();
+      return;
+    }
     if (j.code === "pow_required" && powTries++ < 3) {
       notice = {k: "pow"};
       render();

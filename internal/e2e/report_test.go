@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestConsoleReport: after a small sale — three admitted, two of them
+// claiming the two units — staff open the post-sale report from the
+// console and see its figures and charts (inline SVG, no external
+// script), on a laptop and on a phone without sideways scrolling; a
+// viewer account may read it.
+func TestConsoleReport(t *testing.T) {
+	n := startNode(t)
+	createSale(t, n, "rep", sale{supply: 2, name: "Report drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 100})
+	var toks []string
+	var whos []map[string]string
+	for range 3 {
+		tok, who := admit(t, n, "rep")
+		toks, whos = append(toks, tok), append(whos, who)
+	}
+	for i, who := range whos[:2] { // the third never claims
+		who["Authorization"] = "Bearer " + toks[i]
+		if a := call(t, http.MethodPost, n.URL()+"/events/rep/claim", who, nil); a.status != http.StatusCreated {
+			t.Fatalf("claim: %d %s", a.status, a.raw)
+		}
+	}
+	// A viewer may read the report, in both formats.
+	createAccount(t, n, bearerOf(n.AdminToken), "vera", "viewer")
+	viewer := staffSignIn(t, n, "vera", "password of vera")
+	for _, path := range []string{"/report", "/report.csv"} {
+		if a := call(t, http.MethodGet, n.URL()+"/admin/events/rep"+path, viewer, nil); a.status != http.StatusOK {
+			t.Errorf("a viewer reads %s: %d %s", path, a.status, a.raw)
+		}
+	}
+	browser := startBrowser(t)
+	staff := signIn(t, browser, n)
+	selectEvent(staff, "rep")
+	link := eval[string](staff, `document.getElementById("report").href`)
+	if link != n.URL()+"/admin/report?event=rep" {
+		t.Fatalf("the console links the report at %q", link)
+	}
+	staff.do(chromedp.Navigate(link))
+	checkReport(t, staff)
+	staff.shot("report")
+
+	phone := newTab(t, browser, "report-phone", phoneW, phoneH, nil)
+	phone.do(chromedp.Navigate(n.URL() + "/admin/"))
+	phone.waitJS("the sign-in form", `!document.getElementById("signin").hidden`, 10*time.Second)
+	phone.do(chromedp.SendKeys(chromedp.ID("token"), n.AdminToken), chromedp.Click(chromedp.CSS(`#signin button`)))
+	phone.waitJS("the console", `!document.getElementById("app").hidden`, 10*time.Second)
+	phone.do(chromedp.Navigate(n.URL() + "/admin/report?event=rep"))
+	checkReport(t, phone)
+	if w := eval[int](phone, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
+		t.Errorf("the report scrolls sideways on a phone by %d px", w)
+	}
+	phone.shot("report")
+}
+
+// checkReport waits for the report page to draw and checks its figures.
+func checkReport(t *testing.T, p *tab) {
+	t.Helper()
+	p.waitJS("the report", `location.pathname === "/admin/report" && document.querySelectorAll("#tiles .tile").length > 0`, 15*time.Second)
+	tile := func(label string) string {
+		return eval[string](p, `[...document.querySelectorAll("#tiles .tile")].find((d) => d.querySelector(".l").textContent === "`+label+`").querySelector(".v").textContent`)
+	}
+	for label, want := range map[string]string{"Joined": "3", "Admitted": "3", "Present": "3", "Granted": "2", "Buyers": "2"} {
+		if got := tile(label); got != want {
+			t.Errorf("report tile %s = %q, want %q", label, got, want)
+		}
+	}
+	for _, chart := range []string{"funnel", "j2a", "a2c"} {
+		if n := eval[int](p, `document.querySelectorAll("#`+chart+` rect").length`); n == 0 {
+			t.Errorf("chart %s drew no bars", chart)
+		}
+	}
+	if got := eval[string](p, `document.querySelector("#lanes td").textContent`); got != "default" {
+		t.Errorf("lane %q, want default", got)
+	}
+	if href := eval[string](p, `document.getElementById("csv").getAttribute("href")`); href != "/admin/events/rep/report.csv" {
+		t.Errorf("CSV link %q", href)
+	}
+}

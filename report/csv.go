@@ -1,0 +1,84 @@
+package report
+
+import (
+	"encoding/csv"
+	"io"
+	"strconv"
+	"time"
+)
+
+// CSVHeader is the first row of WriteCSV: every later row is one figure.
+var CSVHeader = []string{"section", "metric", "value"}
+
+// WriteCSV writes r as CSV, one figure a row (section, metric, value), in
+// the order of the JSON: a spreadsheet pivots it as it likes. Wait
+// histograms have one row per bucket, metric "le_<bound>s" or "gt_<bound>s"
+// for the last.
+func WriteCSV(w io.Writer, r *Report) error {
+	cw := csv.NewWriter(w)
+	row := func(section, metric, value string) {
+		_ = cw.Write([]string{section, metric, cellSafe(value)})
+	}
+	num := func(section, metric string, n int64) { row(section, metric, strconv.FormatInt(n, 10)) }
+	_ = cw.Write(CSVHeader)
+	row("event", "id", r.Event)
+	row("event", "name", r.Name)
+	row("event", "generated_at", r.GeneratedAt.Format(time.RFC3339))
+	num("event", "supply", r.Supply)
+	f := r.Funnel
+	for _, v := range []struct {
+		k string
+		n int64
+	}{
+		{"joined", f.Joined}, {"admitted", f.Admitted}, {"present", f.Present}, {"no_shows", f.NoShows},
+		{"granted", f.Granted}, {"released", f.Released}, {"confirmed", f.Confirmed},
+		{"buyers", f.Buyers}, {"units_granted", f.UnitsGranted}, {"units_released", f.UnitsReleased},
+	} {
+		num("funnel", v.k, v.n)
+	}
+	for _, h := range []struct {
+		name string
+		w    Waits
+	}{{"join_to_admission", r.JoinToAdmission}, {"admission_to_claim", r.AdmissionToClaim}} {
+		for i, n := range h.w.Counts {
+			num(h.name, bucketName(h.w.BoundsSeconds, i), n)
+		}
+		num(h.name, "count", h.w.Count)
+		row(h.name, "mean_seconds", strconv.FormatFloat(h.w.MeanSeconds, 'f', 2, 64))
+	}
+	for _, l := range r.Lanes {
+		s := "lane:" + l.Lane
+		num(s, "joined", l.Joined)
+		num(s, "admitted", l.Admitted)
+		num(s, "buyers", l.Buyers)
+		row(s, "conversion", strconv.FormatFloat(l.Conversion, 'f', 4, 64))
+	}
+	for _, x := range r.Refusals {
+		num("refusals", x.Reason, x.Count)
+	}
+	row("draw", "mode", string(r.Draw.Mode))
+	row("draw", "seed_commitment", r.Draw.SeedCommitment)
+	row("draw", "seed", r.Draw.Seed)
+	if r.Draw.WindowSize != nil {
+		num("draw", "window_size", *r.Draw.WindowSize)
+	}
+	row("draw", "window_closes_at", r.Draw.WindowClosesAt.Format(time.RFC3339))
+	cw.Flush()
+	return cw.Error()
+}
+
+// bucketName names bucket i of a histogram over bounds.
+func bucketName(bounds []int64, i int) string {
+	if i < len(bounds) {
+		return "le_" + strconv.FormatInt(bounds[i], 10) + "s"
+	}
+	return "gt_" + strconv.FormatInt(bounds[len(bounds)-1], 10) + "s"
+}
+
+// cellSafe keeps a spreadsheet from reading a cell as a formula.
+func cellSafe(v string) string {
+	if v != "" && (v[0] == '=' || v[0] == '+' || v[0] == '-' || v[0] == '@') {
+		return "'" + v
+	}
+	return v
+}

@@ -1,0 +1,255 @@
+// Package report builds an event's post-sale report: the funnel (joined,
+// admitted, present, no-shows, claims granted, released and confirmed),
+// the waits from join to admission and from admission to claim, conversion
+// per lane, refusals by reason and the draw's verification data.
+//
+// Every figure comes from durable state, never from one node's memory: the
+// event's configuration and admission counters in Redis (the frontier hash
+// and the wait histograms advance.lua keeps, the refusal counts Refusals
+// flushes), and the order stream and the order worker's records on
+// JetStream. Any node, started at any time, builds the same report.
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/event"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Report is one event's post-sale report. Its JSON is the download of
+// GET /admin/events/{id}/report.
+type Report struct {
+	Event       string    `json:"event"`
+	Name        string    `json:"name"`
+	GeneratedAt time.Time `json:"generated_at"`
+	// Supply is the units on sale (supply − reserve).
+	Supply int64  `json:"supply"`
+	Funnel Funnel `json:"funnel"`
+	// JoinToAdmission is the time from joining to the first admission
+	// token, once per person who fetched one; AdmissionToClaim the time
+	// from the admission token a claim used to the person's first grant.
+	JoinToAdmission  Waits `json:"join_to_admission"`
+	AdmissionToClaim Waits `json:"admission_to_claim"`
+	// Lanes is the conversion per lane; "default" until lanes exist.
+	Lanes    []Lane    `json:"lanes"`
+	Refusals []Refusal `json:"refusals"`
+	Draw     Draw      `json:"draw"`
+}
+
+// Funnel counts people and claims from joining to a confirmed order.
+type Funnel struct {
+	Joined int64 `json:"joined"`
+	// Admitted is min(F, joined): positions the frontier reached.
+	Admitted int64 `json:"admitted"`
+	// Present fetched an admission token; NoShows were admitted, never
+	// fetched one within the grace, and the frontier moved past them.
+	Present int64 `json:"present"`
+	NoShows int64 `json:"no_shows"`
+	// Claims by distinct claim id on the order stream; Confirmed as the
+	// order worker recorded them.
+	Granted   int64 `json:"granted"`
+	Released  int64 `json:"released"`
+	Confirmed int64 `json:"confirmed"`
+	// Buyers are the distinct users granted at least one claim;
+	// UnitsGranted and UnitsReleased count units.
+	Buyers        int64 `json:"buyers"`
+	UnitsGranted  int64 `json:"units_granted"`
+	UnitsReleased int64 `json:"units_released"`
+}
+
+// Waits is a wait histogram: Counts[i] waits of at most BoundsSeconds[i]
+// seconds (and more than the bound before), the last entry beyond them.
+type Waits struct {
+	BoundsSeconds []int64 `json:"bounds_seconds"`
+	Counts        []int64 `json:"counts"`
+	Count         int64   `json:"count"`
+	MeanSeconds   float64 `json:"mean_seconds"`
+}
+
+// Lane is the conversion of one lane: Buyers / Joined.
+type Lane struct {
+	Lane       string  `json:"lane"`
+	Joined     int64   `json:"joined"`
+	Admitted   int64   `json:"admitted"`
+	Buyers     int64   `json:"buyers"`
+	Conversion float64 `json:"conversion"`
+}
+
+// DefaultLane names the lane of everyone when an event has no lanes.
+const DefaultLane = "default"
+
+// Refusal is how many requests the edge refused for one reason:
+// "<join|claim>.<problem code>", e.g. join.pow_required, claim.sold_out.
+type Refusal struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}
+
+// Draw is what anyone needs to verify the shuffle or the lottery (see
+// anteroom verify): the commitment published before the sale and, once
+// the window closed, the seed and the window size.
+type Draw struct {
+	Mode           event.Mode `json:"mode"`
+	SeedCommitment string     `json:"seed_commitment"`
+	Seed           string     `json:"seed,omitempty"`
+	WindowSize     *int64     `json:"window_size,omitempty"`
+	WindowClosesAt time.Time  `json:"window_closes_at"`
+}
+
+// Consumer-side interfaces of the report's sources.
+type (
+	configs interface {
+		Get(ctx context.Context, id string) (event.Config, error)
+	}
+	tallies interface {
+		Tally(ctx context.Context, ev string) (admission.Tally, error)
+	}
+	// sales is the node's view, refreshed from Redis every tick: joined
+	// and the frozen window size come from it (with join shards they are
+	// read from every shard on the tick).
+	sales interface {
+		Get(id string) (*admission.Sale, bool)
+	}
+	refusalCounts interface {
+		Read(ctx context.Context, ev string) (map[string]int64, error)
+	}
+)
+
+// LaneCounts is what a lane source says of one lane; Builder.Lanes is the
+// hook for lanes: nil gives the one DefaultLane from the funnel.
+type LaneCounts struct {
+	Lane             string
+	Joined, Admitted int64
+	// Users are the users of the lane, to count its buyers from the
+	// order stream; nil for the lane of everyone not in another.
+	Users map[string]bool
+}
+
+// Builder builds reports. Its fields are the sources; all but Lanes are
+// required.
+type Builder struct {
+	Configs  configs
+	Tallies  tallies
+	Sales    sales
+	Refusals refusalCounts
+	JS       jetstream.JetStream
+	// Lanes, when set, splits the funnel by lane (each lane's joined and
+	// admitted); nil reports one lane, DefaultLane.
+	Lanes func(ctx context.Context, ev string) ([]LaneCounts, error)
+	// Now is the clock of GeneratedAt.
+	//
+	// Default: time.Now
+	Now func() time.Time
+}
+
+// ErrNotInView is returned for an event the node has not read yet.
+var ErrNotInView = errors.New("report: the event is not in this node's view yet")
+
+// Build reads every source of event ev's report. Errors wrap the failing
+// source's error; event.ErrNotFound for an unknown event.
+func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
+	cfg, err := b.Configs.Get(ctx, ev)
+	if err != nil {
+		return Report{}, err
+	}
+	sale, ok := b.Sales.Get(cfg.ID)
+	if !ok {
+		return Report{}, ErrNotInView
+	}
+	tally, err := b.Tallies.Tally(ctx, cfg.ID)
+	if err != nil {
+		return Report{}, err
+	}
+	refused, err := b.Refusals.Read(ctx, cfg.ID)
+	if err != nil {
+		return Report{}, err
+	}
+	orders, err := b.orders(ctx, cfg.ID)
+	if err != nil {
+		return Report{}, err
+	}
+	now := time.Now
+	if b.Now != nil {
+		now = b.Now
+	}
+	r := Report{
+		Event: cfg.ID, Name: cfg.Name, GeneratedAt: now().UTC(), Supply: cfg.OnSale(),
+		JoinToAdmission: waitsOf(tally.JoinToAdmission), AdmissionToClaim: waitsOf(tally.AdmissionToClaim),
+		Draw: Draw{Mode: cfg.Mode, SeedCommitment: cfg.SeedCommitment, WindowClosesAt: cfg.WindowEnd()},
+	}
+	f := &r.Funnel
+	f.Joined = sale.Joined
+	f.Admitted = min(int64(tally.Frontier), sale.Joined)
+	f.Present, f.NoShows = tally.Present, tally.NoShows
+	f.Granted, f.Released, f.Confirmed = int64(len(orders.granted)), int64(len(orders.released)), orders.confirmed
+	f.Buyers, f.UnitsGranted, f.UnitsReleased = int64(len(orders.buyers)), orders.unitsGranted, orders.unitsReleased
+	if sale.WindowFrozen {
+		r.Draw.Seed = cfg.Seed
+		w := sale.Window
+		r.Draw.WindowSize = &w
+	}
+	if r.Lanes, err = b.lanes(ctx, cfg.ID, f, orders.buyers); err != nil {
+		return Report{}, err
+	}
+	r.Refusals = make([]Refusal, 0, len(refused))
+	for reason, n := range refused {
+		r.Refusals = append(r.Refusals, Refusal{Reason: reason, Count: n})
+	}
+	slices.SortFunc(r.Refusals, func(a, b Refusal) int { return strings.Compare(a.Reason, b.Reason) })
+	return r, nil
+}
+
+// lanes splits the funnel by lane; without a lane source, one lane.
+func (b *Builder) lanes(ctx context.Context, ev string, f *Funnel, buyers map[string]bool) ([]Lane, error) {
+	if b.Lanes == nil {
+		return []Lane{newLane(DefaultLane, f.Joined, f.Admitted, f.Buyers)}, nil
+	}
+	counts, err := b.Lanes(ctx, ev)
+	if err != nil {
+		return nil, fmt.Errorf("lanes of %s: %w", ev, err)
+	}
+	out := make([]Lane, 0, len(counts))
+	rest := int64(len(buyers))
+	for _, lc := range counts {
+		if lc.Users == nil {
+			continue
+		}
+		var n int64
+		for u := range buyers {
+			if lc.Users[u] {
+				n++
+			}
+		}
+		rest -= n
+		out = append(out, newLane(lc.Lane, lc.Joined, lc.Admitted, n))
+	}
+	for _, lc := range counts {
+		if lc.Users == nil {
+			out = append(out, newLane(lc.Lane, lc.Joined, lc.Admitted, rest))
+		}
+	}
+	return out, nil
+}
+
+func newLane(name string, joined, admitted, buyers int64) Lane {
+	l := Lane{Lane: name, Joined: joined, Admitted: admitted, Buyers: buyers}
+	if joined > 0 {
+		l.Conversion = float64(buyers) / float64(joined)
+	}
+	return l
+}
+
+func waitsOf(h admission.Histogram) Waits {
+	w := Waits{BoundsSeconds: admission.WaitBounds, Counts: h.Counts, Count: h.Count}
+	if h.Count > 0 {
+		w.MeanSeconds = float64(h.SumSeconds) / float64(h.Count)
+	}
+	return w
+}
