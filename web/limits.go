@@ -13,6 +13,7 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -54,7 +55,7 @@ type edge struct {
 	status      *limit.Local
 	seed        maphash.Seed
 	pow         powKey
-	invites     *Invites
+	invites     *tokens.Invites
 	// anonymous is true when callers are anonymous visitors: the event
 	// limits left at their default then add friction (friction.go).
 	anonymous bool
@@ -71,7 +72,7 @@ func newEdge(cfg *Config, deps *Deps) *edge {
 		e.maxInFlight = DefaultMaxInFlight
 	}
 	e.proxies, _ = parseProxies(cfg.TrustedProxies)
-	e.invites, _ = NewInvites(secret)
+	e.invites, _ = tokens.NewInvites(secret)
 	e.anonymous = anonymousIdentity(deps.Identity)
 	return e
 }
@@ -133,8 +134,8 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
-	if lim.InviteOnly && s.edge.invites.Verify(c.Get(InviteHeader), cfg.ID, user, now) != nil {
-		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+InviteHeader)
+	if lim.InviteOnly && s.edge.invites.Verify(c.Get(tokens.InviteHeader), cfg.ID, user, now) != nil {
+		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+tokens.InviteHeader)
 		p.Title = "Invitation required"
 		return p
 	}

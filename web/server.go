@@ -65,15 +65,31 @@ type (
 	}
 )
 
-// Deps are the domain services the handlers use. All are required.
+// Deps are the domain services the handlers use.
+//
+// Required: Sales, Joiner, Tickets, Admitter, Claims, Store, Configs,
+// Identity, JWKS and Ready. New does not check them; a request whose
+// handler reaches a nil one is answered 500 by the recover middleware.
+// Tests that serve only some routes may leave the others' services nil.
+//
+// Optional: every field after Ready; each one's comment says what nil (or
+// empty) does.
 type Deps struct {
-	Sales    sales
-	Joiner   joiner
-	Tickets  tickets
+	// Sales is the node-local snapshot of every sale (*admission.Snapshots).
+	Sales sales
+	// Joiner hands out sequence numbers (*queue.Joiner, wrapped by lifecycle.Joiner).
+	Joiner joiner
+	// Tickets signs and verifies queue tickets (*tokens.Tickets, or a TicketCache over it).
+	Tickets tickets
+	// Admitter issues and verifies admission tokens (*tokens.Issuer).
 	Admitter admitter
-	Claims   claimer
-	Store    claimStore
-	Configs  configStore
+	// Claims runs claims and releases (*claim.Service).
+	Claims claimer
+	// Store reads claims and stock (*claim.Store).
+	Store claimStore
+	// Configs keeps event configurations (*event.Store).
+	Configs configStore
+	// Identity names the caller.
 	Identity Identity
 	// JWKS returns the public key set as JSON.
 	JWKS func() []byte
@@ -95,7 +111,8 @@ type Deps struct {
 	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
 	Limiter limiter
 	// Reservations bind device ids and payment fingerprints to one user
-	// per event (*limit.Reservations), for events that ask for it.
+	// per event (*limit.Reservations), for events that ask for it; nil
+	// answers such events' claims 503 degraded.
 	Reservations reserver
 	// StaffThrottle counts failed admin authentications per client
 	// address (*staff.Throttle in Redis, shared by every node).

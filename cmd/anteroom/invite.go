@@ -13,7 +13,6 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/tokens"
-	"github.com/anteroom/anteroom/web"
 )
 
 // invite prints a signed enqueue token that lets one user join one
@@ -45,14 +44,14 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 	if err != nil {
 		return err
 	}
-	inv, err := web.NewInvites(secret)
+	inv, err := tokens.NewInvites(secret)
 	if err != nil {
 		return err
 	}
 	exp := now().Add(*ttl)
 	fmt.Fprintln(stdout, inv.Sign(*ev, *user, exp))
 	fmt.Fprintf(stderr, "invite for user %q to event %q, valid until %s; send it as %s on join or as /e/%s?invite=<token>\n",
-		*user, *ev, exp.UTC().Format(time.RFC3339), web.InviteHeader, *ev)
+		*user, *ev, exp.UTC().Format(time.RFC3339), tokens.InviteHeader, *ev)
 	return nil
 }
 

@@ -1,10 +1,11 @@
-package web
+package tokens
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -27,13 +28,15 @@ type Invites struct {
 	key []byte
 }
 
-// InviteHeader carries the invite on join.
+// InviteHeader is the request header in which a caller presents an invite
+// on join (the edge reads it; the package itself knows no HTTP).
 const InviteHeader = "X-Invite-Token"
 
-// Invite errors.
+// Invite errors. ErrInviteInvalid wraps [ErrInvalid], as every
+// verification failure of this package does.
 var (
-	ErrInviteInvalid = errors.New("web: invite invalid, for someone else or expired")
-	errShortSecret   = errors.New("web: the edge secret must be at least 32 bytes")
+	ErrInviteInvalid = fmt.Errorf("%w: invite for someone else, another event, or expired", ErrInvalid)
+	errShortSecret   = errors.New("tokens: the invite secret must be at least 32 bytes")
 )
 
 // NewInvites returns Invites keyed by secret (the ticket secret, at least
@@ -45,7 +48,8 @@ func NewInvites(secret []byte) (*Invites, error) {
 	return &Invites{key: deriveKey(secret, "anteroom invite v1")}, nil
 }
 
-// deriveKey gives each use of the shared secret a key of its own.
+// deriveKey gives each use of the shared secret a key of its own (the
+// edge derives its proof-of-work key the same way, with another label).
 func deriveKey(secret []byte, label string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(label))

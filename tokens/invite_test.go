@@ -1,0 +1,48 @@
+package tokens
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestInvites(t *testing.T) {
+	if _, err := NewInvites(make([]byte, 16)); err == nil {
+		t.Fatal("a 16-byte secret was accepted")
+	}
+	inv, _ := NewInvites(bytes.Repeat([]byte{9}, 32))
+	other, _ := NewInvites(make([]byte, 32))
+	now := time.Unix(1_800_000_000, 0)
+	tok := inv.Sign("ev", "alice", now.Add(time.Hour))
+	cases := []struct {
+		name, tok, ev, user string
+		at                  time.Time
+		ok                  bool
+	}{
+		{"valid", tok, "ev", "alice", now, true},
+		{"replayed by the same user", tok, "ev", "alice", now.Add(time.Minute), true},
+		{"another user", tok, "ev", "bob", now, false},
+		{"another event", tok, "ev2", "alice", now, false},
+		{"expired", tok, "ev", "alice", now.Add(time.Hour), false},
+		{"another deployment", other.Sign("ev", "alice", now.Add(time.Hour)), "ev", "alice", now, false},
+		{"expiry moved", "inv1.1900000000" + tok[len("inv1.1800003600"):], "ev", "alice", now, false},
+		{"leading zero", "inv1.0" + tok[len("inv1."):], "ev", "alice", now, false},
+		{"empty", "", "ev", "alice", now, false},
+		{"garbage", "inv1.x.y", "ev", "alice", now, false},
+	}
+	for _, tc := range cases {
+		if err := inv.Verify(tc.tok, tc.ev, tc.user, tc.at); (err == nil) != tc.ok {
+			t.Errorf("%s: got %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestInviteErrorIsInvalid: an invite failure is one of the package's
+// verification failures, as the package's invariant says.
+func TestInviteErrorIsInvalid(t *testing.T) {
+	inv, _ := NewInvites(bytes.Repeat([]byte{9}, 32))
+	if err := inv.Verify("garbage", "ev", "alice", time.Now()); !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrInviteInvalid) {
+		t.Fatalf("got %v, want ErrInviteInvalid wrapping ErrInvalid", err)
+	}
+}
