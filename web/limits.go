@@ -56,6 +56,7 @@ type edge struct {
 	seed        maphash.Seed
 	pow         powKey
 	invites     *tokens.Invites
+	passes      *tokens.Passes
 	// anonymous is true when callers are anonymous visitors: the event
 	// limits left at their default then add friction (friction.go).
 	anonymous bool
@@ -73,6 +74,7 @@ func newEdge(cfg *Config, deps *Deps) *edge {
 	}
 	e.proxies, _ = parseProxies(cfg.TrustedProxies)
 	e.invites, _ = tokens.NewInvites(secret)
+	e.passes, _ = tokens.NewPasses(secret)
 	e.anonymous = anonymousIdentity(deps.Identity)
 	return e
 }

@@ -129,12 +129,16 @@ type Deps struct {
 	Accounts staffAccounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
 	Audit auditLog
-	// EdgeSecret keys proof-of-work challenges and invites: the ticket
+	// EdgeSecret keys proof-of-work challenges, invites and bypass
+	// passes: the ticket
 	// secret, the same on every node.
 	//
 	// Default: a random secret of this process (challenges and invites
 	// then verify on this node only)
 	EdgeSecret []byte
+	// Passes keeps bypass passes' uses, revocations and counters
+	// (*admission.Passes); nil answers pass minting and redemption 503.
+	Passes passStore
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog
@@ -289,6 +293,9 @@ func New(cfg Config, deps Deps) *fiber.App {
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
 	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
 	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
+	adm.Post("/passes", s.allow(staff.Operator, false), s.mintPass)
+	adm.Get("/passes", s.allow(staff.Viewer, false), s.listPasses)
+	adm.Delete("/passes/:pass", s.allow(staff.Operator, false), s.revokePass)
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
 	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
