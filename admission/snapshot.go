@@ -34,6 +34,18 @@ type Sale struct {
 	Rate float64
 	// Refreshed is the node's clock when the view was taken.
 	Refreshed time.Time
+	// Lanes are the views of the event's lanes, in the order of
+	// Config.Lanes (lane index i+1); nil without lanes.
+	Lanes []LaneView
+}
+
+// LaneView is one node's view of one lane of an event (see event.Lane).
+type LaneView struct {
+	Reading
+	// Perm orders the lane's window once it is frozen (Window > 0).
+	Perm queue.Permutation
+	// Rate is the lane's admission rate: its share of admit_rate.
+	Rate float64
 }
 
 // configs is what Snapshots needs from the event store.
@@ -167,7 +179,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		}
 	}
 	step := Step{
-		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || left <= 0,
+		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond * cfg.DefaultShare(), Hold: cfg.Paused || left <= 0,
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
@@ -180,8 +192,12 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		s.putBack(&s.claimed, id, step.Claimed)
 		return nil, err
 	}
+	lanes, err := s.refreshLanes(ctx, &cfg, step, prev)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: left <= 0, Refreshed: now, Rate: cfg.AdmitRatePerSecond, Order: order}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: left <= 0, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes}
 	if order != nil {
 		sale.Joined = order.Joined()
 	}
@@ -212,12 +228,25 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 // an admission token; the next refresh marks the position present (so it is
 // not counted as a no-show) and active until the token expires. Safe for
 // concurrent use; cheap (no Redis).
-func (s *Snapshots) Present(ev string, pos int64) { s.putBack(&s.present, ev, []int64{pos}) }
+func (s *Snapshots) Present(ev string, pos int64) { s.mark(&s.present, ev, pos) }
 
 // Claimed records that the holder of position pos in event ev was granted a
 // claim: the next refresh ends the admission's hold on max_active (a pending
 // claim holds it while it is pending). Safe for concurrent use; no Redis.
-func (s *Snapshots) Claimed(ev string, pos int64) { s.putBack(&s.claimed, ev, []int64{pos}) }
+func (s *Snapshots) Claimed(ev string, pos int64) { s.mark(&s.claimed, ev, pos) }
+
+// mark keeps pos, a position of the default lane or one made by
+// queue.Laned, for the next refresh of its lane. A position of no lane
+// (admission.PassPosition) is no frontier's business and is dropped.
+func (s *Snapshots) mark(marks *map[string]map[int64]struct{}, ev string, pos int64) {
+	lane, n := queue.Unlane(pos)
+	switch {
+	case lane == 0:
+		s.putBack(marks, ev, []int64{pos})
+	case lane <= event.MaxLanes:
+		s.putBack(marks, laneMarks(ev, lane), []int64{n})
+	}
+}
 
 // putBack adds positions to the marks of event ev kept for the next refresh
 // (also the way back for marks a failed refresh took).

@@ -56,6 +56,10 @@ type Config struct {
 	JoinShards int `json:"join_shards"`
 	// Webhooks receive the sale's lifecycle events (see webhook.go).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// Lanes give groups of people a share of the admission rate and an
+	// earlier start (see lanes.go). Names, order and starts lock once the
+	// queue opens.
+	Lanes []Lane `json:"lanes,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -183,6 +187,9 @@ func (c *Config) Validate() error {
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)
 	}
 	if err := c.validateWebhooks(); err != nil {
+		return err
+	}
+	if err := c.validateLanes(); err != nil {
 		return err
 	}
 	return c.Limits.Validate()

@@ -12,9 +12,13 @@ import (
 )
 
 // Invites sign and verify enqueue tokens for invite-only (pre-registered)
-// events:
+// events and for lanes (event.Lane):
 //
 //	"inv1." expiry (unix seconds) "." base64url(HMAC-SHA256(key, "inv1" event user expiry))
+//	"inv2." expiry "." lane "." base64url(HMAC-SHA256(key, "inv2" event user expiry lane))
+//
+// The second form also puts its holder in the named lane; the lane is
+// signed, so nobody moves an invite to another lane.
 //
 // with key derived from the deployment's ticket secret, so every node
 // verifies what `anteroom invite` signed. A token names neither its event
@@ -71,30 +75,69 @@ func (v *Invites) Sign(ev, user string, exp time.Time) string {
 	return "inv1." + e + "." + base64.RawURLEncoding.EncodeToString(v.mac(ev, user, e))
 }
 
+// SignLane returns the invite of user to lane of event ev, valid until
+// exp. lane is a lane name (at most 32 characters, no '.'); "" signs the
+// plain invite Sign does.
+func (v *Invites) SignLane(ev, user, lane string, exp time.Time) string {
+	if lane == "" {
+		return v.Sign(ev, user, exp)
+	}
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return "inv2." + e + "." + lane + "." + base64.RawURLEncoding.EncodeToString(v.macLane(ev, user, e, lane))
+}
+
+func (v *Invites) macLane(ev, user, exp, lane string) []byte {
+	m := hmac.New(sha256.New, v.key)
+	for _, p := range []string{"inv2", ev, user, exp, lane} {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
 // Verify checks that tok invites user to ev at now. Every failure is
 // ErrInviteInvalid.
 func (v *Invites) Verify(tok, ev, user string, now time.Time) error {
+	_, err := v.VerifyLane(tok, ev, user, now)
+	return err
+}
+
+// VerifyLane checks that tok invites user to ev at now and returns the
+// lane it names ("" for a plain invite). Every failure is
+// ErrInviteInvalid.
+func (v *Invites) VerifyLane(tok, ev, user string, now time.Time) (string, error) {
 	if len(tok) > 128 {
-		return ErrInviteInvalid
+		return "", ErrInviteInvalid
 	}
-	rest, ok := strings.CutPrefix(tok, "inv1.")
-	if !ok {
-		return ErrInviteInvalid
+	var f []string
+	if rest, ok := strings.CutPrefix(tok, "inv1."); ok {
+		f = strings.Split(rest, ".")
+		if len(f) != 2 {
+			return "", ErrInviteInvalid
+		}
+		f = []string{f[0], "", f[1]}
+	} else if rest, ok := strings.CutPrefix(tok, "inv2."); ok {
+		if f = strings.Split(rest, "."); len(f) != 3 || f[1] == "" || len(f[1]) > 32 {
+			return "", ErrInviteInvalid
+		}
+	} else {
+		return "", ErrInviteInvalid
 	}
-	e, sig, ok := strings.Cut(rest, ".")
-	if !ok {
-		return ErrInviteInvalid
-	}
+	e, lane, sig := f[0], f[1], f[2]
 	exp, err := strconv.ParseInt(e, 10, 64)
 	if err != nil || strconv.FormatInt(exp, 10) != e {
-		return ErrInviteInvalid
+		return "", ErrInviteInvalid
+	}
+	want := v.mac(ev, user, e)
+	if lane != "" {
+		want = v.macLane(ev, user, e, lane)
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, v.mac(ev, user, e)) {
-		return ErrInviteInvalid
+	if err != nil || !hmac.Equal(got, want) {
+		return "", ErrInviteInvalid
 	}
 	if !now.Before(time.Unix(exp, 0)) {
-		return ErrInviteInvalid
+		return "", ErrInviteInvalid
 	}
-	return nil
+	return lane, nil
 }

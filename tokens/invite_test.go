@@ -46,3 +46,34 @@ func TestInviteErrorIsInvalid(t *testing.T) {
 		t.Fatalf("got %v, want ErrInviteInvalid wrapping ErrInvalid", err)
 	}
 }
+
+// TestLaneInvites: a lane invite names its lane, which nobody can change,
+// and is bound to its user and event like a plain one.
+func TestLaneInvites(t *testing.T) {
+	inv, _ := NewInvites(bytes.Repeat([]byte{9}, 32))
+	now := time.Unix(1_800_000_000, 0)
+	tok := inv.SignLane("ev", "alice", "members", now.Add(time.Hour))
+	if lane, err := inv.VerifyLane(tok, "ev", "alice", now); err != nil || lane != "members" {
+		t.Fatalf("got %q %v, want members", lane, err)
+	}
+	if err := inv.Verify(tok, "ev", "alice", now); err != nil {
+		t.Fatalf("a lane invite is an invite: %v", err)
+	}
+	if lane, err := inv.VerifyLane(inv.Sign("ev", "alice", now.Add(time.Hour)), "ev", "alice", now); err != nil || lane != "" {
+		t.Fatalf("plain invite: got %q %v", lane, err)
+	}
+	moved := "inv2.1800003600.partner." + tok[len("inv2.1800003600.members."):]
+	for name, bad := range map[string]string{"another lane": moved, "empty lane": "inv2.1800003600.." + tok[len("inv2.1800003600.members."):]} {
+		if _, err := inv.VerifyLane(bad, "ev", "alice", now); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("%s: got %v, want ErrInviteInvalid", name, err)
+		}
+	}
+	for _, who := range [][2]string{{"ev", "bob"}, {"ev2", "alice"}} {
+		if _, err := inv.VerifyLane(tok, who[0], who[1], now); err == nil {
+			t.Errorf("the invite also admits %v", who)
+		}
+	}
+	if _, err := inv.VerifyLane(tok, "ev", "alice", now.Add(time.Hour)); err == nil {
+		t.Error("an expired lane invite was accepted")
+	}
+}
