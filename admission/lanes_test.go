@@ -85,3 +85,36 @@ func TestLaneEarlyStart(t *testing.T) {
 		t.Errorf("a default joiner: %+v, want prequeue", d)
 	}
 }
+
+// TestLaneNoShowsAndPresence: presence marks of lane members reach the
+// lane's own bitmap, and the lane credits its own no-shows; the default
+// lane, with nobody in it, neither admits nor credits anyone.
+func TestLaneNoShowsAndPresence(t *testing.T) {
+	r := testenv.StartRedis(t)
+	rdb := r.Client(t)
+	now := time.Now()
+	g := newSaleRig(t, rdb, event.Config{
+		ID: "ns", Supply: 100, PrequeueOpensAt: now.Add(-time.Hour), StartsAt: now, EndsAt: now.Add(time.Hour),
+		AdmitRatePerSecond: 40, NoShowGraceSeconds: 2,
+		Lanes: []event.Lane{{Name: "members", Share: 0.5}},
+	}, 0)
+	ctx := context.Background()
+	if err := rdb.Set(ctx, queue.KeysForLane("ns", 1).Seq, 1000, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	g.tick(t, "the lane to admit", func(s *admission.Sale) bool { return s.Lanes[0].Frontier >= 1 })
+	g.snaps.Present("ns", queue.Laned(1, 1))
+	s := g.tick(t, "the lane's no-shows", func(s *admission.Sale) bool { return s.Lanes[0].NoShows >= 1 })
+	if s.Frontier != 0 || s.NoShows != 0 {
+		t.Errorf("the empty default lane: frontier %.1f, no-shows %d", s.Frontier, s.NoShows)
+	}
+	if bit, _ := rdb.GetBit(ctx, "ar:{ns}:l:1:present", 1).Result(); bit != 1 {
+		t.Error("lane position 1 was not marked present in the lane's bitmap")
+	}
+	if n, _ := rdb.Exists(ctx, "ar:{ns}:present").Result(); n != 0 {
+		t.Error("a lane member's presence reached the default lane's bitmap")
+	}
+	if got := s.Lanes[0].NoShows; float64(got) > s.Lanes[0].Frontier-1 {
+		t.Errorf("%d no-shows of %.1f admitted: the present member was counted", got, s.Lanes[0].Frontier)
+	}
+}

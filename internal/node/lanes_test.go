@@ -80,6 +80,11 @@ func TestLaneByInvite(t *testing.T) {
 	if str(st.body, "state") != "prequeue" {
 		t.Errorf("the default lane before the sale: %s, want prequeue", st.raw)
 	}
+	v := call(t, http.MethodGet, n.URL()+"/admin/events/lanes", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	live, _ := v.body["live"].(map[string]any)
+	if lanes, _ := live["lanes"].([]any); len(lanes) != 1 || lanes[0].(map[string]any)["joined"] != 1.0 || lanes[0].(map[string]any)["admit_rate_per_second"] != 5.0 {
+		t.Errorf("admin view of the lanes: %s", v.raw)
+	}
 	c := call(t, http.MethodPost, n.URL()+"/events/lanes/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + tok, "Idempotency-Key": "k1"}, nil)
 	if c.status != http.StatusCreated {
 		t.Fatalf("claim with a lane admission: %d %s", c.status, c.raw)
