@@ -138,17 +138,27 @@ func (p *Passes) Refused(ctx context.Context, ev, id string) error {
 }
 
 // Revoke revokes pass id of event ev and returns it before and after.
-// ErrPassUnknown for no such pass; revoking twice changes nothing and
-// returns the same record twice.
+// ErrPassUnknown for no such pass. Revoking a revoked pass changes nothing
+// and returns the same record as before and after (so of two concurrent
+// revocations exactly one sees a change).
 func (p *Passes) Revoke(ctx context.Context, ev, id, by string, at time.Time) (before, after PassRecord, err error) {
 	if before, err = p.Get(ctx, ev, id); err != nil {
 		return before, after, err
 	}
-	if err := p.revoke.Run(ctx, p.rdb, []string{passKey(ev, id), PassCountsKey(ev)}, by, at.Unix()).Err(); err != nil {
+	code, err := p.revoke.Run(ctx, p.rdb, []string{passKey(ev, id), PassCountsKey(ev)}, by, at.Unix()).Int()
+	if err != nil {
 		return before, after, fmt.Errorf("pass revoke %s: %w", ev, err)
 	}
-	after, err = p.Get(ctx, ev, id)
-	return before, after, err
+	if code == 1 {
+		return before, after, ErrPassUnknown
+	}
+	if after, err = p.Get(ctx, ev, id); err != nil {
+		return before, after, err
+	}
+	if code == 2 { // revoked already, perhaps a moment ago by someone else
+		before = after
+	}
+	return before, after, nil
 }
 
 // Get returns pass id of event ev, or ErrPassUnknown.

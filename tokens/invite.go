@@ -132,8 +132,9 @@ func (v *Invites) VerifyLane(tok, ev, user string, now time.Time) (string, error
 	if lane != "" {
 		want = v.macLane(ev, user, e, lane)
 	}
+	// The decoder skips CR and LF: only the canonical encoding counts.
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, want) {
+	if err != nil || base64.RawURLEncoding.EncodeToString(got) != sig || !hmac.Equal(got, want) {
 		return "", ErrInviteInvalid
 	}
 	if !now.Before(time.Unix(exp, 0)) {

@@ -3,6 +3,8 @@ package tokens
 import (
 	"bytes"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,6 +32,7 @@ func TestInvites(t *testing.T) {
 		{"leading zero", "inv1.0" + tok[len("inv1."):], "ev", "alice", now, false},
 		{"empty", "", "ev", "alice", now, false},
 		{"garbage", "inv1.x.y", "ev", "alice", now, false},
+		{"newline in the signature", tok[:20] + "\n" + tok[20:], "ev", "alice", now, false}, // found by FuzzInviteVerifyLane
 	}
 	for _, tc := range cases {
 		if err := inv.Verify(tc.tok, tc.ev, tc.user, tc.at); (err == nil) != tc.ok {
@@ -76,4 +79,27 @@ func TestLaneInvites(t *testing.T) {
 	if _, err := inv.VerifyLane(tok, "ev", "alice", now.Add(time.Hour)); err == nil {
 		t.Error("an expired lane invite was accepted")
 	}
+}
+
+// FuzzInviteVerifyLane: no input makes VerifyLane panic or accept an
+// invite it did not sign.
+func FuzzInviteVerifyLane(f *testing.F) {
+	inv, _ := NewInvites(bytes.Repeat([]byte{9}, 32))
+	exp := time.Unix(1_900_000_000, 0)
+	lane := inv.SignLane("ev", "alice", "members", exp)
+	plain := inv.Sign("ev", "alice", exp)
+	f.Add(lane)
+	f.Add(plain)
+	f.Add("inv2.1.a.b")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := inv.VerifyLane(s, "ev", "alice", time.Unix(1_800_000_000, 0))
+		if err == nil && s != lane && s != plain && inv.SignLane("ev", "alice", got, exp) != s {
+			// Another expiry is fine only if it is what SignLane makes of it.
+			e := strings.Split(strings.TrimPrefix(strings.TrimPrefix(s, "inv1."), "inv2."), ".")[0]
+			n, _ := strconv.ParseInt(e, 10, 64)
+			if inv.SignLane("ev", "alice", got, time.Unix(n, 0)) != s {
+				t.Fatalf("accepted %q (lane %q), which SignLane does not make", s, got)
+			}
+		}
+	})
 }

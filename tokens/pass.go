@@ -115,8 +115,9 @@ func (p *Passes) Verify(tok, ev string, now time.Time) (ps Pass, expired bool, e
 	if err1 != nil || err2 != nil || strconv.FormatInt(exp, 10) != f[1] || strconv.Itoa(uses) != f[2] || uses < 0 || uses > MaxPassUses {
 		return Pass{}, false, ErrPassInvalid
 	}
+	// The decoder skips CR and LF: only the canonical encoding counts.
 	got, err := base64.RawURLEncoding.DecodeString(f[3])
-	if err != nil || !hmac.Equal(got, p.mac(ev, f[0], f[1], f[2])) {
+	if err != nil || base64.RawURLEncoding.EncodeToString(got) != f[3] || !hmac.Equal(got, p.mac(ev, f[0], f[1], f[2])) {
 		return Pass{}, false, ErrPassInvalid
 	}
 	ps = Pass{ID: f[0], Event: ev, ExpiresAt: time.Unix(exp, 0), Uses: uses}

@@ -38,6 +38,7 @@ func TestPasses(t *testing.T) {
 		{"leading zero", "ps1.0123456789abcdef.01800003600.2." + tok[len("ps1.0123456789abcdef.1800003600.2."):], "ev", now, false, false},
 		{"empty", "", "ev", now, false, false},
 		{"garbage", "ps1.a.b.c.d", "ev", now, false, false},
+		{"newline in the signature", tok[:40] + "\r\n" + tok[40:], "ev", now, false, false},
 	}
 	for _, tc := range cases {
 		got, expired, err := p.Verify(tc.tok, tc.ev, tc.at)
