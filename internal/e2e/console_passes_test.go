@@ -53,4 +53,20 @@ func TestConsolePasses(t *testing.T) {
 	if a := redeem(); a.status != http.StatusForbidden || str(a.body, "code") != "pass_revoked" {
 		t.Errorf("a revoked pass: %d %s, want 403 pass_revoked", a.status, a.raw)
 	}
+
+	// A sale with a lane shows the lane's own queue.
+	now := time.Now().UTC().Truncate(time.Second)
+	laned, _ := json.Marshal(map[string]any{"name": "Laned", "supply": 10, "prequeue_opens_at": now.Add(-2 * time.Second),
+		"starts_at": now.Add(30 * time.Minute), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
+		"lanes": []any{map[string]any{"name": "members", "share": 0.25, "starts_at": now.Add(-time.Second)}}})
+	if a := call(t, http.MethodPut, n.URL()+"/admin/events/laned", map[string]string{"Authorization": "Bearer " + n.AdminToken}, laned); a.status != http.StatusCreated {
+		t.Fatalf("create laned: %d %s", a.status, a.raw)
+	}
+	op.waitJS("the laned sale listed", `document.querySelector('button[data-id="laned"]') !== null`, 15*time.Second)
+	selectEvent(op, "laned")
+	op.waitJS("the lane's row", `(() => { const r = document.querySelector('#laneList tr[data-name="members"]'); return r !== null && !document.getElementById("laneBox").hidden && r.children[1].textContent === "2.5"; })()`, 10*time.Second)
+	if op.visible("passAlert") {
+		t.Errorf("the pass panel of another sale still shows %q", op.text("passAlert"))
+	}
+	op.shot("lanes-phone")
 }
