@@ -30,7 +30,7 @@ func TestLaneShareHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	const eps = 1e-6
-	g.tick(t, "both lanes to advance", func(s *admission.Sale) bool {
+	s := g.tick(t, "both lanes to advance", func(s *admission.Sale) bool {
 		if len(s.Lanes) != 1 {
 			t.Fatalf("view has %d lanes, want 1", len(s.Lanes))
 		}
@@ -41,6 +41,9 @@ func TestLaneShareHeld(t *testing.T) {
 		}
 		return lane >= 10 && def >= 30
 	})
+	el := s.Lanes[0].ServerTime.Sub(now).Seconds()
+	t.Logf("after %.3fs: lane %.2f admitted (bound %.2f), default %.2f (bound %.2f), total bound %.2f",
+		el, s.Lanes[0].Frontier, share*rate*el, s.Frontier, (1-share)*rate*el, rate*el)
 }
 
 // TestLaneEarlyStart: a lane starting an hour before the sale admits its
