@@ -44,7 +44,7 @@ func titleOf(code string) string {
 		return "Bad request"
 	case "unauthenticated":
 		return "Authentication required"
-	case "forbidden", "not_admitted", "not_open", "not_selected", "invite_required", "pass_invalid", "pass_revoked", "pass_used_up":
+	case "forbidden", "not_admitted", "not_open", "not_selected", "invite_required", "invite_invalid", "pass_invalid", "pass_revoked", "pass_used_up":
 		return "Not allowed"
 	case "unknown_event", "not_found":
 		return "Not found"
