@@ -39,6 +39,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -129,6 +130,9 @@ type Step struct {
 	// frontier then never passes Order.Settled() and W is Order.Window().
 	// Nil for a queue on one slot, whose keys the script reads itself.
 	Order *queue.Order
+	// Lane is the index of the lane advanced (see queue/lanes.go): the
+	// script runs unchanged on the lane's own keys. 0 is the default lane.
+	Lane int
 }
 
 // Reading is the state of one event's queue at one Redis instant.
@@ -154,7 +158,7 @@ type Reading struct {
 // (at most s.MaxCredit) plus the no-shows found, within the caps, records the present and claimed
 // positions, and returns the new reading.
 func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, error) {
-	k := queue.KeysFor(ev)
+	k := queue.KeysForLane(ev, s.Lane)
 	hold := 0
 	if s.Hold {
 		hold = 1
@@ -181,6 +185,10 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		}
 	}
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev)}
+	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally
+		tag := "ar:{" + ev + "}:l:" + strconv.Itoa(s.Lane) + ":"
+		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed"}
+	}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)

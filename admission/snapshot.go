@@ -42,6 +42,18 @@ type Sale struct {
 	Stale int64
 	// marks are the samples Stale is taken from (safety-net rooms only).
 	marks []mark
+	// Lanes are the views of the event's lanes, in the order of
+	// Config.Lanes (lane index i+1); nil without lanes.
+	Lanes []LaneView
+}
+
+// LaneView is one node's view of one lane of an event (see event.Lane).
+type LaneView struct {
+	Reading
+	// Perm orders the lane's window once it is frozen (Window > 0).
+	Perm queue.Permutation
+	// Rate is the lane's admission rate: its share of admit_rate.
+	Rate float64
 }
 
 // configs is what Snapshots needs from the event store.
@@ -198,7 +210,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	// A safety-net room has no stock: it is never sold out.
 	soldOut := left <= 0 && !cfg.IsSafetyNet()
 	step := Step{
-		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond, Hold: cfg.Paused || soldOut,
+		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond * cfg.DefaultShare(), Hold: cfg.Paused || soldOut,
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
@@ -219,8 +231,12 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		s.putBack(&s.claimed, id, step.Claimed, step.ClaimedWait)
 		return nil, err
 	}
+	lanes, err := s.refreshLanes(ctx, &cfg, step, prev)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: cfg.AdmitRatePerSecond, Order: order}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes}
 	if order != nil {
 		sale.Joined = order.Joined()
 	}
@@ -266,7 +282,7 @@ func (s *Snapshots) Present(ev string, pos int64) { s.PresentAfter(ev, pos, -1) 
 // the position present adds the wait to the event's report tally (see
 // Tally), once per position.
 func (s *Snapshots) PresentAfter(ev string, pos int64, waited time.Duration) {
-	s.putBack(&s.present, ev, []int64{pos}, []int64{waitSeconds(waited)})
+	s.mark(&s.present, ev, pos, waitSeconds(waited))
 }
 
 // Claimed records that the holder of position pos in event ev was granted a
@@ -274,11 +290,25 @@ func (s *Snapshots) PresentAfter(ev string, pos int64, waited time.Duration) {
 // claim holds it while it is pending). Safe for concurrent use; no Redis.
 func (s *Snapshots) Claimed(ev string, pos int64) { s.ClaimedAfter(ev, pos, -1) }
 
+// mark keeps pos, a position of the default lane or one made by
+// queue.Laned, and its holder's wait for the next refresh of its lane. A
+// position of no lane (admission.PassPosition) is no frontier's business
+// and is dropped.
+func (s *Snapshots) mark(marks *map[string]map[int64]int64, ev string, pos, wait int64) {
+	lane, n := queue.Unlane(pos)
+	switch {
+	case lane == 0:
+		s.putBack(marks, ev, []int64{pos}, []int64{wait})
+	case lane <= event.MaxLanes:
+		s.putBack(marks, laneMarks(ev, lane), []int64{n}, []int64{wait})
+	}
+}
+
 // ClaimedAfter is Claimed for a holder who claimed waited after their
 // admission token was issued (negative: unknown); the position's first
 // grant adds it to the report tally, once per position.
 func (s *Snapshots) ClaimedAfter(ev string, pos int64, waited time.Duration) {
-	s.putBack(&s.claimed, ev, []int64{pos}, []int64{waitSeconds(waited)})
+	s.mark(&s.claimed, ev, pos, waitSeconds(waited))
 }
 
 // waitSeconds is a wait in whole seconds, -1 for an unknown (negative) one.

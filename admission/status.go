@@ -34,6 +34,10 @@ type Decision struct {
 	ETA time.Duration
 	// PollAfter is when the client should ask again, jittered.
 	PollAfter time.Duration
+	// Lane is the lane's index (0: the default lane); Position and Ahead
+	// count within it, and the admission's position is
+	// queue.Laned(Lane, Position).
+	Lane int
 }
 
 // Poll limits: the front polls every MinPoll, the far back every MaxPoll,
@@ -72,6 +76,9 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 	if !now.Before(c.EndsAt) {
 		return Decision{State: Closed, PollAfter: MaxPoll}
 	}
+	if lane, n := queue.Unlane(p.Seq); lane > 0 {
+		return decideLane(s, lane, n, now)
+	}
 	seq, shardWindow := p.Seq, s.Window
 	if s.Order != nil {
 		shardWindow = s.Order.ShardWindow(p.Shard)
@@ -92,6 +99,17 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 	case s.Window > 0:
 		pos = queue.Position(s.Perm, seq)
 	}
+	rate := s.Rate
+	if rate <= 0 {
+		rate = c.AdmitRatePerSecond
+	}
+	return decideAt(s, pos, f, rate, c.WindowEnd(), now)
+}
+
+// decideAt answers for position pos of a queue whose frontier is f,
+// admitting rate a second from start.
+func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time) Decision {
+	c := &s.Config
 	admitted := pos <= f
 	switch {
 	case s.SoldOut && c.Mode == event.Lottery && !admitted:
@@ -104,12 +122,8 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 		return Decision{State: Admitted, Position: pos, PollAfter: jitter(MaxPoll)}
 	}
 	ahead := pos - f - 1
-	rate := s.Rate
-	if rate <= 0 {
-		rate = c.AdmitRatePerSecond
-	}
 	eta := time.Duration(float64(ahead+1) / rate * float64(time.Second))
-	if start := c.WindowEnd(); now.Before(start) {
+	if now.Before(start) {
 		eta += start.Sub(now)
 	}
 	return Decision{State: Waiting, Position: pos, Ahead: ahead, ETA: eta, PollAfter: jitter(clamp(eta/4, MinPoll, PollCap(s)))}

@@ -64,6 +64,10 @@ type Config struct {
 	// apart): the Pages version at which it was published; 0 for the
 	// built-in page. Set by publishing, never by a PUT of the event.
 	PageVersion int64 `json:"page_version,omitempty"`
+	// Lanes give groups of people a share of the admission rate and an
+	// earlier start (see lanes.go). Names, order and starts lock once the
+	// queue opens.
+	Lanes []Lane `json:"lanes,omitempty"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -199,6 +203,9 @@ func (c *Config) Validate() error {
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)
 	}
 	if err := c.validateWebhooks(); err != nil {
+		return err
+	}
+	if err := c.validateLanes(); err != nil {
 		return err
 	}
 	return c.Limits.Validate()

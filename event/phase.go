@@ -67,6 +67,7 @@ func lockRules(old, next *Config) []lockRule {
 		{StockChanged(old, next), old.StartsAt, "supply, reserve_units and buckets cannot change after the sale has started"},
 		{!next.PrequeueOpensAt.Equal(old.PrequeueOpensAt), old.PrequeueOpensAt, "prequeue_opens_at cannot change after the queue has opened"},
 		{next.JoinShards != old.JoinShards, old.PrequeueOpensAt, "join_shards cannot change after the queue has opened"},
+		{lanesShape(old.Lanes, next.Lanes), old.PrequeueOpensAt, "the lanes' names, order and starts cannot change after the queue has opened"},
 	}
 }
 

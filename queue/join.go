@@ -32,6 +32,7 @@ const userShards = 16384
 
 // Entry is a user's place in an event's queue.
 type Entry struct {
+	// Seq is the sequence number; in a lane, Laned(lane, its number).
 	Seq      int64
 	JoinedAt time.Time // whole seconds
 	// Window is the frozen window size W, or 0 while the window is open.
@@ -76,6 +77,10 @@ type Times struct {
 	Opens, WindowEnd, JoinEnd time.Time
 	// Shards is the event's join shard count S; 0 means 1.
 	Shards int
+	// Lane is the index of the lane joined (see lanes.go); 0 is the
+	// default lane. A lane has one shard; its WindowEnd is the lane's
+	// start.
+	Lane int
 }
 
 // Join gives user a sequence number in event ev, or returns the one they
@@ -88,7 +93,10 @@ type Times struct {
 func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, error) {
 	script, shard := j.join, 0
 	keys := []string{seqKey(ev), userKey(ev, user), windowKey(ev)}
-	if t.Shards > 1 {
+	if t.Lane > 0 {
+		tag := laneTag(ev, t.Lane)
+		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w"}
+	} else if t.Shards > 1 {
 		script, shard = j.shard, ShardOf(user, t.Shards)
 		tag := shardTag(ev, shard)
 		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w", tag + "sec"}
@@ -114,7 +122,7 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 	case 3:
 		return Entry{}, ErrClosed
 	}
-	return Entry{Seq: res[1], JoinedAt: time.Unix(res[2], 0), Window: w, Existing: res[0] == 1, Shard: shard}, nil
+	return Entry{Seq: Laned(t.Lane, res[1]), JoinedAt: time.Unix(res[2], 0), Window: w, Existing: res[0] == 1, Shard: shard}, nil
 }
 
 func seqKey(ev string) string    { return "ar:{" + ev + "}:seq" }

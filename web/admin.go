@@ -67,6 +67,21 @@ type liveJSON struct {
 	ServerTime     time.Time `json:"server_time"`
 	// OrderLag is how far the order worker trails the order stream.
 	OrderLag *claim.Lag `json:"order_lag,omitempty"`
+	// Lanes are the event's lanes' own queues; the figures above are the
+	// default lane's.
+	Lanes []laneLiveJSON `json:"lanes,omitempty"`
+}
+
+// laneLiveJSON is one lane's live figures.
+type laneLiveJSON struct {
+	Name         string    `json:"name"`
+	Rate         float64   `json:"admit_rate_per_second"`
+	StartsAt     time.Time `json:"starts_at"`
+	Joined       int64     `json:"joined"`
+	Frontier     float64   `json:"frontier"`
+	WindowFrozen bool      `json:"window_frozen"`
+	WindowSize   int64     `json:"window_size"`
+	NoShows      int64     `json:"no_shows"`
 }
 
 func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
@@ -86,6 +101,13 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 		adm := min(int64(sale.Frontier), sale.Joined)
 		out.Live.Admitted, out.Live.QueueLength, out.Live.SoldOut = adm, sale.Joined-adm, sale.SoldOut
 		out.Live.WindowClosesAt, out.Live.ServerTime = cfg.WindowEnd(), s.now().UTC()
+		for i, v := range sale.Lanes {
+			if i < len(cfg.Lanes) {
+				l := &cfg.Lanes[i]
+				out.Live.Lanes = append(out.Live.Lanes, laneLiveJSON{Name: l.Name, Rate: v.Rate, StartsAt: l.Start(&cfg).UTC(),
+					Joined: v.Joined, Frontier: v.Frontier, WindowFrozen: v.WindowFrozen, WindowSize: v.Window, NoShows: v.NoShows})
+			}
+		}
 		if s.deps.OrderLag != nil {
 			lag, err := s.deps.OrderLag(ctx)
 			if err != nil {

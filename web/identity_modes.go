@@ -168,3 +168,40 @@ func (u UserTokenIdentity) User(c *fiber.Ctx, _ bool) (string, error) {
 	}
 	return strings.Clone(user), nil
 }
+
+// claimVerifier reads a claim of a verified user token;
+// *tokens.UserVerifier.
+type claimVerifier interface {
+	ClaimValues(raw string, now time.Time, name string) (user string, values []string, err error)
+}
+
+// ClaimValues returns the values of claim name of the request's user
+// token, verified again (as User does), for choosing a lane on join; none
+// when the token is missing or invalid, or the Verifier reads no claims.
+func (u UserTokenIdentity) ClaimValues(c *fiber.Ctx, name string) []string {
+	cv, ok := u.Verifier.(claimVerifier)
+	if !ok {
+		return nil
+	}
+	header := u.Header
+	if header == "" {
+		header = UserTokenHeader
+	}
+	raw, err := oneHeader(c, header)
+	if err != nil {
+		return nil
+	}
+	raw = strings.TrimSpace(raw)
+	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
+		raw = strings.TrimSpace(raw[7:])
+	}
+	now := time.Now
+	if u.Now != nil {
+		now = u.Now
+	}
+	_, values, err := cv.ClaimValues(raw, now(), name)
+	if err != nil {
+		return nil
+	}
+	return values
+}

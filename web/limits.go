@@ -14,6 +14,7 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -55,7 +56,8 @@ type edge struct {
 	status      *limit.Local
 	seed        maphash.Seed
 	pow         powKey
-	invites     *Invites
+	invites     *tokens.Invites
+	passes      *tokens.Passes
 	captcha     *captchaVerifier
 	// anonymous is true when callers are anonymous visitors: the event
 	// limits left at their default then add friction (friction.go).
@@ -77,7 +79,10 @@ func newEdge(cfg *Config, deps *Deps) (*edge, error) {
 		return nil, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
 	}
 	var err error
-	if e.invites, err = NewInvites(secret); err != nil {
+	if e.invites, err = tokens.NewInvites(secret); err != nil {
+		return nil, err
+	}
+	if e.passes, err = tokens.NewPasses(secret); err != nil {
 		return nil, err
 	}
 	e.captcha = newCaptchaVerifier(cfg)
@@ -142,8 +147,8 @@ func (s *Server) statusLimit(c *fiber.Ctx) error {
 func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
-	if lim.InviteOnly && s.edge.invites.Verify(c.Get(InviteHeader), cfg.ID, user, now) != nil {
-		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+InviteHeader)
+	if lim.InviteOnly && s.edge.invites.Verify(c.Get(tokens.InviteHeader), cfg.ID, user, now) != nil {
+		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+tokens.InviteHeader)
 		p.Title = "Invitation required"
 		return p
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/staff"
@@ -51,7 +52,7 @@ func titleOf(code string) string {
 		return "Bad page template"
 	case "unauthenticated":
 		return "Authentication required"
-	case "forbidden", "not_admitted", "not_open", "not_selected":
+	case "forbidden", "not_admitted", "not_open", "not_selected", "invite_required", "invite_invalid", "pass_invalid", "pass_revoked", "pass_used_up":
 		return "Not allowed"
 	case "unknown_event", "not_found":
 		return "Not found"
@@ -103,6 +104,10 @@ func toProblem(err error) (*Problem, bool) {
 		p := problem(fiber.StatusConflict, "limit_reached", "you already hold your allowed claims")
 		p.ClaimIDs = le.Held
 		return p, true
+	case errors.Is(err, tokens.ErrPassInvalid): // before tokens.ErrInvalid, which it wraps
+		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale, or has expired"), true
+	case errors.Is(err, tokens.ErrInviteInvalid): // before tokens.ErrInvalid, which it wraps
+		return problem(fiber.StatusForbidden, "invite_invalid", "this invite is not for this sale and account, or has expired"), true
 	case errors.Is(err, tokens.ErrWrongEvent):
 		return problem(fiber.StatusForbidden, "forbidden", "the token is for another event"), true
 	case errors.Is(err, tokens.ErrInvalid):
@@ -132,8 +137,14 @@ func toProblem(err error) (*Problem, bool) {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "wrong name, password or key"), true
 	case errors.Is(err, limit.ErrTaken):
 		return problem(fiber.StatusConflict, "limit_reached", "this device or payment method has already been used by another account in this sale"), true
-	case errors.Is(err, ErrInviteInvalid):
-		return problem(fiber.StatusForbidden, "forbidden", "the invite is invalid, for someone else or expired"), true
+	case errors.Is(err, admission.ErrPassUnknown):
+		return problem(fiber.StatusNotFound, "not_found", "no such pass"), true
+	case errors.Is(err, admission.ErrPassExists):
+		return problem(fiber.StatusConflict, "conflict", "pass id taken; mint again"), true
+	case errors.Is(err, admission.ErrPassRevoked):
+		return problem(fiber.StatusForbidden, "pass_revoked", "this pass was revoked"), true
+	case errors.Is(err, admission.ErrPassUsedUp):
+		return problem(fiber.StatusForbidden, "pass_used_up", "this pass has been used as often as it may"), true
 	case errors.Is(err, report.ErrNotInView):
 		return retryLater("degraded", "this node has not read the event yet; retry in a moment", 1), true
 	case errors.Is(err, claim.ErrSoldOut):

@@ -57,7 +57,12 @@ var sentinels = []struct {
 	{"internal/staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
 	{"internal/staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
 	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
-	{"web.ErrInviteInvalid", web.ErrInviteInvalid, http.StatusForbidden, "forbidden"},
+	{"tokens.ErrPassInvalid", tokens.ErrPassInvalid, http.StatusForbidden, "pass_invalid"},
+	{"tokens.ErrInviteInvalid", tokens.ErrInviteInvalid, http.StatusForbidden, "invite_invalid"},
+	{"admission.ErrPassUnknown", admission.ErrPassUnknown, http.StatusNotFound, "not_found"},
+	{"admission.ErrPassExists", admission.ErrPassExists, http.StatusConflict, "conflict"},
+	{"admission.ErrPassRevoked", admission.ErrPassRevoked, http.StatusForbidden, "pass_revoked"},
+	{"admission.ErrPassUsedUp", admission.ErrPassUsedUp, http.StatusForbidden, "pass_used_up"},
 	// Errors that never reach a handler: a weak secret stops the node at
 	// start, a bad webhook signature is the shop's verifier's answer, a
 	// draining node answers /readyz with its own problem, a full safety-net

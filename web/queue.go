@@ -20,6 +20,8 @@ type joinJSON struct {
 	Position    *int64          `json:"position"`
 	State       admission.State `json:"state"`
 	PollAfterMs int64           `json:"poll_after_ms"`
+	// Lane names the caller's lane; absent for the default lane.
+	Lane string `json:"lane,omitempty"`
 }
 
 // join gives the caller a queue ticket: one script call, in a round trip
@@ -32,15 +34,26 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if raw := c.Get(tokens.PassHeader); raw != "" { // staff and testing: no queue, no ticket
+		return s.redeemPass(c, sale, user, raw)
+	}
 	if err := s.guardJoin(c, cfg, user); err != nil { // invite, proof of work, rate limits
 		return err
 	}
 	if cfg.IsSafetyNet() {
 		return s.joinRoom(c, sale, user)
 	}
+	lane, err := s.laneOf(c, cfg, user, now)
+	if err != nil {
+		return err
+	}
+	times := queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd(), Shards: cfg.JoinShards}
+	if lane > 0 { // a queue of its own, whose window closes at the lane's start
+		times.WindowEnd, times.Lane = cfg.Lanes[lane-1].Start(cfg), lane
+	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd(), Shards: cfg.JoinShards})
+	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, times)
 	if err != nil {
 		return err
 	}
@@ -55,6 +68,9 @@ func (s *Server) join(c *fiber.Ctx) error {
 	})
 	d := admission.DecidePlace(sale, queue.Place{Shard: entry.Shard, Seq: entry.Seq, Joined: entry.JoinedAt}, now)
 	out := joinJSON{Ticket: ticket, Seq: entry.Seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
+	if lane > 0 {
+		out.Lane = cfg.Lanes[lane-1].Name
+	}
 	if d.Position > 0 {
 		p := d.Position
 		out.Position = &p
@@ -116,11 +132,12 @@ func (s *Server) status(c *fiber.Ctx) error {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
 	}
 	if d.State == admission.Admitted {
-		tok, a, err := s.deps.Admitter.Issue(cfg.ID, t.User, d.Position, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)
+		pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
+		tok, a, err := s.deps.Admitter.Issue(cfg.ID, t.User, pos, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)
 		if err != nil {
 			return err
 		}
-		s.deps.Sales.PresentAfter(cfg.ID, d.Position, now.Sub(t.IssuedAt)) // the report tallies the wait
+		s.deps.Sales.PresentAfter(cfg.ID, pos, now.Sub(t.IssuedAt)) // the report tallies the wait
 		s.deps.Observe.tokenIssued(cfg.ID)
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()
@@ -162,6 +179,11 @@ func appendJoin(b []byte, j *joinJSON) []byte {
 	b = append(b, j.State...)
 	b = append(b, `","poll_after_ms":`...)
 	b = strconv.AppendInt(b, j.PollAfterMs, 10)
+	if j.Lane != "" { // a lane name needs no escaping (event.Lane)
+		b = append(b, `,"lane":"`...)
+		b = append(b, j.Lane...)
+		b = append(b, '"')
+	}
 	return append(b, '}')
 }
 

@@ -71,15 +71,31 @@ type (
 	}
 )
 
-// Deps are the domain services the handlers use. All are required.
+// Deps are the domain services the handlers use.
+//
+// Required: Sales, Joiner, Tickets, Admitter, Claims, Store, Configs,
+// Identity, JWKS and Ready. New does not check them; a request whose
+// handler reaches a nil one is answered 500 by the recover middleware.
+// Tests that serve only some routes may leave the others' services nil.
+//
+// Optional: every field after Ready; each one's comment says what nil (or
+// empty) does.
 type Deps struct {
-	Sales    sales
-	Joiner   joiner
-	Tickets  tickets
+	// Sales is the node-local snapshot of every sale (*admission.Snapshots).
+	Sales sales
+	// Joiner hands out sequence numbers (*queue.Joiner, wrapped by lifecycle.Joiner).
+	Joiner joiner
+	// Tickets signs and verifies queue tickets (*tokens.Tickets, or a TicketCache over it).
+	Tickets tickets
+	// Admitter issues and verifies admission tokens (*tokens.Issuer).
 	Admitter admitter
-	Claims   claimer
-	Store    claimStore
-	Configs  configStore
+	// Claims runs claims and releases (*claim.Service).
+	Claims claimer
+	// Store reads claims and stock (*claim.Store).
+	Store claimStore
+	// Configs keeps event configurations (*event.Store).
+	Configs configStore
+	// Identity names the caller.
 	Identity Identity
 	// JWKS returns the public key set as JSON.
 	JWKS func() []byte
@@ -101,7 +117,8 @@ type Deps struct {
 	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
 	Limiter limiter
 	// Reservations bind device ids and payment fingerprints to one user
-	// per event (*limit.Reservations), for events that ask for it.
+	// per event (*limit.Reservations), for events that ask for it; nil
+	// answers such events' claims 503 degraded.
 	Reservations reserver
 	// StaffThrottle counts failed admin authentications per client
 	// address (*staff.Throttle in Redis, shared by every node).
@@ -118,7 +135,8 @@ type Deps struct {
 	Accounts staffAccounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
 	Audit auditLog
-	// EdgeSecret keys proof-of-work challenges and invites: the ticket
+	// EdgeSecret keys proof-of-work challenges, invites and bypass
+	// passes: the ticket
 	// secret, the same on every node.
 	//
 	// Default: a random secret of this process (challenges and invites
@@ -127,6 +145,9 @@ type Deps struct {
 	// Pages keeps the events' own waiting-room pages (*event.Store); nil
 	// serves the built-in page only and answers the page admin routes 503.
 	Pages pageStore
+	// Passes keeps bypass passes' uses, revocations and counters
+	// (*admission.Passes); nil answers pass minting and redemption 503.
+	Passes passStore
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog
@@ -307,6 +328,9 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	adm.Get("/preview", s.allow(staff.Viewer, false), s.previewPage)
 	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)
 	adm.Get("/report.csv", s.allow(staff.Viewer, false), s.exportReport)
+	adm.Post("/passes", s.allow(staff.Operator, false), s.mintPass)
+	adm.Get("/passes", s.allow(staff.Viewer, false), s.listPasses)
+	adm.Delete("/passes/:pass", s.allow(staff.Operator, false), s.revokePass)
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
 	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)

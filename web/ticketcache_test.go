@@ -91,6 +91,7 @@ func TestAppendJoin(t *testing.T) {
 		{Ticket: "eyJh.eyJl.c2ln-_", Seq: 7, Position: &pos, State: admission.Waiting, PollAfterMs: 1500},
 		{Ticket: "a.b.c", Seq: 1, State: admission.Prequeue, PollAfterMs: 2000},
 		{Ticket: "a.b.c", Seq: 99, State: admission.Admitted, Position: &pos},
+		{Ticket: "a.b.c", Seq: 1<<40 | 3, State: admission.Waiting, Position: &pos, Lane: "members-2"},
 	} {
 		want, _ := json.Marshal(j)
 		if got := appendJoin(nil, &j); string(got) != string(want) {

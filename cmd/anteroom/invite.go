@@ -13,11 +13,11 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/tokens"
-	"github.com/anteroom/anteroom/web"
 )
 
 // invite prints a signed enqueue token that lets one user join one
-// invite-only event (limits.invite_only) until it expires. It signs with
+// invite-only event (limits.invite_only) until it expires; with -lane it
+// also puts them in that lane of the event (event.Lane). It signs with
 // the deployment's ticket secret, as every node verifies: from
 // -ticket-secret (ANTEROOM_TICKET_SECRET) or DATA_DIR/ticket-secret. The
 // user presents it on join in the X-Invite-Token header, or the page
@@ -27,6 +27,7 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 	fs.SetOutput(stderr)
 	ev := fs.String("event", "", "the event id")
 	user := fs.String("user", "", "the invited user id, as the node's identity names them")
+	lane := fs.String("lane", "", "the lane (event lanes[].name) the invite puts the user in; empty: no lane")
 	ttl := fs.Duration("ttl", 7*24*time.Hour, "how long the invite stays valid")
 	secretHex := fs.String("ticket-secret", envOr(getenv, "TICKET_SECRET", ""), "hex ticket secret shared by the nodes (ANTEROOM_TICKET_SECRET)")
 	dataDir := fs.String("data-dir", envOr(getenv, "DATA_DIR", "anteroom-data"), "data dir holding ticket-secret when -ticket-secret is empty (ANTEROOM_DATA_DIR)")
@@ -38,6 +39,8 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 		return errors.New("invite needs --event: an event id")
 	case *user == "" || len(*user) > 128 || strings.ContainsAny(*user, " \t\r\n"):
 		return errors.New("invite needs --user: 1 to 128 printable characters without spaces")
+	case len(*lane) > 32 || strings.ContainsAny(*lane, ". \t\r\n"):
+		return errors.New("invite --lane must be a lane name: at most 32 characters, no '.' or spaces")
 	case *ttl <= 0:
 		return errors.New("invite --ttl must be positive")
 	}
@@ -45,14 +48,14 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 	if err != nil {
 		return err
 	}
-	inv, err := web.NewInvites(secret)
+	inv, err := tokens.NewInvites(secret)
 	if err != nil {
 		return err
 	}
 	exp := now().Add(*ttl)
-	fmt.Fprintln(stdout, inv.Sign(*ev, *user, exp))
+	fmt.Fprintln(stdout, inv.SignLane(*ev, *user, *lane, exp))
 	fmt.Fprintf(stderr, "invite for user %q to event %q, valid until %s; send it as %s on join or as /e/%s?invite=<token>\n",
-		*user, *ev, exp.UTC().Format(time.RFC3339), web.InviteHeader, *ev)
+		*user, *ev, exp.UTC().Format(time.RFC3339), tokens.InviteHeader, *ev)
 	return nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/tokens"
 )
 
 // TestInviteCommand signs with the secret a node would use (flag or data
@@ -21,7 +21,7 @@ func TestInviteCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ticket-secret"), []byte(secretHex+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := web.NewInvites(bytes.Repeat([]byte{0xab}, 32))
+	inv, err := tokens.NewInvites(bytes.Repeat([]byte{0xab}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}

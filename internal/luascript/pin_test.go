@@ -18,6 +18,9 @@ var pins = map[string]struct {
 	version int
 	sha1    string
 }{
+	"admission/passmint.lua":        {1, "f0a0c8e0d0e1db8985bb392b99cc9bde43222ae2"},
+	"admission/passredeem.lua":      {1, "9f13f4e105eb8fbd442154b7ca82dd6f4d558eac"},
+	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
 	"admission/advance.lua":         {3, "4b01139f1c9395e3b55c6d164bea6998b0feca28"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},

@@ -13,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/chromedp/chromedp"
 )
@@ -36,7 +37,7 @@ func TestPoWAndInviteJoin(t *testing.T) {
 		t.Fatalf("challenge: %d %s", ch.status, ch.raw)
 	}
 	solved := str(ch.body, "challenge") + ":" + web.SolvePoW(str(ch.body, "challenge"), 12)
-	inv, err := web.NewInvites(secret)
+	inv, err := tokens.NewInvites(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,7 +174,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	}, web.Deps{
 		Limiter: limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
-		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb),
+		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb), Passes: admission.NewPasses(back.rdb),
 		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Pages: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready, Rooms: frontier,

@@ -159,6 +159,9 @@ function loadPow() {
     document.head.appendChild(s);
   });
 }
+// An invite link (/e/{id}?invite=…, from `anteroom invite`) is sent on join:
+// it admits to an invite-only sale and may put its holder in a lane.
+const invite = ((v) => v && /^[A-Za-z0-9._-]{1,128}$/.test(v) ? v : null)(new URLSearchParams(location.search).get("invite"));
 // loadScript loads a same-origin helper script once.
 function loadScript(src, name) {
   return window[name] ? Promise.resolve() : new Promise((ok, fail) => {
@@ -187,6 +190,7 @@ async function join() {
     const h = {};
     if (pow) h["X-PoW"] = pow;
     if (captcha) h["X-Captcha"] = captcha;
+    if (invite) h["X-Invite-Token"] = invite;
     captcha = null; // a captcha token is good for one join
     const {r, j} = await api("POST", base + "/join", {h});
     if ((j.code === "captcha_required" || j.code === "captcha_failed") && info && info.captcha && capTries++ < 3) {

@@ -1,0 +1,90 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+)
+
+// Lanes (event.Lane) generalize the frontier without changing advance.lua:
+// each lane is its own queue on the event's hash tag (queue/lanes.go) and
+// has its own frontier hash, presence bitmap, history and admission clock,
+// advanced by the same script on the lane's keys at Share × admit_rate
+// from the lane's start, while the default lane advances at the rest. The
+// rates sum to admit_rate, so the total admitted never exceeds it; each
+// lane credits its own no-shows. A lane has no max_active cap of its own
+// (max_active caps the default lane, counting every pending claim) and no
+// lottery (lanes need FCFS). Status stays free: the node's view keeps each
+// lane's frontier, window and permutation, and a ticket's sequence number
+// names its lane (queue.Laned).
+
+// laneMarks keys the presence and claim marks of lane of event ev.
+func laneMarks(ev string, lane int) string { return ev + "/" + strconv.Itoa(lane) }
+
+// refreshLanes advances every lane of cfg (after the default lane's step
+// base) and returns their views.
+func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base Step, prev *Sale) ([]LaneView, error) {
+	if len(cfg.Lanes) == 0 {
+		return nil, nil
+	}
+	out := make([]LaneView, len(cfg.Lanes))
+	for i := range cfg.Lanes {
+		l, lane := &cfg.Lanes[i], i+1
+		marks := laneMarks(cfg.ID, lane)
+		step := Step{
+			Start: l.Start(cfg), Rate: cfg.AdmitRatePerSecond * l.Share, Hold: base.Hold, Grace: base.Grace,
+			AdmissionTTL: base.AdmissionTTL, MaxCredit: base.MaxCredit, Lane: lane,
+		}
+		step.Present, step.PresentWait = s.take(&s.present, marks)
+		step.Claimed, step.ClaimedWait = s.take(&s.claimed, marks)
+		r, err := s.frontier.Advance(ctx, cfg.ID, step)
+		if err != nil {
+			s.putBack(&s.present, marks, step.Present, step.PresentWait)
+			s.putBack(&s.claimed, marks, step.Claimed, step.ClaimedWait)
+			return nil, err
+		}
+		v := LaneView{Reading: r, Rate: step.Rate}
+		if prev != nil && i < len(prev.Lanes) {
+			v.Perm = prev.Lanes[i].Perm
+		}
+		if r.WindowFrozen && r.Window > 0 && v.Perm.Size() != r.Window {
+			seed, err := queue.ParseSeedHex(cfg.Seed)
+			if err != nil {
+				return nil, fmt.Errorf("event %s: seed: %w", cfg.ID, err)
+			}
+			if v.Perm, err = queue.NewPermutation(seed, r.Window); err != nil {
+				return nil, fmt.Errorf("event %s lane %s: %w", cfg.ID, l.Name, err)
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// decideLane answers a status poll for number n of lane (1-based) from
+// the node's view, like DecidePlace for the default lane: positions are
+// the lane's own, and so is the ETA.
+func decideLane(s *Sale, lane int, n int64, now time.Time) Decision {
+	c := &s.Config
+	if lane > len(s.Lanes) || lane > len(c.Lanes) {
+		// A ticket of a lane this view does not have (yet): not admitted.
+		return Decision{State: Waiting, Lane: lane, PollAfter: jitter(MinPoll)}
+	}
+	v, start := &s.Lanes[lane-1], c.Lanes[lane-1].Start(c)
+	if inWindow := !v.WindowFrozen || n <= v.Window; inWindow && (!v.WindowFrozen || v.Window == 0) {
+		wait := start.Sub(now)
+		return Decision{State: Prequeue, Lane: lane, ETA: max(wait, 0), PollAfter: jitter(clamp(wait, MinPoll, MaxPoll))}
+	}
+	pos := n
+	if v.Window > 0 {
+		pos = queue.Position(v.Perm, n)
+	}
+	d := decideAt(s, pos, int64(math.Floor(v.Frontier)), v.Rate, start, now)
+	d.Lane = lane
+	return d
+}

@@ -1,0 +1,208 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Bypass passes (see admission.Passes and tokens.Passes): an operator mints
+// one for one event, for a time and a number of uses; whoever presents it
+// on join in the X-Bypass-Pass header is answered with an admission token
+// at once, without a queue ticket. It buys admission and nothing more: the
+// claim still holds the per-user limit and the stock. Mint and revoke are
+// recorded in the audit trail (never the pass itself, which is shown once,
+// at mint).
+
+// passStore keeps passes' uses, revocations and counters
+// (*admission.Passes).
+type passStore interface {
+	Mint(ctx context.Context, ev string, r admission.PassRecord) error
+	Redeem(ctx context.Context, ev, id string) (int, error)
+	Refused(ctx context.Context, ev, id string) error
+	Revoke(ctx context.Context, ev, id, by string, at time.Time) (before, after admission.PassRecord, err error)
+	List(ctx context.Context, ev string) ([]admission.PassRecord, error)
+	Counts(ctx context.Context, ev string) (admission.PassCounts, error)
+}
+
+// Pass limits.
+const (
+	maxPassTTL  = 30 * 24 * time.Hour
+	maxPassNote = 200
+)
+
+func (s *Server) passesOrUnavailable() error {
+	if s.deps.Passes == nil {
+		return retryLater("degraded", "bypass passes are not kept on this node", 5)
+	}
+	return nil
+}
+
+type mintPassJSON struct {
+	TTLSeconds int64  `json:"ttl_seconds"`
+	Uses       *int   `json:"uses"`
+	Note       string `json:"note"`
+}
+
+// mintPass answers POST /admin/events/{id}/passes {"ttl_seconds" (default
+// 3600, at most 30 days), "uses" (default 1; 0 = unlimited until expiry),
+// "note"} with 201 {"pass": the signed pass, shown only now, ...record}.
+func (s *Server) mintPass(c *fiber.Ctx) error {
+	if err := s.passesOrUnavailable(); err != nil {
+		return err
+	}
+	var in mintPassJSON
+	if len(c.Body()) > 0 {
+		if err := decodeStrict(c, "pass", &in); err != nil {
+			return err
+		}
+	}
+	uses := 1
+	if in.Uses != nil {
+		uses = *in.Uses
+	}
+	ttl := time.Duration(in.TTLSeconds) * time.Second
+	if in.TTLSeconds == 0 {
+		ttl = time.Hour
+	}
+	switch {
+	case ttl < time.Second || ttl > maxPassTTL:
+		return badRequest("ttl_seconds must be 1 to %d", int64(maxPassTTL/time.Second))
+	case uses < 0 || uses > tokens.MaxPassUses:
+		return badRequest("uses must be 0 (unlimited) to %d", tokens.MaxPassUses)
+	case len(in.Note) > maxPassNote || !utf8.ValidString(in.Note) || strings.ContainsAny(in.Note, "\x00\r\n"):
+		return badRequest("note must be at most %d bytes of one line of text", maxPassNote)
+	}
+	ev := c.Params("id")
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if _, err := s.deps.Configs.Get(ctx, ev); err != nil {
+		return err
+	}
+	var raw [8]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return err
+	}
+	now := s.now()
+	who, _ := staffOf(c)
+	rec := admission.PassRecord{ID: hex.EncodeToString(raw[:]), ExpiresAt: now.Add(ttl).Truncate(time.Second).UTC(), Uses: uses,
+		MintedBy: who.name, MintedAt: now.Truncate(time.Second).UTC(), Note: in.Note}
+	pass, err := s.edge.passes.Sign(tokens.Pass{ID: rec.ID, Event: ev, ExpiresAt: rec.ExpiresAt, Uses: uses})
+	if err != nil {
+		return err
+	}
+	if err := s.deps.Passes.Mint(ctx, ev, rec); err != nil {
+		return err
+	}
+	s.record(c, "pass.mint", ev, nil, rec)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"pass": pass, "record": rec, "header": tokens.PassHeader})
+}
+
+// listPasses answers GET /admin/events/{id}/passes: every pass of the
+// event (never the pass itself) and the event's pass counters.
+func (s *Server) listPasses(c *fiber.Ctx) error {
+	if err := s.passesOrUnavailable(); err != nil {
+		return err
+	}
+	ev := c.Params("id")
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if _, err := s.deps.Configs.Get(ctx, ev); err != nil {
+		return err
+	}
+	list, err := s.deps.Passes.List(ctx, ev)
+	if err != nil {
+		return err
+	}
+	counts, err := s.deps.Passes.Counts(ctx, ev)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"passes": list, "counts": counts})
+}
+
+// revokePass answers DELETE /admin/events/{id}/passes/{pass}: the pass is
+// refused on every node from now on. Revoking twice answers the same.
+func (s *Server) revokePass(c *fiber.Ctx) error {
+	if err := s.passesOrUnavailable(); err != nil {
+		return err
+	}
+	ev, id := c.Params("id"), c.Params("pass")
+	if !tokens.ValidPassID(id) {
+		return problem(fiber.StatusNotFound, "not_found", "no such pass")
+	}
+	who, _ := staffOf(c)
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	before, after, err := s.deps.Passes.Revoke(ctx, ev, id, who.name, s.now())
+	if err != nil {
+		return err
+	}
+	if before.RevokedAt == nil {
+		s.record(c, "pass.revoke", ev, before, after)
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(after)
+}
+
+// passJoinJSON answers a join that redeemed a pass.
+type passJoinJSON struct {
+	State          admission.State `json:"state"`
+	Position       *int64          `json:"position"`
+	AdmissionToken string          `json:"admission_token"`
+	ExpiresAt      time.Time       `json:"admission_expires_at"`
+	Pass           string          `json:"pass"`
+	Used           int             `json:"pass_used"`
+	Uses           int             `json:"pass_uses"`
+}
+
+// redeemPass answers a join that carries a pass: an admission token for
+// user at once, or 403 pass_invalid / pass_revoked / pass_used_up with
+// nothing changed but the refusal counter.
+func (s *Server) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string) error {
+	if err := s.passesOrUnavailable(); err != nil {
+		return err
+	}
+	cfg := &sale.Config
+	now := s.now()
+	ps, expired, err := s.edge.passes.Verify(raw, cfg.ID, now)
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if expired {
+		if err := s.deps.Passes.Refused(ctx, cfg.ID, ps.ID); err != nil {
+			s.cfg.Log.Warn("pass refusal not counted", "request_id", requestID(c), "err", err)
+		}
+	}
+	if err != nil {
+		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale, or has expired")
+	}
+	if !now.Before(cfg.EndsAt) {
+		return problem(fiber.StatusForbidden, "not_open", "the sale has ended")
+	}
+	used, err := s.deps.Passes.Redeem(ctx, cfg.ID, ps.ID)
+	if errors.Is(err, admission.ErrPassUnknown) {
+		// On redemption an unknown pass is one this sale never minted.
+		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale")
+	}
+	if err != nil {
+		return err // toProblem: revoked, used up, or a backing service
+	}
+	tok, a, err := s.deps.Admitter.Issue(cfg.ID, user, admission.PassPosition, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)
+	if err != nil {
+		return err
+	}
+	exp := a.ExpiresAt.UTC()
+	setAdmissionCookie(c, cfg.ID, tok, exp)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(passJoinJSON{State: admission.Admitted, AdmissionToken: tok, ExpiresAt: exp, Pass: ps.ID, Used: used, Uses: ps.Uses})
+}
