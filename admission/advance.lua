@@ -11,7 +11,10 @@
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
 -- KEYS[4] presence bitmap (bit = position: an admission token was issued),
 -- KEYS[5] history list of "admission clock ms:F" samples, oldest first,
--- KEYS[6] active set (zset position -> admission deadline, unix ms).
+-- KEYS[6] active set (zset position -> admission deadline, unix ms),
+-- KEYS[7] finished bitmap (bit = position: the shop reported the checkout
+-- session finished; it never counts as active again), KEYS[8] shop health
+-- hash (held = 1 while the health check fails; see health.lua).
 -- All keys share the event's hash tag.
 -- ARGV[1] admission start = window end (unix ms), ARGV[2] rate per second,
 -- ARGV[3] 1 when paused or sold out (nobody can be admitted: the admission
@@ -21,8 +24,9 @@
 -- admission TTL (ms), ARGV[9] np, ARGV[10] nc, ARGV[11] joined and
 -- ARGV[12] W for a queue of join shards (their keys are on other slots: the
 -- node reads them and passes the people with a settled position and W, -1
--- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here; then np
--- positions present,
+-- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
+-- ARGV[13] 1 when the sale follows the shop's health (KEYS[8] held then
+-- holds admission too, and is reported held); then np positions present,
 -- nc positions that were granted a claim, and the rest: positions holding
 -- a pending claim.
 --
@@ -37,7 +41,10 @@
 -- active = present people whose admission is unexpired and unused, or who
 -- hold a pending claim; F − n − p are admitted and not yet present, so
 -- they count as active too. In a lottery F ≤ n + units.
--- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active}.
+-- Finished positions (KEYS[7]) are neither made active again by a later
+-- token nor counted for a pending claim.
+-- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
+-- health held (0/1), health generation}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
@@ -60,6 +67,13 @@ end
 redis.call('GETBIT', KEYS[4], 0)
 redis.call('LLEN', KEYS[5])
 redis.call('ZCARD', KEYS[6])
+redis.call('GETBIT', KEYS[7], 0)
+local hs = redis.call('HMGET', KEYS[8], 'held', 'gen')
+local health = {'0', hs[2] or '0'}
+if ARGV[13] == '1' and hs[1] == '1' then
+  health[1] = '1'
+  hold = true
+end
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local last = tonumber(st[4] or tostring(start))
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
@@ -69,15 +83,17 @@ local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
 if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
 
-for i = 13, 12 + np do
+for i = 14, 13 + np do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
     p = p + 1
     if pos <= c then n = n - 1 end -- credited as a no-show: counted back
   end
-  if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
+  if maxactive > 0 and redis.call('GETBIT', KEYS[7], pos) == 0 then
+    redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos)
+  end
 end
-for i = 13 + np, 12 + np + nc do
+for i = 14 + np, 13 + np + nc do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
 end
 
@@ -119,8 +135,10 @@ redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
 local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', KEYS[6])
-  for i = 13 + np + nc, #ARGV do
-    if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
+  for i = 14 + np + nc, #ARGV do
+    if not redis.call('ZSCORE', KEYS[6], ARGV[i]) and redis.call('GETBIT', KEYS[7], ARGV[i]) == 0 then
+      active = active + 1
+    end
   end
 end
 
@@ -138,4 +156,4 @@ if now >= start then
 end
 redis.call('HSET', KEYS[1], 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
-return {math.floor(f * 1000), joined, w, now, n, active}
+return {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2])}

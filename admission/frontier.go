@@ -51,14 +51,17 @@ const MaxNoShowChecks = 4096
 // Frontier advances and reads an event's admission frontier. It is safe for
 // concurrent use.
 type Frontier struct {
-	rdb     redis.Scripter
-	advance *redis.Script
-	shards  *queue.Joiner
+	rdb      redis.Scripter
+	advance  *redis.Script
+	finish   *redis.Script
+	sessions *redis.Script
+	shards   *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
-	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua), shards: queue.NewJoiner(rdb)}
+	return &Frontier{rdb: rdb, advance: redis.NewScript(advanceLua), finish: redis.NewScript(finishLua),
+		sessions: redis.NewScript(sessionsLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.
@@ -95,6 +98,9 @@ type Step struct {
 	// Pending are positions holding a pending claim now (read only when
 	// MaxActive is set).
 	Pending []int64
+	// HealthChecked, when true, also holds admission while the shop's
+	// health check fails (see Health): Reading.HealthHeld says so.
+	HealthChecked bool
 	// Order, for a queue of join shards, is the node's view of it: the
 	// frontier then never passes Order.Settled() and W is Order.Window().
 	// Nil for a queue on one slot, whose keys the script reads itself.
@@ -118,6 +124,10 @@ type Reading struct {
 	Active int64
 	// ServerTime is Redis TIME when the reading was taken.
 	ServerTime time.Time
+	// HealthHeld is true while the shop's health check holds admission
+	// (only with Step.HealthChecked); HealthGen counts the hold's changes.
+	HealthHeld bool
+	HealthGen  int64
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
@@ -137,20 +147,24 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.Order != nil {
 		joined, window = s.Order.Settled(), s.Order.Window()
 	}
-	args := make([]any, 0, 12+len(s.Present)+len(s.Claimed)+len(s.Pending))
+	checked := 0
+	if s.HealthChecked {
+		checked = 1
+	}
+	args := make([]any, 0, 13+len(s.Present)+len(s.Claimed)+len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
-		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window)
+		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window, checked)
 	for _, ps := range [][]int64{s.Present, s.Claimed, s.Pending} {
 		for _, p := range ps {
 			args = append(args, p)
 		}
 	}
-	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev)}
+	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), finishedKey(ev), healthKey(ev)}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) != 6 {
+	if len(res) != 8 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -161,6 +175,8 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		ServerTime:   time.UnixMilli(res[3]),
 		NoShows:      res[4],
 		Active:       res[5],
+		HealthHeld:   res[6] == 1,
+		HealthGen:    res[7],
 	}, nil
 }
 
@@ -168,3 +184,8 @@ func frontierKey(ev string) string { return "ar:{" + ev + "}:adm" }
 func presentKey(ev string) string  { return "ar:{" + ev + "}:present" }
 func historyKey(ev string) string  { return "ar:{" + ev + "}:hist" }
 func activeKey(ev string) string   { return "ar:{" + ev + "}:act" }
+func finishedKey(ev string) string { return "ar:{" + ev + "}:fin" }
+func healthKey(ev string) string   { return "ar:{" + ev + "}:health" }
+func sessionKey(ev, jti string) string {
+	return "ar:{" + ev + "}:jti:" + jti
+}

@@ -57,9 +57,10 @@ type Snapshots struct {
 	now      func() time.Time
 	view     atomic.Pointer[map[string]*Sale]
 
-	mu      sync.Mutex
-	present map[string]map[int64]struct{}
-	claimed map[string]map[int64]struct{}
+	mu       sync.Mutex
+	present  map[string]map[int64]struct{}
+	claimed  map[string]map[int64]struct{}
+	sessions map[string]map[string]int64 // event -> jti -> position
 }
 
 // NewSnapshots returns an empty view.
@@ -172,7 +173,14 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
 		Present: s.take(&s.present, id), Claimed: s.take(&s.claimed, id), Pending: live.Pending,
-		Order: order,
+		Order: order, HealthChecked: cfg.HealthChecked(),
+	}
+	sessions := s.takeSessions(id)
+	if err := s.frontier.recordSessions(ctx, id, sessions, step.AdmissionTTL); err != nil {
+		s.putBackSessions(id, sessions)
+		s.putBack(&s.present, id, step.Present)
+		s.putBack(&s.claimed, id, step.Claimed)
+		return nil, err
 	}
 	r, err := s.frontier.Advance(ctx, id, step)
 	if err != nil {
@@ -190,7 +198,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		sale.Rate = prev.Rate
 		if dt := r.ServerTime.Sub(prev.ServerTime).Seconds(); dt > 0 && r.Frontier >= prev.Frontier && prev.Config.Version > 0 {
 			inst := (r.Frontier - prev.Frontier) / dt
-			if r.Frontier < float64(r.Joined) && !cfg.Paused {
+			if r.Frontier < float64(r.Joined) && !cfg.Paused && !r.HealthHeld {
 				// Only a queue with people still waiting measures the rate.
 				sale.Rate = 0.8*prev.Rate + 0.2*inst
 			}

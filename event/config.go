@@ -56,6 +56,10 @@ type Config struct {
 	JoinShards int `json:"join_shards"`
 	// Webhooks receive the sale's lifecycle events (see webhook.go).
 	Webhooks []Webhook `json:"webhooks,omitempty"`
+	// Shop signs the shop's calls (a finished checkout session, a health
+	// signal) and holds admission while the shop's health check fails
+	// (see shop.go). With MaxActive it admits by checkout capacity.
+	Shop Shop `json:"shop"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -133,6 +137,9 @@ func (c *Config) Defaults() {
 	if c.EndsAt.IsZero() && !c.StartsAt.IsZero() {
 		c.EndsAt = c.StartsAt.Add(24 * time.Hour)
 	}
+	if c.Shop.Health != nil {
+		c.Shop.Health.defaults()
+	}
 	c.Limits.Defaults()
 }
 
@@ -183,6 +190,9 @@ func (c *Config) Validate() error {
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)
 	}
 	if err := c.validateWebhooks(); err != nil {
+		return err
+	}
+	if err := c.validateShop(); err != nil {
 		return err
 	}
 	return c.Limits.Validate()

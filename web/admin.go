@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/staff"
@@ -67,11 +68,17 @@ type liveJSON struct {
 	ServerTime     time.Time `json:"server_time"`
 	// OrderLag is how far the order worker trails the order stream.
 	OrderLag *claim.Lag `json:"order_lag,omitempty"`
+	// Active is how many people are in checkout (counted with max_active).
+	Active int64 `json:"active"`
+	// Health is the shop health check's state (with shop.health): Held
+	// while it holds admission, apart from a staff pause.
+	Health *admission.HealthState `json:"health,omitempty"`
 }
 
 func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
 	out := adminEventJSON{Config: cfg, Friction: s.friction(&cfg)}
 	out.Config.Webhooks = event.RedactWebhooks(cfg.Webhooks) // secrets are write-only
+	out.Config.Shop = event.RedactShop(cfg.Shop)
 	sale, ok := s.deps.Sales.Get(cfg.ID)
 	if !ok || !sale.WindowFrozen {
 		out.Config.Seed = ""
@@ -85,6 +92,15 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 		adm := min(int64(sale.Frontier), sale.Joined)
 		out.Live.Admitted, out.Live.QueueLength, out.Live.SoldOut = adm, sale.Joined-adm, sale.SoldOut
 		out.Live.WindowClosesAt, out.Live.ServerTime = cfg.WindowEnd(), s.now().UTC()
+		out.Live.Active = sale.Active
+		if cfg.HealthChecked() && s.deps.Health != nil {
+			h, err := s.deps.Health.State(ctx, cfg.ID)
+			if err != nil {
+				return out, err
+			}
+			h.Held = sale.HealthHeld || h.Held
+			out.Live.Health = &h
+		}
 		if s.deps.OrderLag != nil {
 			lag, err := s.deps.OrderLag(ctx)
 			if err != nil {
@@ -156,6 +172,10 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 		return old, event.Config{}, err
 	}
 	next := old
+	if old.Shop.Health != nil { // decoded into below: must not alias old's
+		h := *old.Shop.Health
+		next.Shop.Health = &h
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&next); err != nil {
@@ -170,6 +190,7 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	// Fields staff never set.
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
 	event.KeepWebhookSecrets(&old, &next)
+	event.KeepShopSecret(&old, &next)
 	next.Defaults()
 	if err := next.Validate(); err != nil {
 		return old, event.Config{}, err

@@ -46,7 +46,7 @@ func titleOf(code string) string {
 		return "Authentication required"
 	case "forbidden", "not_admitted", "not_open", "not_selected":
 		return "Not allowed"
-	case "unknown_event", "not_found":
+	case "unknown_event", "not_found", "unknown_session":
 		return "Not found"
 	case "limit_reached":
 		return "Limit reached"
@@ -58,7 +58,7 @@ func titleOf(code string) string {
 		return "Paused"
 	case "degraded":
 		return "Temporarily unavailable"
-	case "conflict", "locked":
+	case "conflict", "locked", "not_configured":
 		return "Conflict"
 	case "too_large":
 		return "Request body too large"

@@ -113,6 +113,9 @@ func (s *Server) status(c *fiber.Ctx) error {
 			return err
 		}
 		s.deps.Sales.Present(cfg.ID, d.Position)
+		if cfg.MaxActive > 0 {
+			s.deps.Sales.Session(cfg.ID, a.ID, d.Position) // the shop may finish it by jti
+		}
 		s.deps.Observe.tokenIssued(cfg.ID)
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()

@@ -28,6 +28,7 @@ type (
 		Get(id string) (*admission.Sale, bool)
 		RefreshOne(ctx context.Context, id string) error
 		Present(ev string, pos int64)
+		Session(ev, jti string, pos int64)
 		Claimed(ev string, pos int64)
 		All() []*admission.Sale
 	}
@@ -121,6 +122,12 @@ type Deps struct {
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
 	Lifecycle lifecycleLog
+	// Sessions ends checkout sessions the shop reports finished
+	// (*admission.Frontier); nil answers 503.
+	Sessions sessions
+	// Health keeps the shop health signals (*admission.Health); nil
+	// answers 503 to a push and leaves the hold out of the admin view.
+	Health healthSignals
 }
 
 // Config tunes the edge.
@@ -264,6 +271,8 @@ func New(cfg Config, deps Deps) *fiber.App {
 	ev.Get("/claims", s.listClaims)
 	ev.Get("/gate", s.gate)
 	ev.Post("/claims/:claim_id/release", s.releaseClaim)
+	ev.Post("/sessions/:jti/finished", s.finishSession) // signed by the shop (shop.go)
+	ev.Post("/health", s.pushHealth)
 
 	adm := app.Group("/admin/events/:id", s.requireAdmin)
 	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)
