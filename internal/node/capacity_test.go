@@ -85,6 +85,7 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 	for u, j := range in {
 		who, jti = u, j
 	}
+	afterTick(t, n, "checkout")
 	path := "/events/checkout/sessions/" + jti + "/finished"
 	wantProblem(t, "unsigned", shopCall(t, n, "", path, nil), http.StatusUnauthorized, "unauthenticated")
 	wantProblem(t, "wrong secret", shopCall(t, n, "not-the-shop-secret-0123456789", path, nil), http.StatusUnauthorized, "unauthenticated")
@@ -135,5 +136,24 @@ func throughTicks(t *testing.T, n *node.Node, ev string, d time.Duration, check 
 		check()
 		s, _ := n.Snapshots.Get(ev)
 		return s.ServerTime.Sub(from) >= d
+	})
+}
+
+// afterTick waits until the node has refreshed sale ev with a refresh that
+// began after the call: what the node noted until now (issued tokens'
+// jtis) is in Redis then.
+func afterTick(t *testing.T, n *node.Node, ev string) {
+	t.Helper()
+	now := time.Now()
+	var first time.Time
+	waitFor(t, "a refresh", 10*time.Second, func() bool {
+		s, _ := n.Snapshots.Get(ev)
+		if first.IsZero() {
+			if s.Refreshed.After(now) {
+				first = s.Refreshed
+			}
+			return false
+		}
+		return s.Refreshed.After(first)
 	})
 }
