@@ -21,6 +21,16 @@
 //     with an unexpired admission not yet used for a claim, or holding a
 //     pending claim. A lottery's F is at most no-shows + units on sale +
 //     units released, so released units go to the next drawn positions.
+//   - Admission by checkout capacity: with max_active, the shop may
+//     report a checkout session finished by its admission token's jti
+//     (Frontier.Finish; the node that issued the token maps the jti to the
+//     position on its next tick, Snapshots.Session). A finished position
+//     never counts as active again. The rate still bounds every advance:
+//     the caps bank no credit, so room made all at once is filled at the
+//     rate.
+//   - A shop health hold (Health, with the sale's shop.health) holds
+//     admission like a pause, apart from it: staff pause and the health
+//     hold are two flags, and either holds.
 //
 // Status never touches Redis: a node records admission tokens issued
 // (Present) and claims granted (Claimed) in memory and hands them to the
