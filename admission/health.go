@@ -83,6 +83,17 @@ func (hl *Health) Observe(ctx context.Context, ev string, h *event.HealthCheck, 
 	return res[0] == 1, res[2] == 1, nil
 }
 
+// Reset releases sale ev's hold and clears its counts, for a sale whose
+// health check was removed: a check added later starts afresh. A release
+// counts as a change (the lifecycle records it as resumed).
+func (hl *Health) Reset(ctx context.Context, ev string) error {
+	err := hl.observe.Run(ctx, hl.rdb, []string{healthKey(ev)}, "reset", 1, 1, "staff", "health check removed").Err()
+	if err != nil {
+		return fmt.Errorf("health %s: reset: %w", ev, err)
+	}
+	return nil
+}
+
 // State reads sale ev's health state.
 func (hl *Health) State(ctx context.Context, ev string) (HealthState, error) {
 	m, err := hl.rdb.HGetAll(ctx, healthKey(ev)).Result()

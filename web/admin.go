@@ -98,7 +98,6 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 			if err != nil {
 				return out, err
 			}
-			h.Held = sale.HealthHeld || h.Held
 			out.Live.Health = &h
 		}
 		if s.deps.OrderLag != nil {
@@ -142,6 +141,13 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 		}
 		if err != nil {
 			return err
+		}
+		if old.HealthChecked() && !saved.HealthChecked() && s.deps.Health != nil {
+			// The check was removed: its hold ends, and a check added
+			// later starts from no failures.
+			if err := s.deps.Health.Reset(ctx, id); err != nil {
+				return err
+			}
 		}
 		if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
 			return err

@@ -55,6 +55,7 @@ type sessions interface {
 type healthSignals interface {
 	Observe(ctx context.Context, ev string, h *event.HealthCheck, o admission.Observation) (held, changed bool, err error)
 	State(ctx context.Context, ev string) (admission.HealthState, error)
+	Reset(ctx context.Context, ev string) error
 }
 
 var errBadShopSignature = problem(fiber.StatusUnauthorized, "unauthenticated",

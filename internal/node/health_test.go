@@ -204,4 +204,21 @@ func TestShopHealthPush(t *testing.T) {
 	waitFor(t, "paused/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "paused/health") == 1 })
 	push(`{"error_rate": 0.2}`, false)
 	waitFor(t, "resumed/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "resumed/health") == 1 })
+
+	// Staff remove the check while it holds: the hold ends (a resumed
+	// event), and a check added again starts from no failures.
+	push(`{"healthy": false}`, false)
+	push(`{"healthy": false}`, true)
+	waitFor(t, "the second paused/health", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "paused/health") == 2 })
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	for _, body := range []string{`{"shop": {"health": null}}`, `{"shop": {"health": {"fail_after": 2, "recover_after": 1}}}`} {
+		if a := call(t, http.MethodPut, n.URL()+"/admin/events/pushed", admin, []byte(body)); a.status != http.StatusOK {
+			t.Fatalf("PUT %s: %d %s", body, a.status, a.raw)
+		}
+	}
+	waitFor(t, "the removed check's resumed/health", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "resumed/health") == 2 })
+	if held, _, _ := healthOf(t, n, "pushed"); held {
+		t.Fatal("a check added again starts held")
+	}
+	push(`{"healthy": false}`, false) // one failure of the two it takes
 }
