@@ -1,4 +1,4 @@
--- advance.lua v3: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v4: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -13,7 +13,10 @@
 -- KEYS[5] history list of "admission clock ms:F" samples, oldest first,
 -- KEYS[6] active set (zset position -> admission deadline, unix ms),
 -- KEYS[7] report tally hash (tally.go: wait histograms), KEYS[8] claimed
--- bitmap (bit = position: granted a claim at least once).
+-- bitmap (bit = position: granted a claim at least once), KEYS[9] finished
+-- bitmap (bit = position: the shop reported the checkout session finished;
+-- it never counts as active again), KEYS[10] shop health hash (held = 1
+-- while the health check fails; see health.lua).
 -- All keys share the event's hash tag.
 -- ARGV[1] admission start = window end (unix ms), ARGV[2] rate per second,
 -- ARGV[3] 1 when paused or sold out (nobody can be admitted: the admission
@@ -24,7 +27,9 @@
 -- ARGV[12] W for a queue of join shards (their keys are on other slots: the
 -- node reads them and passes the people with a settled position and W, -1
 -- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
--- ARGV[13] the most time one call credits (ms); then np positions present,
+-- ARGV[13] the most time one call credits (ms), ARGV[14] 1 when the sale
+-- follows the shop's health (KEYS[10] held then holds admission too, and
+-- is reported held); then np positions present,
 -- np waits (seconds from join to the token, -1 unknown), nc positions that
 -- were granted a claim, nc waits (seconds from the admission token to the
 -- grant, -1 unknown), and the rest: positions holding a pending claim. A
@@ -49,7 +54,10 @@
 -- active = present people whose admission is unexpired and unused, or who
 -- hold a pending claim; F − n − p are admitted and not yet present, so
 -- they count as active too. In a lottery F ≤ n + units.
--- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active}.
+-- Finished positions (KEYS[9]) are neither made active again by a later
+-- token nor counted for a pending claim.
+-- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
+-- health held (0/1), health generation}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
@@ -75,6 +83,13 @@ redis.call('LLEN', KEYS[5])
 redis.call('ZCARD', KEYS[6])
 redis.call('HLEN', KEYS[7])
 redis.call('GETBIT', KEYS[8], 0)
+redis.call('GETBIT', KEYS[9], 0)
+local hs = redis.call('HMGET', KEYS[10], 'held', 'gen')
+local health = {'0', hs[2] or '0'}
+if ARGV[14] == '1' and hs[1] == '1' then
+  health[1] = '1'
+  hold = true
+end
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local last = tonumber(st[4] or tostring(start))
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
@@ -100,16 +115,18 @@ local function tally(pre, s)
   redis.call('HINCRBY', KEYS[7], pre .. ':s', s)
 end
 
-for i = 14, 13 + np do
+for i = 15, 14 + np do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
     p = p + 1
     if pos <= c then n = n - 1 end -- credited as a no-show: counted back
     tally('j', ARGV[i + np])
   end
-  if maxactive > 0 then redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos) end
+  if maxactive > 0 and redis.call('GETBIT', KEYS[9], pos) == 0 then
+    redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos)
+  end
 end
-local cl = 14 + 2 * np
+local cl = 15 + 2 * np
 for i = cl, cl + nc - 1 do
   redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
   if redis.call('SETBIT', KEYS[8], tonumber(ARGV[i]), 1) == 0 then tally('c', ARGV[i + nc]) end
@@ -155,7 +172,9 @@ local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', KEYS[6])
   for i = cl + 2 * nc, #ARGV do
-    if not redis.call('ZSCORE', KEYS[6], ARGV[i]) then active = active + 1 end
+    if not redis.call('ZSCORE', KEYS[6], ARGV[i]) and redis.call('GETBIT', KEYS[9], ARGV[i]) == 0 then
+      active = active + 1
+    end
   end
 end
 
@@ -173,4 +192,4 @@ if now >= start then
 end
 redis.call('HSET', KEYS[1], 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
-return {math.floor(f * 1000), joined, w, now, n, active}
+return {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2])}

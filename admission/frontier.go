@@ -25,6 +25,16 @@
 //     with an unexpired admission not yet used for a claim, or holding a
 //     pending claim. A lottery's F is at most no-shows + units on sale +
 //     units released, so released units go to the next drawn positions.
+//   - Admission by checkout capacity: with max_active, the shop may
+//     report a checkout session finished by its admission token's jti
+//     (Frontier.Finish; the node that issued the token maps the jti to the
+//     position on its next tick, Snapshots.Session). A finished position
+//     never counts as active again. The rate still bounds every advance:
+//     the caps bank no credit, so room made all at once is filled at the
+//     rate.
+//   - A shop health hold (Health, with the sale's shop.health) holds
+//     admission like a pause, apart from it: staff pause and the health
+//     hold are two flags, and either holds.
 //
 // Status never touches Redis: a node records admission tokens issued
 // (Present) and claims granted (Claimed) in memory and hands them to the
@@ -66,15 +76,18 @@ func MaxCreditFor(tick time.Duration) time.Duration { return max(10*tick, Defaul
 // Frontier advances and reads an event's admission frontier. It is safe for
 // concurrent use.
 type Frontier struct {
-	rdb     redis.Scripter
-	advance *redis.Script
-	enter   *redis.Script
-	shards  *queue.Joiner
+	rdb      redis.Scripter
+	advance  *redis.Script
+	enter    *redis.Script
+	finish   *redis.Script
+	sessions *redis.Script
+	shards   *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
-	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), enter: luascript.New(enterLua), shards: queue.NewJoiner(rdb)}
+	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), enter: luascript.New(enterLua), finish: luascript.New(finishLua),
+		sessions: luascript.New(sessionsLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.
@@ -126,6 +139,9 @@ type Step struct {
 	//
 	// Default: DefaultMaxCredit
 	MaxCredit time.Duration
+	// HealthChecked, when true, also holds admission while the shop's
+	// health check fails (see Health): Reading.HealthHeld says so.
+	HealthChecked bool
 	// Order, for a queue of join shards, is the node's view of it: the
 	// frontier then never passes Order.Settled() and W is Order.Window().
 	// Nil for a queue on one slot, whose keys the script reads itself.
@@ -152,6 +168,10 @@ type Reading struct {
 	Active int64
 	// ServerTime is Redis TIME when the reading was taken.
 	ServerTime time.Time
+	// HealthHeld is true while the shop's health check holds admission
+	// (only with Step.HealthChecked); HealthGen counts the hold's changes.
+	HealthHeld bool
+	HealthGen  int64
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
@@ -175,25 +195,29 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if credit <= 0 {
 		credit = DefaultMaxCredit
 	}
-	args := make([]any, 0, 13+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
+	checked := 0
+	if s.HealthChecked {
+		checked = 1
+	}
+	args := make([]any, 0, 14+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
-		max(credit.Milliseconds(), 1))
+		max(credit.Milliseconds(), 1), checked)
 	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait), s.Pending} {
 		for _, p := range ps {
 			args = append(args, p)
 		}
 	}
-	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev)}
-	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally
+	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev), finishedKey(ev), healthKey(ev)}
+	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally, its hold follows the event's health
 		tag := "ar:{" + ev + "}:l:" + strconv.Itoa(s.Lane) + ":"
-		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed"}
+		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed", tag + "fin", healthKey(ev)}
 	}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) != 6 {
+	if len(res) != 8 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -204,6 +228,8 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		ServerTime:   time.UnixMilli(res[3]),
 		NoShows:      res[4],
 		Active:       res[5],
+		HealthHeld:   res[6] == 1,
+		HealthGen:    res[7],
 	}, nil
 }
 
@@ -211,3 +237,8 @@ func frontierKey(ev string) string { return "ar:{" + ev + "}:adm" }
 func presentKey(ev string) string  { return "ar:{" + ev + "}:present" }
 func historyKey(ev string) string  { return "ar:{" + ev + "}:hist" }
 func activeKey(ev string) string   { return "ar:{" + ev + "}:act" }
+func finishedKey(ev string) string { return "ar:{" + ev + "}:fin" }
+func healthKey(ev string) string   { return "ar:{" + ev + "}:health" }
+func sessionKey(ev, jti string) string {
+	return "ar:{" + ev + "}:jti:" + jti
+}

@@ -38,7 +38,7 @@ func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base St
 		marks := laneMarks(cfg.ID, lane)
 		step := Step{
 			Start: l.Start(cfg), Rate: cfg.AdmitRatePerSecond * l.Share, Hold: base.Hold, Grace: base.Grace,
-			AdmissionTTL: base.AdmissionTTL, MaxCredit: base.MaxCredit, Lane: lane,
+			AdmissionTTL: base.AdmissionTTL, MaxCredit: base.MaxCredit, HealthChecked: base.HealthChecked, Lane: lane,
 		}
 		step.Present, step.PresentWait = s.take(&s.present, marks)
 		step.Claimed, step.ClaimedWait = s.take(&s.claimed, marks)

@@ -84,8 +84,9 @@ type Snapshots struct {
 	// present and claimed map positions to how long their holder waited
 	// (whole seconds: join to admission token, admission to claim), -1
 	// when unknown; see PresentAfter and ClaimedAfter.
-	present map[string]map[int64]int64
-	claimed map[string]map[int64]int64
+	present  map[string]map[int64]int64
+	claimed  map[string]map[int64]int64
+	sessions map[string]map[string]int64 // event -> jti -> position
 }
 
 // Clock is a node's clock as Snapshots uses it (a *clock.Clock): Now for
@@ -215,6 +216,12 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
 		Pending: live.Pending, Order: order, MaxCredit: time.Duration(s.credit.Load()),
+		HealthChecked: cfg.HealthChecked(),
+	}
+	sessions := s.takeSessions(id)
+	if err := s.frontier.recordSessions(ctx, id, sessions, step.AdmissionTTL); err != nil {
+		s.putBackSessions(id, sessions)
+		return nil, err
 	}
 	var sent time.Time
 	if s.clock != nil {
@@ -245,7 +252,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		sale.Rate = prev.Rate
 		if dt := r.ServerTime.Sub(prev.ServerTime).Seconds(); dt > 0 && r.Frontier >= prev.Frontier && prev.Config.Version > 0 {
 			inst := (r.Frontier - prev.Frontier) / dt
-			if r.Frontier < float64(r.Joined) && !cfg.Paused {
+			if r.Frontier < float64(r.Joined) && !cfg.Paused && !r.HealthHeld {
 				// Only a queue with people still waiting measures the rate.
 				sale.Rate = 0.8*prev.Rate + 0.2*inst
 			}

@@ -116,7 +116,8 @@ func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time) Decisio
 		return Decision{State: NotSelected, Position: pos, PollAfter: MaxPoll}
 	case s.SoldOut:
 		return Decision{State: SoldOut, Position: pos, PollAfter: MaxPoll}
-	case c.Paused:
+	case c.Paused, s.HealthHeld && !admitted:
+		// A health hold stops admission; who is admitted keeps checking out.
 		return Decision{State: Paused, Position: pos, Ahead: max(pos-f-1, 0), PollAfter: jitter(5 * time.Second)}
 	case admitted:
 		return Decision{State: Admitted, Position: pos, PollAfter: jitter(MaxPoll)}
@@ -139,7 +140,7 @@ func unsettled(s *Sale, f int64) Decision {
 	switch {
 	case s.SoldOut:
 		return Decision{State: SoldOut, PollAfter: MaxPoll}
-	case c.Paused:
+	case c.Paused, s.HealthHeld:
 		return Decision{State: Paused, Ahead: ahead, PollAfter: jitter(5 * time.Second)}
 	}
 	rate := s.Rate

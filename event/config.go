@@ -68,6 +68,10 @@ type Config struct {
 	// earlier start (see lanes.go). Names, order and starts lock once the
 	// queue opens.
 	Lanes []Lane `json:"lanes,omitempty"`
+	// Shop signs the shop's calls (a finished checkout session, a health
+	// signal) and holds admission while the shop's health check fails
+	// (see shop.go). With MaxActive it admits by checkout capacity.
+	Shop Shop `json:"shop"`
 
 	// Version increases with every stored change.
 	Version int64 `json:"version"`
@@ -148,6 +152,9 @@ func (c *Config) Defaults() {
 	if c.EndsAt.IsZero() && !c.StartsAt.IsZero() {
 		c.EndsAt = c.StartsAt.Add(24 * time.Hour)
 	}
+	if c.Shop.Health != nil {
+		c.Shop.Health.defaults()
+	}
 	c.Limits.Defaults()
 }
 
@@ -206,6 +213,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateLanes(); err != nil {
+		return err
+	}
+	if err := c.validateShop(); err != nil {
 		return err
 	}
 	return c.Limits.Validate()

@@ -80,8 +80,14 @@ func (c *Config) validateWebhooks() error {
 	return nil
 }
 
-// CheckWebhookSchemes refuses http webhook URLs unless allowHTTP.
+// CheckWebhookSchemes refuses http webhook and shop health URLs unless
+// allowHTTP.
 func CheckWebhookSchemes(c *Config, allowHTTP bool) error {
+	if h := c.Shop.Health; h != nil && !allowHTTP {
+		if u, err := url.Parse(h.URL); err == nil && u.Scheme == "http" {
+			return fmt.Errorf("%w: shop.health.url is http; it must be https unless the node sets ANTEROOM_WEBHOOK_ALLOW_HTTP", ErrInvalid)
+		}
+	}
 	for i := range c.Webhooks {
 		if u, err := url.Parse(c.Webhooks[i].URL); err == nil && u.Scheme == "http" && !allowHTTP {
 			return fmt.Errorf("%w: webhooks[%d].url is http; webhooks are https unless the node sets ANTEROOM_WEBHOOK_ALLOW_HTTP", ErrInvalid, i)

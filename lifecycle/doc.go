@@ -7,7 +7,10 @@
 // Exactly once, leaderless. Every node observes every sale on its tick and
 // hands what it sees to one Redis script (record.lua), which claims each
 // transition once for all nodes (HSETNX for one-shot transitions, the
-// newest config version for pause/resume, a compare-and-set cursor for
+// newest config version for a staff pause/resume, the newest config
+// version and health generation for a shop health hold — both emit
+// paused/resumed, with data.reason "staff" or "health" —, a
+// compare-and-set cursor for
 // admitted positions) and writes the event into a per-sale outbox in the
 // same step. Any node publishes the outbox with Nats-Msg-Id = the event id
 // and removes what JetStream acknowledged, so a node that dies between the

@@ -1,16 +1,22 @@
--- record.lua v1: record one event's lifecycle transitions, each exactly once
+-- record.lua v2: record one event's lifecycle transitions, each exactly once
 -- across every node, in an outbox that nodes publish from.
 -- KEYS[1] state hash, KEYS[2] outbox hash (id -> JSON), KEYS[3] recent list.
 -- All keys share the event's hash tag.
 -- ARGV[1] event id, ARGV[2] config version, ARGV[3] paused (0/1),
 -- ARGV[4] opened, ARGV[5] window closed, ARGV[6] sold out, ARGV[7] ended
 -- (each 0/1, as observed), ARGV[8] seed, ARGV[9] seed commitment,
--- ARGV[10] window size, ARGV[11] your_turn cursor expected (-1: none),
--- ARGV[12] new cursor, then triples (position, seq, user) for the
--- positions after the expected cursor up to the new one.
+-- ARGV[10] window size, ARGV[11] held by the shop's health check (0/1),
+-- ARGV[12] the health hold's generation (its changes so far),
+-- ARGV[13] your_turn cursor expected (-1: none), ARGV[14] new cursor, then
+-- triples (position, seq, user) for the positions after the expected
+-- cursor up to the new one.
 -- One-shot transitions are claimed with HSETNX; pause/resume follows the
 -- newest config version seen (a stale node cannot flip it back) and counts
--- its changes; your_turn moves a cursor by compare-and-set.
+-- its changes; the health hold follows the newest (config version, health
+-- generation) seen, both at least the stored ones, so a stale node cannot
+-- flip it either, and removing the check (a new version) releases it.
+-- Both emit paused/resumed, with data.reason staff or health; your_turn
+-- moves a cursor by compare-and-set.
 -- Reply {outbox length, your_turn cursor}.
 local state, outbox, recent = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
@@ -40,7 +46,22 @@ if version > seen then
     local n = redis.call('HINCRBY', state, 'pauses', 1)
     local typ = 'resumed'
     if ARGV[3] == '1' then typ = 'paused' end
-    emit(typ, n, {version = version})
+    emit(typ, n, {version = version, reason = 'staff'})
+  end
+end
+
+local hgen = tonumber(ARGV[12])
+local hv = tonumber(redis.call('HGET', state, 'hver') or '0')
+local hg = tonumber(redis.call('HGET', state, 'hgen') or '0')
+if version >= hv and hgen >= hg then
+  redis.call('HSET', state, 'hver', version, 'hgen', hgen)
+  local was = redis.call('HGET', state, 'hheld') or '0'
+  if ARGV[11] ~= was then
+    redis.call('HSET', state, 'hheld', ARGV[11])
+    local n = redis.call('HINCRBY', state, 'pauses', 1)
+    local typ = 'resumed'
+    if ARGV[11] == '1' then typ = 'paused' end
+    emit(typ, n, {version = version, reason = 'health', health_changes = hgen})
   end
 end
 
@@ -50,13 +71,13 @@ once(ARGV[6], 'sold_out', {})
 once(ARGV[7], 'sale_ended', {})
 
 local cursor = tonumber(redis.call('HGET', state, 'cursor') or '0')
-if tonumber(ARGV[11]) == cursor and tonumber(ARGV[12]) > cursor then
-  for i = 13, #ARGV, 3 do
+if tonumber(ARGV[13]) == cursor and tonumber(ARGV[14]) > cursor then
+  for i = 15, #ARGV, 3 do
     local data = {position = tonumber(ARGV[i]), seq = tonumber(ARGV[i + 1])}
     if ARGV[i + 2] ~= '' then data.user = ARGV[i + 2] end
     emit('your_turn', ARGV[i], data)
   end
-  cursor = tonumber(ARGV[12])
+  cursor = tonumber(ARGV[14])
   redis.call('HSET', state, 'cursor', cursor)
 end
 return {redis.call('HLEN', outbox), cursor}

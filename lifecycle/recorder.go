@@ -59,7 +59,8 @@ func (r *Recorder) Observe(ctx context.Context, sale *admission.Sale) error {
 		seed = cfg.Seed
 	}
 	args := []any{cfg.ID, cfg.Version, bit(cfg.Paused), bit(opened), bit(sale.WindowFrozen),
-		bit(opened && sale.SoldOut), bit(ended), seed, cfg.SeedCommitment, sale.Window}
+		bit(opened && sale.SoldOut), bit(ended), seed, cfg.SeedCommitment, sale.Window,
+		bit(sale.HealthHeld), sale.HealthGen}
 	turns, err := r.yourTurns(ctx, sale)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/staff"
@@ -70,6 +71,11 @@ type liveJSON struct {
 	// Lanes are the event's lanes' own queues; the figures above are the
 	// default lane's.
 	Lanes []laneLiveJSON `json:"lanes,omitempty"`
+	// Active is how many people are in checkout (counted with max_active).
+	Active int64 `json:"active"`
+	// Health is the shop health check's state (with shop.health): Held
+	// while it holds admission, apart from a staff pause.
+	Health *admission.HealthState `json:"health,omitempty"`
 }
 
 // laneLiveJSON is one lane's live figures.
@@ -88,6 +94,7 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 	out := adminEventJSON{Config: cfg, Friction: s.friction(&cfg)}
 	out.Config.Webhooks = event.RedactWebhooks(cfg.Webhooks) // secrets are write-only
 	out.Config.Limits.Captcha = cfg.Limits.Captcha.Redacted()
+	out.Config.Shop = event.RedactShop(cfg.Shop)
 	sale, ok := s.deps.Sales.Get(cfg.ID)
 	if !ok || !sale.WindowFrozen {
 		out.Config.Seed = ""
@@ -107,6 +114,14 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 				out.Live.Lanes = append(out.Live.Lanes, laneLiveJSON{Name: l.Name, Rate: v.Rate, StartsAt: l.Start(&cfg).UTC(),
 					Joined: v.Joined, Frontier: v.Frontier, WindowFrozen: v.WindowFrozen, WindowSize: v.Window, NoShows: v.NoShows})
 			}
+		}
+		out.Live.Active = sale.Active
+		if cfg.HealthChecked() && s.deps.Health != nil {
+			h, err := s.deps.Health.State(ctx, cfg.ID)
+			if err != nil {
+				return out, err
+			}
+			out.Live.Health = &h
 		}
 		if s.deps.OrderLag != nil {
 			lag, err := s.deps.OrderLag(ctx)
@@ -150,6 +165,13 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		if old.HealthChecked() && !saved.HealthChecked() && s.deps.Health != nil {
+			// The check was removed: its hold ends, and a check added
+			// later starts from no failures.
+			if err := s.deps.Health.Reset(ctx, id); err != nil {
+				return err
+			}
+		}
 		if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
 			return err
 		}
@@ -179,6 +201,10 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 		return old, event.Config{}, err
 	}
 	next := old
+	if old.Shop.Health != nil { // decoded into below: must not alias old's
+		h := *old.Shop.Health
+		next.Shop.Health = &h
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&next); err != nil {
@@ -194,6 +220,7 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
 	next.PageVersion = old.PageVersion // set by publishing the page (page_admin.go)
 	event.KeepWebhookSecrets(&old, &next)
+	event.KeepShopSecret(&old, &next)
 	next.Defaults()
 	if err := next.Validate(); err != nil {
 		return old, event.Config{}, err

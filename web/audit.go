@@ -56,6 +56,7 @@ func configDiff(old, next *event.Config) (before, after map[string]json.RawMessa
 		c := *cfg
 		c.Seed, c.Webhooks = "", event.RedactWebhooks(cfg.Webhooks)
 		c.Limits.Captcha = cfg.Limits.Captcha.Redacted()
+		c.Shop = event.RedactShop(cfg.Shop)
 		b, _ := json.Marshal(c)
 		_ = json.Unmarshal(b, &m)
 		return m

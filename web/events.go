@@ -82,7 +82,7 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 		ID: cfg.ID, Name: cfg.Name, State: cfg.PhaseAt(now, sale.SoldOut), ServerTime: now.UTC(),
 		PrequeueOpensAt: cfg.PrequeueOpensAt, StartsAt: cfg.StartsAt, EndsAt: cfg.EndsAt, WindowClosesAt: cfg.WindowEnd(),
 		Mode: cfg.Mode, Supply: cfg.OnSale(), PerUserLimit: cfg.PerUserLimit, Remaining: coarse(sale.Remaining),
-		Paused: cfg.Paused, SeedCommitment: cfg.SeedCommitment, Joined: sale.Joined,
+		Paused: cfg.Paused || sale.HealthHeld, SeedCommitment: cfg.SeedCommitment, Joined: sale.Joined,
 		Admitted: min(int64(sale.Frontier), sale.Joined),
 	}
 	if sale.WindowFrozen {

@@ -54,7 +54,7 @@ func titleOf(code string) string {
 		return "Authentication required"
 	case "forbidden", "not_admitted", "not_open", "not_selected", "invite_required", "invite_invalid", "pass_invalid", "pass_revoked", "pass_used_up":
 		return "Not allowed"
-	case "unknown_event", "not_found":
+	case "unknown_event", "not_found", "unknown_session":
 		return "Not found"
 	case "limit_reached":
 		return "Limit reached"
@@ -66,7 +66,7 @@ func titleOf(code string) string {
 		return "Paused"
 	case "degraded":
 		return "Temporarily unavailable"
-	case "conflict", "locked":
+	case "conflict", "locked", "not_configured":
 		return "Conflict"
 	case "too_large":
 		return "Request body too large"
@@ -137,6 +137,9 @@ func toProblem(err error) (*Problem, bool) {
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "wrong name, password or key"), true
 	case errors.Is(err, limit.ErrTaken):
 		return problem(fiber.StatusConflict, "limit_reached", "this device or payment method has already been used by another account in this sale"), true
+	case errors.Is(err, admission.ErrUnknownSession):
+		return problem(fiber.StatusNotFound, "unknown_session",
+			"no admission token with this jti was issued for this sale (sessions are kept only for sales with max_active, from about a tick after the token is issued until 10 minutes after it expires)"), true
 	case errors.Is(err, admission.ErrPassUnknown):
 		return problem(fiber.StatusNotFound, "not_found", "no such pass"), true
 	case errors.Is(err, admission.ErrPassExists):

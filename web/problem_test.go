@@ -59,6 +59,7 @@ var sentinels = []struct {
 	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
 	{"tokens.ErrPassInvalid", tokens.ErrPassInvalid, http.StatusForbidden, "pass_invalid"},
 	{"tokens.ErrInviteInvalid", tokens.ErrInviteInvalid, http.StatusForbidden, "invite_invalid"},
+	{"admission.ErrUnknownSession", admission.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
 	{"admission.ErrPassUnknown", admission.ErrPassUnknown, http.StatusNotFound, "not_found"},
 	{"admission.ErrPassExists", admission.ErrPassExists, http.StatusConflict, "conflict"},
 	{"admission.ErrPassRevoked", admission.ErrPassRevoked, http.StatusForbidden, "pass_revoked"},

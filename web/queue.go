@@ -138,6 +138,9 @@ func (s *Server) status(c *fiber.Ctx) error {
 			return err
 		}
 		s.deps.Sales.PresentAfter(cfg.ID, pos, now.Sub(t.IssuedAt)) // the report tallies the wait
+		if cfg.MaxActive > 0 {
+			s.deps.Sales.Session(cfg.ID, a.ID, pos) // the shop may finish it by jti
+		}
 		s.deps.Observe.tokenIssued(cfg.ID)
 		out.AdmissionToken = tok
 		exp := a.ExpiresAt.UTC()

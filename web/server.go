@@ -30,6 +30,7 @@ type (
 		RefreshOne(ctx context.Context, id string) error
 		PresentAfter(ev string, pos int64, waited time.Duration)
 		ClaimedAfter(ev string, pos int64, waited time.Duration)
+		Session(ev, jti string, pos int64)
 		All() []*admission.Sale
 	}
 	joiner interface {
@@ -161,6 +162,12 @@ type Deps struct {
 	// Refusals counts what join and claim refused, by reason, for the
 	// report (*report.Refusals); nil counts nothing.
 	Refusals refusalCounter
+	// Sessions ends checkout sessions the shop reports finished
+	// (*admission.Frontier); nil answers 503.
+	Sessions sessions
+	// Health keeps the shop health signals (*admission.Health); nil
+	// answers 503 to a push and leaves the hold out of the admin view.
+	Health healthSignals
 }
 
 // Config tunes the edge.
@@ -314,6 +321,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	ev.Get("/claims", s.listClaims)
 	ev.Get("/gate", s.gate)
 	ev.Post("/claims/:claim_id/release", s.releaseClaim)
+	ev.Post("/sessions/:jti/finished", s.finishSession) // signed by the shop (shop.go)
+	ev.Post("/health", s.pushHealth)
 
 	adm := app.Group("/admin/events/:id", s.requireAdmin)
 	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)

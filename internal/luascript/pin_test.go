@@ -18,11 +18,14 @@ var pins = map[string]struct {
 	version int
 	sha1    string
 }{
+	"admission/sessions.lua":        {1, "a9864ce2d21399f02e06cc0f3b6c4c25114c7c7e"},
+	"admission/health.lua":          {1, "8ab3cb097b50f00d98befcc60f310d74d4bbb379"},
+	"admission/finish.lua":          {1, "e43df0c2d6dedb796b8126678a6b7529ca3c72ea"},
 	"admission/passmint.lua":        {1, "f0a0c8e0d0e1db8985bb392b99cc9bde43222ae2"},
 	"admission/passredeem.lua":      {1, "9f13f4e105eb8fbd442154b7ca82dd6f4d558eac"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
-	"admission/advance.lua":         {3, "4b01139f1c9395e3b55c6d164bea6998b0feca28"},
+	"admission/advance.lua":         {4, "8df0a4c8ae71b388332b76347d75a42f7661066b"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
 	"claim/confirm.lua":             {1, "c6788db37239b54e11e79de0e1519b4c299f63c9"},
@@ -43,7 +46,7 @@ var pins = map[string]struct {
 	"internal/staff/blocked.lua":    {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
 	"internal/staff/failed.lua":     {1, "decc429d7fc3a6924a1b1c0519e031a3ef230741"},
 	"lifecycle/queueing.lua":        {1, "1956b859e27f0fc5b536fff9bf38443f1a71d1dd"},
-	"lifecycle/record.lua":          {1, "0dc764270f64a30402197a343eb23284d51f3b4d"},
+	"lifecycle/record.lua":          {2, "f243c4beac109df3fcc1f80b3def6139f7612c09"},
 	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":             {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},

@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/health"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/lifecycle"
@@ -125,6 +126,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	frontier := admission.NewFrontier(back.rdb)
 	snaps := admission.NewSnapshots(events, frontier, claims)
 	snaps.UseClock(clk)
+	shopHealth := admission.NewHealth(back.rdb)
 	refusals := report.NewRefusals(back.rdb)
 	reports := &report.Builder{Configs: events, Tallies: frontier, Sales: snaps, Refusals: refusals, JS: js}
 	lc := lifecycle.NewRecorder(back.rdb, js)
@@ -178,6 +180,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 		Sales: snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(snaps)), Lifecycle: lc, Tickets: web.NewTicketCache(tickets, 200_000),
 		Admitter: issuer, Claims: svc, Store: claims,
 		Configs: events, Pages: events, Identity: identity, JWKS: keys.JWKS, Ready: o.ready, Rooms: frontier,
+		Sessions: frontier, Health: shopHealth,
 		Observe: o.observe(), Metrics: metricsHandler,
 		Rebuild:  claim.NewRebuilder(svc, js, events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
@@ -219,6 +222,8 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
 		})
 		n.goLoop(func() { lc.Run(lctx, max(cfg.Tick, 250*time.Millisecond), snaps.All, logErr("lifecycle")) })
+		prober := health.NewProber(shopHealth, health.Config{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("shop health")})
+		n.goLoop(func() { prober.Run(lctx, max(cfg.Tick, 250*time.Millisecond), snaps.All) })
 		deliverer := lifecycle.NewDeliverer(js, back.rdb, events, lifecycle.DeliverConfig{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("webhook"), Now: clk.Now})
 		n.goLoop(func() {
 			if err := deliverer.Run(lctx); err != nil {

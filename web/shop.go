@@ -1,0 +1,186 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/event"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Shop calls: the shop tells anteroom that a checkout session finished or
+// how healthy it is. They are signed with the sale's shop.secret, never a
+// shopper's credential, in the header ShopSignatureHeader.
+
+// ShopSignatureHeader carries a shop call's signature: "t=<unix
+// seconds>,v1=<hex HMAC-SHA256 of "<t>.<path>.<body>" keyed by the sale's
+// shop.secret>", path being the request path as sent (without the query).
+// The path is signed so a captured signature cannot finish another session.
+const ShopSignatureHeader = "X-Anteroom-Signature"
+
+// ShopSignatureTolerance is how far a shop call's timestamp may be from the
+// node's clock.
+const ShopSignatureTolerance = 5 * time.Minute
+
+// SignShopCall returns the ShopSignatureHeader value of a call to path with
+// body at t, as a shop written in Go computes it.
+func SignShopCall(secret string, t time.Time, path string, body []byte) string {
+	ts := strconv.FormatInt(t.Unix(), 10)
+	return "t=" + ts + ",v1=" + hex.EncodeToString(shopMAC(secret, ts, path, body))
+}
+
+func shopMAC(secret, ts, path string, body []byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "." + path + "."))
+	m.Write(body)
+	return m.Sum(nil)
+}
+
+// sessions is what the finished-session call needs (admission.Frontier).
+type sessions interface {
+	Finish(ctx context.Context, ev, jti string) (admission.Finished, error)
+}
+
+// healthSignals is what the health push needs (admission.Health).
+type healthSignals interface {
+	Observe(ctx context.Context, ev string, h *event.HealthCheck, o admission.Observation) (held, changed bool, err error)
+	State(ctx context.Context, ev string) (admission.HealthState, error)
+	Reset(ctx context.Context, ev string) error
+}
+
+var errBadShopSignature = problem(fiber.StatusUnauthorized, "unauthenticated",
+	"missing, malformed, stale or wrong "+ShopSignatureHeader+" (shop calls are signed with the sale's shop.secret)")
+
+// shopAuth checks the shop call's signature against the sale's secret.
+func (s *Server) shopAuth(c *fiber.Ctx, cfg *event.Config) error {
+	if cfg.Shop.Secret == "" {
+		return problem(fiber.StatusForbidden, "forbidden", "this sale takes no shop calls: set shop.secret in its configuration")
+	}
+	var ts, v1 string
+	for _, part := range strings.Split(c.Get(ShopSignatureHeader), ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			v1 = v
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return errBadShopSignature
+	}
+	if d := s.now().Sub(time.Unix(sec, 0)); d > ShopSignatureTolerance || d < -ShopSignatureTolerance {
+		return errBadShopSignature
+	}
+	got, err := hex.DecodeString(v1)
+	if err != nil || !hmac.Equal(got, shopMAC(cfg.Shop.Secret, ts, c.Path(), c.Body())) {
+		return errBadShopSignature
+	}
+	return nil
+}
+
+// validJTI reports whether s can be an admission token's jti (base64url,
+// at most 64 characters).
+func validJTI(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// finishSession answers POST /events/{id}/sessions/{jti}/finished: the shop
+// reports that the checkout session of the admission token with that jti
+// is over, so max_active makes room for the next person (at the rate).
+// Idempotent: a repeat answers 200 with replay true.
+func (s *Server) finishSession(c *fiber.Ctx) error {
+	cfg := &saleOf(c).Config
+	jti := c.Params("jti")
+	if !validJTI(jti) {
+		return badRequest("jti must be 1 to 64 characters of base64url (the admission token's jti claim)")
+	}
+	if err := s.shopAuth(c, cfg); err != nil {
+		return err
+	}
+	if s.deps.Sessions == nil {
+		return retryLater("degraded", "checkout sessions are not kept on this node", 1)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	f, err := s.deps.Sessions.Finish(ctx, cfg.ID, jti)
+	if err != nil {
+		return err // toProblem: an unknown session, or a backing service
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"jti": strings.Clone(jti), "position": f.Position, "finished": true, "replay": f.Replay})
+}
+
+// healthPush is the body of POST /events/{id}/health: exactly one of the
+// fields.
+type healthPush struct {
+	ErrorRate *float64 `json:"error_rate"`
+	Healthy   *bool    `json:"healthy"`
+}
+
+// pushHealth answers POST /events/{id}/health: one health observation from
+// the shop, counted toward the sale's fail_after and recover_after.
+func (s *Server) pushHealth(c *fiber.Ctx) error {
+	cfg := &saleOf(c).Config
+	if err := s.shopAuth(c, cfg); err != nil {
+		return err
+	}
+	h := cfg.Shop.Health
+	if h == nil {
+		return problem(fiber.StatusConflict, "not_configured", "this sale has no shop.health check")
+	}
+	var in healthPush
+	dec := json.NewDecoder(bytes.NewReader(c.Body()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return badRequest("malformed health JSON: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return badRequest("malformed health JSON: trailing data")
+	}
+	var o admission.Observation
+	switch {
+	case (in.ErrorRate == nil) == (in.Healthy == nil):
+		return badRequest("send exactly one of error_rate (0 to 1) and healthy (true or false)")
+	case in.ErrorRate != nil:
+		r := *in.ErrorRate
+		if !(r >= 0 && r <= 1) {
+			return badRequest("error_rate must be between 0 and 1")
+		}
+		o = admission.Observation{Healthy: r <= h.MaxErrorRate, Source: "push",
+			Detail: fmt.Sprintf("error rate %.3f (max %.3f)", r, h.MaxErrorRate)}
+	default:
+		o = admission.Observation{Healthy: *in.Healthy, Source: "push", Detail: "healthy " + strconv.FormatBool(*in.Healthy)}
+	}
+	if s.deps.Health == nil {
+		return retryLater("degraded", "health signals are not kept on this node", 1)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	held, changed, err := s.deps.Health.Observe(ctx, cfg.ID, h, o)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(fiber.Map{"healthy": o.Healthy, "held": held, "changed": changed})
+}
