@@ -22,9 +22,6 @@ var (
 //go:embed join.lua
 var joinLua string
 
-//go:embed joinshard.lua
-var joinShardLua string
-
 // userShards spreads an event's user entries over small hashes that Redis
 // keeps in its compact listpack encoding (about 60 entries each at one
 // million joiners), which is what keeps a waiting user under 100 bytes.
@@ -57,14 +54,13 @@ type Scripter interface {
 type Joiner struct {
 	rdb   Scripter
 	join  *redis.Script
-	shard *redis.Script
 	read  *redis.Script
 	batch *joinBatcher // nil: one round trip per join
 }
 
 // NewJoiner returns a Joiner on rdb.
 func NewJoiner(rdb Scripter) *Joiner {
-	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), shard: luascript.New(joinShardLua), read: luascript.New(readShardLua)}
+	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), read: luascript.New(readShardLua)}
 	if p, ok := rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
 		j.batch = &joinBatcher{rdb: rdb, pipe: p.Pipeline, slots: joinPipelines}
 	}
@@ -91,13 +87,13 @@ type Times struct {
 // With S > 1 shards the user's entry is on shard ShardOf(user, S), so a
 // repeated join finds it there; Seq and Window are the shard's own.
 func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, error) {
-	script, shard := j.join, 0
+	shard := 0
 	keys := []string{seqKey(ev), userKey(ev, user), windowKey(ev)}
 	if t.Lane > 0 {
 		tag := laneTag(ev, t.Lane)
 		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w"}
 	} else if t.Shards > 1 {
-		script, shard = j.shard, ShardOf(user, t.Shards)
+		shard = ShardOf(user, t.Shards)
 		tag := shardTag(ev, shard)
 		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w", tag + "sec"}
 	}
@@ -105,9 +101,9 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 	var res []int64
 	var err error
 	if j.batch != nil {
-		res, err = j.batch.run(ctx, &joinCall{script: script, keys: keys, args: args})
+		res, err = j.batch.run(ctx, &joinCall{script: j.join, keys: keys, args: args})
 	} else {
-		res, err = script.Run(ctx, j.rdb, keys, args...).Int64Slice()
+		res, err = j.join.Run(ctx, j.rdb, keys, args...).Int64Slice()
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("join %s: %w", ev, err)

@@ -1,8 +1,8 @@
--- readshard.lua v1: one node's read of one join shard, on every tick. It
+-- readshard.lua v2: one node's read of one join shard, on every tick. It
 -- freezes the shard's window at the window's end, like a join would, so a
 -- shard nobody joins still freezes.
 -- KEYS[1] shard sequence counter, KEYS[2] shard window size W_s, KEYS[3]
--- seconds list (see joinshard.lua).
+-- seconds list (see join.lua).
 -- ARGV[1] window end (unix ms), ARGV[2] first list index to return.
 -- Reply {now (unix ms), joined, W_s (-1 while open), then second, first seq
 -- of each list entry from ARGV[2] on}. Read in one step, so every join of a

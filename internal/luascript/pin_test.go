@@ -50,9 +50,8 @@ var pins = map[string]struct {
 	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":             {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
-	"queue/join.lua":                {1, "a2ad3c791022d848fb9c408a49da76550e35303b"},
-	"queue/joinshard.lua":           {1, "f6c4fea40c58ebd334e535840cf3f0aa9d8d2321"},
-	"queue/readshard.lua":           {1, "ea2d884af689d35707f1bda3e63f7e409be61b15"},
+	"queue/join.lua":                {2, "6c985d89615154c2465f96b6ce8f0a8d102dffd9"},
+	"queue/readshard.lua":           {2, "fb2683d66c15bfa1e89d673c665a3c099730fc01"},
 }
 
 var versionLine = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)
