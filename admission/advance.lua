@@ -1,4 +1,4 @@
--- advance.lua v4: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v5: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -58,8 +58,9 @@
 -- token nor counted for a pending claim.
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
 -- health held (0/1), health generation}.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local frontier, counter, window, presence, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local activeset, tallies, claimedbits, finishedbits, healthhash = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local now = now_ms()
 local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
 local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
@@ -71,20 +72,20 @@ local maxstep = tonumber(ARGV[13])
 -- fails the script here, before a presence mark is set without its
 -- accounting (a retry would then never count the position back). Redis
 -- does not roll back a script that fails halfway.
-local st = redis.call('HMGET', KEYS[1], 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p')
-local joined = tonumber(redis.call('GET', KEYS[2]) or '0')
-local w = redis.call('GET', KEYS[3])
+local st = redis.call('HMGET', frontier, 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p')
+local joined = tonumber(redis.call('GET', counter) or '0')
+local w = redis.call('GET', window)
 if sharded then
   joined, w = tonumber(ARGV[11]), ARGV[12]
   if tonumber(w) < 0 then w = nil end
 end
-redis.call('GETBIT', KEYS[4], 0)
-redis.call('LLEN', KEYS[5])
-redis.call('ZCARD', KEYS[6])
-redis.call('HLEN', KEYS[7])
-redis.call('GETBIT', KEYS[8], 0)
-redis.call('GETBIT', KEYS[9], 0)
-local hs = redis.call('HMGET', KEYS[10], 'held', 'gen')
+redis.call('GETBIT', presence, 0)
+redis.call('LLEN', history)
+redis.call('ZCARD', activeset)
+redis.call('HLEN', tallies)
+redis.call('GETBIT', claimedbits, 0)
+redis.call('GETBIT', finishedbits, 0)
+local hs = redis.call('HMGET', healthhash, 'held', 'gen')
 local health = {'0', hs[2] or '0'}
 if ARGV[14] == '1' and hs[1] == '1' then
   health[1] = '1'
@@ -97,7 +98,7 @@ local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st
 -- history samples: its clock starts at the last advance, which they match.
 -- Likewise its present count is the bitmap's, counted once.
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
-if p < 0 then p = redis.call('BITCOUNT', KEYS[4]) end
+if p < 0 then p = redis.call('BITCOUNT', presence) end
 
 -- tally adds a wait of s seconds to histogram pre (j: join to admission
 -- token, c: admission token to claim): field pre:<bound> for the first
@@ -110,31 +111,31 @@ local function tally(pre, s)
   for _, b in ipairs(bounds) do
     if s <= b then f = pre .. ':' .. b break end
   end
-  redis.call('HINCRBY', KEYS[7], f, 1)
-  redis.call('HINCRBY', KEYS[7], pre .. ':n', 1)
-  redis.call('HINCRBY', KEYS[7], pre .. ':s', s)
+  redis.call('HINCRBY', tallies, f, 1)
+  redis.call('HINCRBY', tallies, pre .. ':n', 1)
+  redis.call('HINCRBY', tallies, pre .. ':s', s)
 end
 
 for i = 15, 14 + np do
   local pos = tonumber(ARGV[i])
-  if redis.call('SETBIT', KEYS[4], pos, 1) == 0 then
+  if redis.call('SETBIT', presence, pos, 1) == 0 then
     p = p + 1
     if pos <= c then n = n - 1 end -- credited as a no-show: counted back
     tally('j', ARGV[i + np])
   end
-  if maxactive > 0 and redis.call('GETBIT', KEYS[9], pos) == 0 then
-    redis.call('ZADD', KEYS[6], 'GT', now + ttl, pos)
+  if maxactive > 0 and redis.call('GETBIT', finishedbits, pos) == 0 then
+    redis.call('ZADD', activeset, 'GT', now + ttl, pos)
   end
 end
 local cl = 15 + 2 * np
 for i = cl, cl + nc - 1 do
-  redis.call('ZREM', KEYS[6], ARGV[i]) -- the admission is used
-  if redis.call('SETBIT', KEYS[8], tonumber(ARGV[i]), 1) == 0 then tally('c', ARGV[i + nc]) end
+  redis.call('ZREM', activeset, ARGV[i]) -- the admission is used
+  if redis.call('SETBIT', claimedbits, tonumber(ARGV[i]), 1) == 0 then tally('c', ARGV[i + nc]) end
 end
 
 if not w and now >= start and not sharded then
   w = tostring(joined)
-  redis.call('SET', KEYS[3], w)
+  redis.call('SET', window, w)
 end
 w = tonumber(w or '-1')
 
@@ -149,17 +150,17 @@ if now >= start and now > last then
   -- (the newest history sample older than the grace gives that bound) and
   -- never marked present.
   while true do
-    local head = redis.call('LINDEX', KEYS[5], 0)
+    local head = redis.call('LINDEX', history, 0)
     if not head then break end
     local sep = string.find(head, ':')
     if tonumber(string.sub(head, 1, sep - 1)) > a - grace then break end
     bound = math.max(bound, math.floor(tonumber(string.sub(head, sep + 1))))
-    redis.call('LPOP', KEYS[5])
+    redis.call('LPOP', history)
   end
   if bound > c then
     local upto = math.min(bound, c + maxcheck)
     for q = c + 1, upto do
-      if redis.call('GETBIT', KEYS[4], q) == 0 then n = n + 1 end
+      if redis.call('GETBIT', presence, q) == 0 then n = n + 1 end
     end
     c = upto
   end
@@ -167,12 +168,12 @@ end
 
 -- The active set is kept only while max_active is set (so it stays about
 -- max_active long); a max_active set mid-sale counts tokens issued from then.
-redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', activeset, '-inf', now)
 local active = 0
 if maxactive > 0 then
-  active = redis.call('ZCARD', KEYS[6])
+  active = redis.call('ZCARD', activeset)
   for i = cl + 2 * nc, #ARGV do
-    if not redis.call('ZSCORE', KEYS[6], ARGV[i]) and redis.call('GETBIT', KEYS[9], ARGV[i]) == 0 then
+    if not redis.call('ZSCORE', activeset, ARGV[i]) and redis.call('GETBIT', finishedbits, ARGV[i]) == 0 then
       active = active + 1
     end
   end
@@ -186,10 +187,10 @@ if now >= start then
   -- No banked credit: what the caps or the queue held back is not owed.
   if b + n > f then b = math.max(f - n, 0) end
   if math.floor(f) > h then
-    redis.call('RPUSH', KEYS[5], a .. ':' .. math.floor(f))
+    redis.call('RPUSH', history, a .. ':' .. math.floor(f))
     h = math.floor(f)
   end
 end
-redis.call('HSET', KEYS[1], 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
+redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
 return {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2])}
