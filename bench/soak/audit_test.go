@@ -87,7 +87,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 		}
 	}
 	// Wait for the worker to confirm what it can, then compare.
-	var orders map[string]string
+	var orders map[string]claim.Status
 	for time.Now().Before(deadline) {
 		if l, err := claim.OrderLag(ctx, ss.s.js); err == nil && l != nil && l.Pending == 0 && l.AckPending == 0 {
 			break
@@ -101,7 +101,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 	}
 	for id, st := range orders {
 		ss.checks.Add(1)
-		if st == "confirmed" && released[id] {
+		if st == claim.StatusConfirmed && released[id] {
 			h.violateNow(ev, "order %s confirmed and released on the stream", id)
 			return
 		}
