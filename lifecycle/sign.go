@@ -46,7 +46,7 @@ var ErrBadSignature = errors.New("lifecycle: bad webhook signature")
 func Verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
 	var ts, v1 string
 	for _, part := range strings.Split(header, ",") {
-		k, v, _ := strings.Cut(part, "=")
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
 		switch k {
 		case "t":
 			ts = v

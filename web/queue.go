@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
@@ -57,15 +58,10 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: entry.Seq, IssuedAt: entry.JoinedAt})
+	ticket, err := s.giveTicket(c, cfg, user, entry.Seq, entry.JoinedAt)
 	if err != nil {
 		return err
 	}
-	c.Cookie(&fiber.Cookie{
-		Name: ticketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
-		Expires: cfg.EndsAt.Add(time.Hour),
-	})
 	d := admission.DecidePlace(sale, queue.Place{Shard: entry.Shard, Seq: entry.Seq, Joined: entry.JoinedAt}, now)
 	out := joinJSON{Ticket: ticket, Seq: entry.Seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
 	if lane > 0 {
@@ -154,6 +150,22 @@ func (s *Server) status(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	var buf [128]byte
 	return sendJSON(c, appendStatus(buf[:0], &out))
+}
+
+// giveTicket signs user's queue ticket for number seq of event cfg, joined
+// at joined, and sets it as the ticket cookie (HttpOnly, until an hour
+// after the sale ends).
+func (s *Server) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq int64, joined time.Time) (string, error) {
+	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: seq, IssuedAt: joined})
+	if err != nil {
+		return "", err
+	}
+	c.Cookie(&fiber.Cookie{
+		Name: ticketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
+		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
+		Expires: cfg.EndsAt.Add(time.Hour),
+	})
+	return ticket, nil
 }
 
 // sendJSON answers the JSON body b, copied into the response's own pooled

@@ -53,15 +53,10 @@ func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error
 	if err != nil {
 		return err
 	}
-	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: en.Seq, IssuedAt: en.JoinedAt})
+	ticket, err := s.giveTicket(c, cfg, user, en.Seq, en.JoinedAt)
 	if err != nil {
 		return err
 	}
-	c.Cookie(&fiber.Cookie{
-		Name: ticketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
-		Expires: cfg.EndsAt.Add(time.Hour),
-	})
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
 	out := roomJoinJSON{joinJSON: joinJSON{Ticket: ticket, Seq: en.Seq}}
