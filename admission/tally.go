@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/queue"
 )
 
 // WaitBounds are the upper bounds, in whole seconds, of the wait
@@ -59,20 +61,60 @@ func (f *Frontier) Tally(ctx context.Context, ev string) (Tally, error) {
 	if err != nil {
 		return Tally{}, fmt.Errorf("tally %s: %w", ev, err)
 	}
-	num := func(v any) float64 {
-		s, _ := v.(string)
-		x, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(x) {
-			return 0
-		}
-		return x
-	}
 	vals := st.Val()
-	t := Tally{Frontier: num(vals[0]), NoShows: int64(num(vals[1])), Present: int64(num(vals[2]))}
+	t := Tally{Frontier: tallyNum(vals[0]), NoShows: int64(tallyNum(vals[1])), Present: int64(tallyNum(vals[2]))}
 	h := hist.Val()
 	t.JoinToAdmission = histogramOf(h, "j")
 	t.AdmissionToClaim = histogramOf(h, "c")
 	return t, nil
+}
+
+// LaneTally is what one lane's own counters hold for the post-sale
+// report: its queue counter and its frontier hash (queue/lanes.go; the
+// lane's waits go to the event's Tally).
+type LaneTally struct {
+	// Joined is the lane's sequence counter: how many joined the lane.
+	Joined int64
+	// Frontier, Present and NoShows are the lane's, as in Tally.
+	Frontier float64
+	Present  int64
+	NoShows  int64
+}
+
+// TallyLane reads the counters of lane (1-based, in the order of
+// event.Config.Lanes) of event ev in one round trip; all zero for a lane
+// nobody joined yet.
+func (f *Frontier) TallyLane(ctx context.Context, ev string, lane int) (LaneTally, error) {
+	rdb, ok := f.rdb.(redis.Cmdable)
+	if !ok {
+		return LaneTally{}, errors.New("tally: the Redis client cannot pipeline")
+	}
+	if lane < 1 {
+		return LaneTally{}, fmt.Errorf("tally %s: lane %d is not a lane of its own", ev, lane)
+	}
+	var seq *redis.StringCmd
+	var st *redis.SliceCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		seq = p.Get(ctx, queue.KeysForLane(ev, lane).Seq)
+		st = p.HMGet(ctx, laneFrontierKey(ev, lane), "f", "n", "p")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return LaneTally{}, fmt.Errorf("tally %s lane %d: %w", ev, lane, err)
+	}
+	joined, _ := strconv.ParseInt(seq.Val(), 10, 64)
+	vals := st.Val()
+	return LaneTally{Joined: joined, Frontier: tallyNum(vals[0]), NoShows: int64(tallyNum(vals[1])), Present: int64(tallyNum(vals[2]))}, nil
+}
+
+// tallyNum reads a counter of a frontier hash; 0 when absent.
+func tallyNum(v any) float64 {
+	s, _ := v.(string)
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(x) {
+		return 0
+	}
+	return x
 }
 
 // histogramOf reads histogram pre from the tally hash's fields.
@@ -104,5 +146,8 @@ func waitsOf(ps, waits []int64) []int64 {
 	return out
 }
 
+func laneFrontierKey(ev string, lane int) string {
+	return "ar:{" + ev + "}:l:" + strconv.Itoa(lane) + ":adm"
+}
 func tallyKey(ev string) string   { return "ar:{" + ev + "}:tally" }
 func claimedKey(ev string) string { return "ar:{" + ev + "}:claimbits" }

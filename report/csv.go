@@ -51,8 +51,15 @@ func WriteCSV(w io.Writer, r *Report) error {
 		num(s, "joined", l.Joined)
 		num(s, "admitted", l.Admitted)
 		num(s, "buyers", l.Buyers)
+		num(s, "units_granted", l.UnitsGranted)
+		num(s, "confirmed", l.Confirmed)
 		row(s, "conversion", strconv.FormatFloat(l.Conversion, 'f', 4, 64))
 	}
+	p := r.Passes
+	num("passes", "minted", p.Minted)
+	num("passes", "redeemed", p.Redeemed)
+	num("passes", "revoked", p.Revoked)
+	num("passes", "refused", p.Refused)
 	for _, x := range r.Refusals {
 		num("refusals", x.Reason, x.Count)
 	}

@@ -2,9 +2,13 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
+	"reflect"
 	"testing"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
 )
 
 // TestWriteCSVParses checks that the CSV parses back, one figure a row,
@@ -14,6 +18,7 @@ func TestWriteCSVParses(t *testing.T) {
 		JoinToAdmission: Waits{BoundsSeconds: []int64{1, 5}, Counts: []int64{2, 0, 1}, Count: 3},
 		Lanes:           []Lane{{Lane: DefaultLane, Joined: 7, Buyers: 1, Conversion: 1.0 / 7}},
 		Refusals:        []Refusal{{Reason: "join.rate_limited", Count: 4}},
+		Passes:          admission.PassCounts{Minted: 3, Refused: 1},
 	}
 	var b bytes.Buffer
 	if err := WriteCSV(&b, r); err != nil {
@@ -30,6 +35,7 @@ func TestWriteCSVParses(t *testing.T) {
 	for k, want := range map[string]string{
 		"event/name": "'=HYPERLINK(\"x\")", "funnel/joined": "7", "join_to_admission/le_1s": "2",
 		"join_to_admission/gt_5s": "1", "lane:default/conversion": "0.1429", "refusals/join.rate_limited": "4",
+		"passes/minted": "3", "passes/refused": "1", "passes/redeemed": "0",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
@@ -37,17 +43,32 @@ func TestWriteCSVParses(t *testing.T) {
 	}
 }
 
-// TestLanesHook checks the lanes hook: buyers are split by the lanes'
-// users, and the lane without a user list gets the rest.
-func TestLanesHook(t *testing.T) {
-	b := &Builder{Lanes: func(context.Context, string) ([]LaneCounts, error) {
-		return []LaneCounts{{Lane: "members", Joined: 2, Users: map[string]bool{"m": true}}, {Lane: DefaultLane, Joined: 8}}, nil
-	}}
-	got, err := b.lanes(context.Background(), "e", &Funnel{}, map[string]bool{"m": true, "x": true, "y": true})
-	if err != nil {
-		t.Fatal(err)
+// TestLanesOf checks the split of claims by lane: each claim goes to the
+// lane of its position, a bypass pass's to the pass row (which shows once
+// a pass was minted), conversion is buyers over admitted, and a position
+// of no configured lane counts in no row.
+func TestLanesOf(t *testing.T) {
+	cfg := &event.Config{Lanes: []event.Lane{{Name: "members"}}}
+	o := orderTotals{lanes: map[int]*laneOrders{}}
+	for _, c := range []struct {
+		user string
+		pos  int64
+	}{{"a", 3}, {"b", 5}, {"b", 6}, {"m", queue.Laned(1, 1)}, {"p", admission.PassPosition}, {"x", queue.Laned(7, 1)}} {
+		lo := o.lane(laneOf(c.pos))
+		lo.buyers[c.user] = true
+		lo.units++
 	}
-	if len(got) != 2 || got[0].Lane != "members" || got[0].Buyers != 1 || got[1].Lane != DefaultLane || got[1].Buyers != 2 || got[1].Conversion != 0.25 {
-		t.Errorf("lanes %+v, want members 1 buyer of 2, default 2 of 8", got)
+	queues := []admission.LaneTally{{Joined: 10, Frontier: 4}, {Joined: 2, Frontier: 9}}
+	got := lanesOf(cfg, queues, &o, admission.PassCounts{Minted: 1, Redeemed: 2})
+	want := []Lane{
+		{Lane: DefaultLane, Joined: 10, Admitted: 4, Buyers: 2, UnitsGranted: 3, Conversion: 0.5},
+		{Lane: "members", Joined: 2, Admitted: 2, Buyers: 1, UnitsGranted: 1, Conversion: 0.5},
+		{Lane: PassLane, Admitted: 2, Buyers: 1, UnitsGranted: 1, Conversion: 0.5},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lanes\n%+v\nwant\n%+v", got, want)
+	}
+	if got := lanesOf(cfg, queues[:1], &orderTotals{lanes: map[int]*laneOrders{}}, admission.PassCounts{}); len(got) != 1 || got[0].Lane != DefaultLane {
+		t.Errorf("no lanes, no passes: %+v, want the default lane alone", got)
 	}
 }

@@ -4,16 +4,17 @@
 // per lane, refusals by reason and the draw's verification data.
 //
 // Every figure comes from durable state, never from one node's memory: the
-// event's configuration and admission counters in Redis (the frontier hash
-// and the wait histograms advance.lua keeps, the refusal counts Refusals
-// flushes), and the order stream and the order worker's records on
-// JetStream. Any node, started at any time, builds the same report.
+// event's configuration and admission counters in Redis (the frontier
+// hashes of the event and of each lane, the lanes' queue counters, the
+// wait histograms advance.lua keeps, the bypass pass counters, the refusal
+// counts Refusals flushes), and the order stream and the order worker's
+// records on JetStream; each claim falls in the lane of the position it
+// carries. Any node, started at any time, builds the same report.
 package report
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -37,13 +38,19 @@ type Report struct {
 	// from the admission token a claim used to the person's first grant.
 	JoinToAdmission  Waits `json:"join_to_admission"`
 	AdmissionToClaim Waits `json:"admission_to_claim"`
-	// Lanes is the conversion per lane; "default" until lanes exist.
-	Lanes    []Lane    `json:"lanes"`
-	Refusals []Refusal `json:"refusals"`
-	Draw     Draw      `json:"draw"`
+	// Lanes is the conversion per lane: DefaultLane, the event's lanes
+	// in the order of its configuration, and PassLane once a pass was
+	// minted or used.
+	Lanes []Lane `json:"lanes"`
+	// Passes are the event's bypass pass counters.
+	Passes   admission.PassCounts `json:"passes"`
+	Refusals []Refusal            `json:"refusals"`
+	Draw     Draw                 `json:"draw"`
 }
 
 // Funnel counts people and claims from joining to a confirmed order.
+// Joined, Admitted, Present and NoShows add up the queues of every lane;
+// the claims count every claim, those made with a bypass pass too.
 type Funnel struct {
 	Joined int64 `json:"joined"`
 	// Admitted is min(F, joined): positions the frontier reached.
@@ -73,18 +80,6 @@ type Waits struct {
 	MeanSeconds   float64 `json:"mean_seconds"`
 }
 
-// Lane is the conversion of one lane: Buyers / Joined.
-type Lane struct {
-	Lane       string  `json:"lane"`
-	Joined     int64   `json:"joined"`
-	Admitted   int64   `json:"admitted"`
-	Buyers     int64   `json:"buyers"`
-	Conversion float64 `json:"conversion"`
-}
-
-// DefaultLane names the lane of everyone when an event has no lanes.
-const DefaultLane = "default"
-
 // Refusal is how many requests the edge refused for one reason:
 // "<join|claim>.<problem code>", e.g. join.pow_required, claim.sold_out.
 type Refusal struct {
@@ -110,6 +105,7 @@ type (
 	}
 	tallies interface {
 		Tally(ctx context.Context, ev string) (admission.Tally, error)
+		TallyLane(ctx context.Context, ev string, lane int) (admission.LaneTally, error)
 	}
 	// sales is the node's view, refreshed from Redis every tick: joined
 	// and the frozen window size come from it (with join shards they are
@@ -120,29 +116,20 @@ type (
 	refusalCounts interface {
 		Read(ctx context.Context, ev string) (map[string]int64, error)
 	}
+	passCounts interface {
+		Counts(ctx context.Context, ev string) (admission.PassCounts, error)
+	}
 )
 
-// LaneCounts is what a lane source says of one lane; Builder.Lanes is the
-// hook for lanes: nil gives the one DefaultLane from the funnel.
-type LaneCounts struct {
-	Lane             string
-	Joined, Admitted int64
-	// Users are the users of the lane, to count its buyers from the
-	// order stream; nil for the lane of everyone not in another.
-	Users map[string]bool
-}
-
-// Builder builds reports. Its fields are the sources; all but Lanes are
-// required.
+// Builder builds reports. Its fields are the sources, all required but
+// Now: Tallies is *admission.Frontier, Passes *admission.Passes.
 type Builder struct {
 	Configs  configs
 	Tallies  tallies
 	Sales    sales
 	Refusals refusalCounts
+	Passes   passCounts
 	JS       jetstream.JetStream
-	// Lanes, when set, splits the funnel by lane (each lane's joined and
-	// admitted); nil reports one lane, DefaultLane.
-	Lanes func(ctx context.Context, ev string) ([]LaneCounts, error)
 	// Now is the clock of GeneratedAt.
 	//
 	// Default: time.Now
@@ -175,6 +162,14 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	lanes, err := b.laneTallies(ctx, &cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	passes, err := b.Passes.Counts(ctx, cfg.ID)
+	if err != nil {
+		return Report{}, err
+	}
 	now := time.Now
 	if b.Now != nil {
 		now = b.Now
@@ -182,12 +177,16 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 	r := Report{
 		Event: cfg.ID, Name: cfg.Name, GeneratedAt: now().UTC(), Supply: cfg.OnSale(),
 		JoinToAdmission: waitsOf(tally.JoinToAdmission), AdmissionToClaim: waitsOf(tally.AdmissionToClaim),
-		Draw: Draw{Mode: cfg.Mode, SeedCommitment: cfg.SeedCommitment, WindowClosesAt: cfg.WindowEnd()},
+		Draw: Draw{Mode: cfg.Mode, SeedCommitment: cfg.SeedCommitment, WindowClosesAt: cfg.WindowEnd()}, Passes: passes,
 	}
+	queues := append([]admission.LaneTally{{Joined: sale.Joined, Frontier: tally.Frontier, Present: tally.Present, NoShows: tally.NoShows}}, lanes...)
 	f := &r.Funnel
-	f.Joined = sale.Joined
-	f.Admitted = min(int64(tally.Frontier), sale.Joined)
-	f.Present, f.NoShows = tally.Present, tally.NoShows
+	for _, q := range queues {
+		f.Joined += q.Joined
+		f.Admitted += min(int64(q.Frontier), q.Joined)
+		f.Present += q.Present
+		f.NoShows += q.NoShows
+	}
 	f.Granted, f.Released, f.Confirmed = int64(len(orders.granted)), int64(len(orders.released)), orders.confirmed
 	f.Buyers, f.UnitsGranted, f.UnitsReleased = int64(len(orders.buyers)), orders.unitsGranted, orders.unitsReleased
 	if sale.WindowFrozen {
@@ -195,55 +194,13 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 		w := sale.Window
 		r.Draw.WindowSize = &w
 	}
-	if r.Lanes, err = b.lanes(ctx, cfg.ID, f, orders.buyers); err != nil {
-		return Report{}, err
-	}
+	r.Lanes = lanesOf(&cfg, queues, &orders, passes)
 	r.Refusals = make([]Refusal, 0, len(refused))
 	for reason, n := range refused {
 		r.Refusals = append(r.Refusals, Refusal{Reason: reason, Count: n})
 	}
 	slices.SortFunc(r.Refusals, func(a, b Refusal) int { return strings.Compare(a.Reason, b.Reason) })
 	return r, nil
-}
-
-// lanes splits the funnel by lane; without a lane source, one lane.
-func (b *Builder) lanes(ctx context.Context, ev string, f *Funnel, buyers map[string]bool) ([]Lane, error) {
-	if b.Lanes == nil {
-		return []Lane{newLane(DefaultLane, f.Joined, f.Admitted, f.Buyers)}, nil
-	}
-	counts, err := b.Lanes(ctx, ev)
-	if err != nil {
-		return nil, fmt.Errorf("lanes of %s: %w", ev, err)
-	}
-	out := make([]Lane, 0, len(counts))
-	rest := int64(len(buyers))
-	for _, lc := range counts {
-		if lc.Users == nil {
-			continue
-		}
-		var n int64
-		for u := range buyers {
-			if lc.Users[u] {
-				n++
-			}
-		}
-		rest -= n
-		out = append(out, newLane(lc.Lane, lc.Joined, lc.Admitted, n))
-	}
-	for _, lc := range counts {
-		if lc.Users == nil {
-			out = append(out, newLane(lc.Lane, lc.Joined, lc.Admitted, rest))
-		}
-	}
-	return out, nil
-}
-
-func newLane(name string, joined, admitted, buyers int64) Lane {
-	l := Lane{Lane: name, Joined: joined, Admitted: admitted, Buyers: buyers}
-	if joined > 0 {
-		l.Conversion = float64(buyers) / float64(joined)
-	}
-	return l
 }
 
 func waitsOf(h admission.Histogram) Waits {

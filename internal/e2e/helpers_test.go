@@ -53,6 +53,7 @@ type sale struct {
 	name           string
 	pow            int // proof-of-work bits on join; 0: none
 	endsAfterStart time.Duration
+	lanes          []map[string]any // the event's lanes, as the admin API takes them
 }
 
 func (s sale) json(now time.Time) []byte {
@@ -73,6 +74,9 @@ func (s sale) json(now time.Time) []byte {
 	}
 	if s.pow > 0 {
 		m["limits"] = map[string]any{"pow": map[string]any{"enabled": true, "bits": s.pow}}
+	}
+	if s.lanes != nil {
+		m["lanes"] = s.lanes
 	}
 	raw, _ := json.Marshal(m)
 	return raw

@@ -2,20 +2,31 @@ package e2e
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/chromedp/chromedp"
 )
 
 // TestConsoleReport: after a small sale — three admitted, two of them
-// claiming the two units — staff open the post-sale report from the
-// console and see its figures and charts (inline SVG, no external
-// script), on a laptop and on a phone without sideways scrolling; a
-// viewer account may read it.
+// claiming the two units; a "members" lane nobody joined; one bypass pass
+// minted and redeemed — staff open the post-sale report from the console
+// and see its figures and charts (inline SVG, no external script), the
+// conversion per lane and the pass counters, on a laptop and on a phone
+// without sideways scrolling; a viewer account may read it.
 func TestConsoleReport(t *testing.T) {
 	n := startNode(t)
-	createSale(t, n, "rep", sale{supply: 2, name: "Report drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 100})
+	createSale(t, n, "rep", sale{supply: 2, name: "Report drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 100,
+		lanes: []map[string]any{{"name": "members", "share": 0.5}}})
+	m := call(t, http.MethodPost, n.URL()+"/admin/events/rep/passes", bearerOf(n.AdminToken), []byte(`{"uses":1}`))
+	if m.status != http.StatusCreated {
+		t.Fatalf("mint: %d %s", m.status, m.raw)
+	}
+	if a := call(t, http.MethodPost, n.URL()+"/events/rep/join", map[string]string{tokens.PassHeader: str(m.body, "pass")}, nil); a.status != http.StatusOK || str(a.body, "admission_token") == "" {
+		t.Fatalf("pass redeem: %d %s", a.status, a.raw)
+	}
 	var toks []string
 	var whos []map[string]string
 	for range 3 {
@@ -77,8 +88,14 @@ func checkReport(t *testing.T, p *tab) {
 			t.Errorf("chart %s drew no bars", chart)
 		}
 	}
-	if got := eval[string](p, `document.querySelector("#lanes td").textContent`); got != "default" {
-		t.Errorf("lane %q, want default", got)
+	lanes := eval[[]string](p, `[...document.querySelectorAll("#lanes tr")].map((tr) => [...tr.cells].map((td) => td.textContent).join("|"))`)
+	want := []string{"default|66.7 %|3|3|2|2|0", "members|0.0 %|0|0|0|0|0", "pass|0.0 %|—|1|0|0|0"}
+	if !reflect.DeepEqual(lanes, want) {
+		t.Errorf("lanes %q, want %q", lanes, want)
+	}
+	passes := eval[[]string](p, `[...document.querySelectorAll("#passes .tile")].map((d) => d.querySelector(".l").textContent + "=" + d.querySelector(".v").textContent)`)
+	if want := []string{"Minted=1", "Redeemed=1", "Revoked=0", "Refused=0"}; !reflect.DeepEqual(passes, want) {
+		t.Errorf("pass tiles %q, want %q", passes, want)
 	}
 	if href := eval[string](p, `document.getElementById("csv").getAttribute("href")`); href != "/admin/events/rep/report.csv" {
 		t.Errorf("CSV link %q", href)

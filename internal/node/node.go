@@ -128,7 +128,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (*Node, error) {
 	snaps.UseClock(clk)
 	shopHealth := admission.NewHealth(back.rdb)
 	refusals := report.NewRefusals(back.rdb)
-	reports := &report.Builder{Configs: events, Tallies: frontier, Sales: snaps, Refusals: refusals, JS: js}
+	reports := &report.Builder{Configs: events, Tallies: frontier, Sales: snaps, Refusals: refusals, Passes: admission.NewPasses(back.rdb), JS: js}
 	lc := lifecycle.NewRecorder(back.rdb, js)
 	o, err := newOps(&cfg, back, snaps, claims)
 	if err != nil {

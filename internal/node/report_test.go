@@ -94,7 +94,7 @@ func TestReportOfASale(t *testing.T) {
 	if !reflect.DeepEqual(got.Refusals, wantRef) {
 		t.Errorf("refusals %+v, want %+v", got.Refusals, wantRef)
 	}
-	if len(got.Lanes) != 1 || got.Lanes[0] != (report.Lane{Lane: "default", Joined: 12, Admitted: 12, Buyers: 5, Conversion: 5.0 / 12}) {
+	if len(got.Lanes) != 1 || got.Lanes[0] != (report.Lane{Lane: "default", Joined: 12, Admitted: 12, Buyers: 5, UnitsGranted: 5, Confirmed: 4, Conversion: 5.0 / 12}) {
 		t.Errorf("lanes %+v, want the default lane, 5 buyers of 12", got.Lanes)
 	}
 	if got.Draw.SeedCommitment == "" || got.Draw.Seed == "" || got.Draw.WindowSize == nil {
