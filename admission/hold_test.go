@@ -91,7 +91,7 @@ func newSaleRig(t *testing.T, rdb redis.UniversalClient, cfg event.Config, joine
 		t.Fatal(err)
 	}
 	claims := claim.NewStore(rdb)
-	if err := claims.Lay(ctx, cfg.ID, cfg.OnSale(), cfg.Buckets); err != nil {
+	if err := claims.Lay(ctx, claim.SaleOf(cfg), cfg.OnSale()); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.Set(ctx, queue.KeysFor(cfg.ID).Seq, joined, 0).Err(); err != nil {

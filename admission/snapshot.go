@@ -64,7 +64,7 @@ type configs interface {
 
 // stock is what Snapshots needs from the claim store.
 type stock interface {
-	Live(ctx context.Context, ev string, buckets int, pending bool) (claim.Live, error)
+	Live(ctx context.Context, sale claim.Sale, pending bool) (claim.Live, error)
 }
 
 // Snapshots keeps a node-local view of every sale and advances every
@@ -189,7 +189,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	if err != nil {
 		return nil, err
 	}
-	live, err := s.stock.Live(ctx, id, cfg.Buckets, cfg.MaxActive > 0)
+	live, err := s.stock.Live(ctx, claim.SaleOf(cfg), cfg.MaxActive > 0)
 	if err != nil {
 		return nil, err
 	}

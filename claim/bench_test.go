@@ -20,7 +20,7 @@ func BenchmarkServiceClaim(b *testing.B) {
 			e := singleRedisB(b, WithBatch(batch))
 			ctx := context.Background()
 			const ev, buckets = "bench", 4
-			if err := e.store.Lay(ctx, ev, 100_000_000, buckets); err != nil {
+			if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: buckets}, 100_000_000); err != nil {
 				b.Fatal(err)
 			}
 			var next, failed atomic.Int64

@@ -76,10 +76,10 @@ func (e *env) run(t *testing.T, sales ...Sale) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// totals reads the event's totals and checks the conservation of units.
-func (e *env) totals(t *testing.T, ev string, buckets int, onSale int64) Totals {
+// totals reads the sale's totals and checks the conservation of units.
+func (e *env) totals(t *testing.T, sale Sale, onSale int64) Totals {
 	t.Helper()
-	got, err := e.store.Totals(context.Background(), ev, buckets)
+	got, err := e.store.Totals(context.Background(), sale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +90,11 @@ func (e *env) totals(t *testing.T, ev string, buckets int, onSale int64) Totals 
 	return got
 }
 
-// drained polls until the event's outboxes are empty.
-func (e *env) drained(t *testing.T, ev string, buckets int) {
+// drained polls until the sale's outboxes are empty.
+func (e *env) drained(t *testing.T, sale Sale) {
 	t.Helper()
 	waitFor(t, "outbox to drain", 20*time.Second, func() bool {
-		got, err := e.store.Totals(context.Background(), ev, buckets)
+		got, err := e.store.Totals(context.Background(), sale)
 		return err == nil && got.Outbox == 0
 	})
 }

@@ -18,7 +18,8 @@ func TestExpiry(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
 	const ev, units, buckets = "expiry", 40, 2
-	if err := e.store.Lay(ctx, ev, units, buckets); err != nil {
+	sale := Sale{ID: ev, Buckets: buckets}
+	if err := e.store.Lay(ctx, sale, units); err != nil {
 		t.Fatal(err)
 	}
 	claim := func(user, key string, ttl time.Duration) (Result, error) {
@@ -40,13 +41,13 @@ func TestExpiry(t *testing.T) {
 	if _, err := claim("late", "first", time.Minute); !errors.Is(err, ErrSoldOut) {
 		t.Fatalf("claim with everything claimed: %v, want sold out", err)
 	}
-	e.run(t, Sale{ID: ev, Buckets: buckets})
+	e.run(t, sale)
 	const expired = units - units/4
 	waitFor(t, "unconfirmed claims to expire", 10*time.Second, func() bool {
-		got, err := e.store.Totals(ctx, ev, buckets)
+		got, err := e.store.Totals(ctx, sale)
 		return err == nil && got.Released == expired && got.Outbox == 0
 	})
-	got := e.totals(t, ev, buckets, units)
+	got := e.totals(t, sale, units)
 	if got.Remaining != expired {
 		t.Errorf("remaining %d after expiry, want %d", got.Remaining, expired)
 	}
@@ -76,8 +77,8 @@ func TestExpiry(t *testing.T) {
 	if _, err := claim("late", "again", time.Hour); !errors.Is(err, ErrSoldOut) {
 		t.Fatalf("claim after the resale: %v, want sold out", err)
 	}
-	e.drained(t, ev, buckets)
-	got = e.totals(t, ev, buckets, units)
+	e.drained(t, sale)
+	got = e.totals(t, sale, units)
 	if got.Granted != units+expired || got.Released != expired || got.Remaining != 0 {
 		t.Errorf("totals %+v, want %d granted, %d released, none left", got, units+expired, expired)
 	}
@@ -93,7 +94,7 @@ func TestRelease(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
 	const ev = "release"
-	if err := e.store.Lay(ctx, ev, 3, 1); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 1}, 3); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, Sale{ID: ev, Buckets: 1})
@@ -123,12 +124,12 @@ func TestRelease(t *testing.T) {
 	if _, err := e.svc.Release(ctx, ev, ids["cyd"], ""); !errors.Is(err, ErrConfirmed) {
 		t.Errorf("releasing a confirmed claim: %v, want ErrConfirmed", err)
 	}
-	mine, err := e.store.Mine(ctx, ev, "ann", 1)
+	mine, err := e.store.Mine(ctx, Sale{ID: ev, Buckets: 1}, "ann")
 	if err != nil || len(mine) != 1 || mine[0].Status != "released" {
 		t.Errorf("ann's claims: %+v %v", mine, err)
 	}
-	e.drained(t, ev, 1)
-	got := e.totals(t, ev, 1, 3)
+	e.drained(t, Sale{ID: ev, Buckets: 1})
+	got := e.totals(t, Sale{ID: ev, Buckets: 1}, 3)
 	if got.Released != 2 || got.Remaining != 2 {
 		t.Errorf("totals %+v, want 2 released and 2 left", got)
 	}
@@ -145,7 +146,7 @@ func TestExpireDropsIndexWithoutRecord(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
 	const ev = "ghost"
-	if err := e.store.Lay(ctx, ev, 5, 1); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 1}, 5); err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.svc.Claim(ctx, Request{Event: ev, User: "u", IdemKey: "k", Limit: 1, Buckets: 1, ClaimTTL: time.Millisecond})

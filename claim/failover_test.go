@@ -34,7 +34,7 @@ func TestFailoverRebuild(t *testing.T) {
 	if _, err := event.NewStore(old.rdb).Put(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.store.Lay(ctx, cfg.ID, cfg.OnSale(), cfg.Buckets); err != nil {
+	if err := old.store.Lay(ctx, SaleOf(cfg), cfg.OnSale()); err != nil {
 		t.Fatal(err)
 	}
 	claim := func(e *env, user, key string) (Result, error) {
@@ -67,7 +67,7 @@ func TestFailoverRebuild(t *testing.T) {
 	}
 	promoted := NewStore(replica.Client(t))
 	waitFor(t, "the replica to catch up", 10*time.Second, func() bool {
-		got, err := promoted.Totals(ctx, cfg.ID, cfg.Buckets)
+		got, err := promoted.Totals(ctx, SaleOf(cfg))
 		return err == nil && got.Granted == 31 && got.Released == 2
 	})
 	if err := replica.Client(t).Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
@@ -91,7 +91,7 @@ func TestFailoverRebuild(t *testing.T) {
 	// The nodes move to the promoted replica. It lacks 41 grants and 1 release.
 	e := newEnv(t, replica.Client(t), ns.URL(), 1)
 	configs := event.NewStore(e.rdb)
-	before := e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	before := e.totals(t, SaleOf(cfg), cfg.OnSale())
 	// The fence: the promoted replica's stock is stale, and no claim may be
 	// decided on it before the rebuild — whatever the nodes' view says.
 	for _, u := range []string{"late1", "q0", "p5"} {
@@ -101,7 +101,7 @@ func TestFailoverRebuild(t *testing.T) {
 	}
 	rb := NewRebuilder(e.svc, e.js, configs)
 	// A claim while the buckets are frozen is refused.
-	token, err := rb.freeze(ctx, cfg.ID, cfg.Buckets)
+	token, err := rb.freeze(ctx, SaleOf(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestFailoverRebuild(t *testing.T) {
 	if _, err := rb.Rebuild(ctx, cfg.ID); !errors.Is(err, ErrRebuildRunning) {
 		t.Fatalf("rebuild during another: %v, want ErrRebuildRunning", err)
 	}
-	if err := rb.unfreeze(ctx, cfg.ID, cfg.Buckets, token); err != nil {
+	if err := rb.unfreeze(ctx, SaleOf(cfg), token); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := rb.setPaused(ctx, cfg.ID, false); err != nil {
@@ -129,7 +129,7 @@ func TestFailoverRebuild(t *testing.T) {
 	if rep.Granted != granted || rep.Released != released || rep.Published < 1 || rep.Available != cfg.OnSale()-granted+released {
 		t.Errorf("rebuild report %+v, want %d granted, %d released, the orphan published", rep, granted, released)
 	}
-	after := e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	after := e.totals(t, SaleOf(cfg), cfg.OnSale())
 	if after.Remaining != cfg.OnSale()-granted+released || after.Parked != 0 {
 		t.Errorf("after the rebuild %+v, want %d remaining", after, cfg.OnSale()-granted+released)
 	}
@@ -151,7 +151,7 @@ func TestFailoverRebuild(t *testing.T) {
 	mustClaim(e, "p10", "again") // p10's release gave their slot back
 
 	// The sale goes on to the end.
-	e.run(t, Sale{ID: cfg.ID, Buckets: cfg.Buckets})
+	e.run(t, SaleOf(cfg))
 	for i := 0; ; i++ {
 		if _, err := claim(e, fmt.Sprint("r", i), "a"); errors.Is(err, ErrSoldOut) {
 			break
@@ -159,7 +159,7 @@ func TestFailoverRebuild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.drained(t, cfg.ID, cfg.Buckets)
+	e.drained(t, SaleOf(cfg))
 	onStream, rel := e.streamCheck(t, cfg.ID)
 	if live := int64(len(onStream) - len(rel)); live != cfg.OnSale() {
 		t.Errorf("granted − released over the whole sale = %d, want %d (never more)", live, cfg.OnSale())
@@ -180,5 +180,5 @@ func TestFailoverRebuild(t *testing.T) {
 	if !orphan {
 		t.Error("the grant left in the outbox by a dead node never reached the stream")
 	}
-	e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	e.totals(t, SaleOf(cfg), cfg.OnSale())
 }

@@ -11,19 +11,18 @@ import (
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
-// saleConfig stores an event of units on sale over buckets buckets and lays
-// its stock.
-func saleConfig(t *testing.T, e *env, id string, units int64, buckets int) event.Config {
+// saleConfig stores sale as an event of units on sale and lays its stock.
+func saleConfig(t *testing.T, e *env, sale Sale, units int64) event.Config {
 	t.Helper()
 	now := time.Now().UTC()
-	cfg := event.Config{ID: id, Name: id, Supply: units, PerUserLimit: 1, ClaimTTLSeconds: 3600,
-		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: buckets}
+	cfg := event.Config{ID: sale.ID, Name: sale.ID, Supply: units, PerUserLimit: 1, ClaimTTLSeconds: 3600,
+		StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), Buckets: sale.Buckets}
 	cfg.Defaults()
 	ctx := context.Background()
 	if _, err := event.NewStore(e.rdb).Put(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Lay(ctx, cfg.ID, cfg.OnSale(), cfg.Buckets); err != nil {
+	if err := e.store.Lay(ctx, SaleOf(cfg), cfg.OnSale()); err != nil {
 		t.Fatal(err)
 	}
 	return cfg
@@ -89,7 +88,7 @@ func TestConfirmedSurvivesFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	old := newEnv(t, primary.Client(t), ns.URL(), 1)
-	cfg := saleConfig(t, old, "confirm", 4, 1)
+	cfg := saleConfig(t, old, Sale{ID: "confirm", Buckets: 1}, 4)
 	res, err := old.svc.Claim(ctx, Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +142,7 @@ func TestConfirmedOrderOutlivesRelease(t *testing.T) {
 	e := singleRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "outlive", 3, 1)
+	cfg := saleConfig(t, e, Sale{ID: "outlive", Buckets: 1}, 3)
 	res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -182,7 +181,7 @@ func TestEmptyBucketRefuses(t *testing.T) {
 	e := singleRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "empty", 20, 4)
+	cfg := saleConfig(t, e, Sale{ID: "empty", Buckets: 4}, 20)
 	req := Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: cfg.Buckets}
 	first, err := e.svc.Claim(ctx, req)
 	if err != nil {
@@ -216,7 +215,7 @@ func TestEmptyBucketRefuses(t *testing.T) {
 	if len(granted) != 1 {
 		t.Errorf("%d claims on the stream, want 1", len(granted))
 	}
-	e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	e.totals(t, SaleOf(cfg), cfg.OnSale())
 }
 
 // TestEmptyShardRefusesOnCluster is TestEmptyBucketRefuses on a Redis
@@ -230,7 +229,7 @@ func TestEmptyShardRefusesOnCluster(t *testing.T) {
 	e := newEnv(t, c.Client(t), ns.URL(), 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "shard", 60, 6)
+	cfg := saleConfig(t, e, Sale{ID: "shard", Buckets: 6}, 60)
 	first := map[string]string{}
 	for i := range 24 {
 		u := fmt.Sprint("u", i)
@@ -291,5 +290,5 @@ func TestEmptyShardRefusesOnCluster(t *testing.T) {
 	if len(granted) != len(first) {
 		t.Errorf("%d claims on the stream, want %d", len(granted), len(first))
 	}
-	e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	e.totals(t, SaleOf(cfg), cfg.OnSale())
 }

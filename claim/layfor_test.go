@@ -28,13 +28,13 @@ func TestLayForKeepsVersionOrder(t *testing.T) {
 func layForVersionOrder(t *testing.T, s *Store) {
 	ctx := context.Background()
 	start := time.Now().Add(time.Hour)
-	if err := s.LayFor(ctx, "order", 30, 2, 3, start); err != nil {
+	if err := s.LayFor(ctx, Sale{ID: "order", Buckets: 2}, 30, 3, start); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.LayFor(ctx, "order", 10, 2, 2, start); err != nil {
+	if err := s.LayFor(ctx, Sale{ID: "order", Buckets: 2}, 10, 2, start); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := s.Remaining(ctx, "order", 2); err != nil || left != 30 {
+	if left, err := s.Remaining(ctx, Sale{ID: "order", Buckets: 2}); err != nil || left != 30 {
 		t.Fatalf("stock %d (%v) after a late lay of an older version, want 30", left, err)
 	}
 	out, err := s.grant(ctx, "order", 0, []request{{Event: "order", User: "u", IdemKey: "k", Pos: 1, Limit: 1,
@@ -42,10 +42,10 @@ func layForVersionOrder(t *testing.T, s *Store) {
 	if err != nil || out[0].code != codeGranted {
 		t.Fatalf("grant: %+v %v", out, err)
 	}
-	if err := s.LayFor(ctx, "order", 40, 2, 4, start); !errors.Is(err, event.ErrLocked) {
+	if err := s.LayFor(ctx, Sale{ID: "order", Buckets: 2}, 40, 4, start); !errors.Is(err, event.ErrLocked) {
 		t.Fatalf("lay over granted units: %v, want ErrLocked", err)
 	}
-	if left, _ := s.Remaining(ctx, "order", 2); left != 29 {
+	if left, _ := s.Remaining(ctx, Sale{ID: "order", Buckets: 2}); left != 29 {
 		t.Fatalf("stock %d after a refused lay, want 29", left)
 	}
 }

@@ -28,25 +28,25 @@ type Live struct {
 	Pending []int64
 }
 
-// Live reads each bucket's stock and released count in one pipelined round
+// Live reads each of sale's buckets' stock and released count in one pipelined round
 // trip (split per shard on a cluster) and, when pending is true, the
 // positions holding a pending claim with one read-only script per bucket.
-func (s *Store) Live(ctx context.Context, ev string, buckets int, pending bool) (Live, error) {
-	sc := make([]*redis.StringCmd, buckets)
-	rc := make([]*redis.StringCmd, buckets)
+func (s *Store) Live(ctx context.Context, sale Sale, pending bool) (Live, error) {
+	sc := make([]*redis.StringCmd, sale.Buckets)
+	rc := make([]*redis.StringCmd, sale.Buckets)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range buckets {
-			k := bucketOf(ev, b)
+		for b := range sale.Buckets {
+			k := bucketOf(sale.ID, b)
 			sc[b] = p.Get(ctx, k.stock())
 			rc[b] = p.HGet(ctx, k.stats(), "released")
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Live{}, fmt.Errorf("stock %s: %w", ev, err)
+		return Live{}, fmt.Errorf("stock %s: %w", sale.ID, err)
 	}
-	l := Live{Stock: make([]int64, buckets)}
-	for b := range buckets {
+	l := Live{Stock: make([]int64, sale.Buckets)}
+	for b := range sale.Buckets {
 		l.Stock[b], _ = sc[b].Int64()
 		r, _ := strconv.ParseInt(rc[b].Val(), 10, 64)
 		l.Released += r
@@ -54,11 +54,11 @@ func (s *Store) Live(ctx context.Context, ev string, buckets int, pending bool) 
 	if !pending {
 		return l, nil
 	}
-	for b := range buckets {
-		k := bucketOf(ev, b)
+	for b := range sale.Buckets {
+		k := bucketOf(sale.ID, b)
 		ps, err := s.lua.pending.Run(ctx, s.rdb, []string{k.expiry(), k.records()}, MaxPendingRead).Int64Slice()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return Live{}, fmt.Errorf("pending %s/%d: %w", ev, b, err)
+			return Live{}, fmt.Errorf("pending %s/%d: %w", sale.ID, b, err)
 		}
 		l.Pending = append(l.Pending, ps...)
 	}

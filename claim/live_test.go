@@ -25,7 +25,8 @@ func TestLive(t *testing.T) {
 			ctx := context.Background()
 			s := NewStore(client(t))
 			const ev, buckets = "live", 4
-			if err := s.Lay(ctx, ev, 40, buckets); err != nil {
+			sale := Sale{ID: ev, Buckets: buckets}
+			if err := s.Lay(ctx, sale, 40); err != nil {
 				t.Fatal(err)
 			}
 			ids := map[int64]string{}
@@ -47,7 +48,7 @@ func TestLive(t *testing.T) {
 			if out, err := s.release(ctx, ev, b, "user", time.Now(), []string{ids[5]}, []string{users[5]}); err != nil || out[0].code != 0 {
 				t.Fatalf("release: %+v %v", out, err)
 			}
-			l, err := s.Live(ctx, ev, buckets, true)
+			l, err := s.Live(ctx, sale, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func TestLive(t *testing.T) {
 			if left != 35 || l.Released != 1 || !slices.Equal(l.Pending, []int64{1, 3, 4, 6}) {
 				t.Fatalf("stock %v (sum %d), released %d, pending %v; want 35, 1, [1 3 4 6]", l.Stock, left, l.Released, l.Pending)
 			}
-			if l, err = s.Live(ctx, ev, buckets, false); err != nil || l.Pending != nil {
+			if l, err = s.Live(ctx, sale, false); err != nil || l.Pending != nil {
 				t.Fatalf("without pending: %v %v", l.Pending, err)
 			}
 		})

@@ -66,7 +66,7 @@ func TestSlotMigrationNeedsRebuild(t *testing.T) {
 	e := newEnv(t, c.Client(t), ns.URL(), 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "moved", 30, 3)
+	cfg := saleConfig(t, e, Sale{ID: "moved", Buckets: 3}, 30)
 	first := map[string]string{}
 	for i := range 12 {
 		u := fmt.Sprint("u", i)
@@ -128,5 +128,5 @@ func TestSlotMigrationNeedsRebuild(t *testing.T) {
 	if granted, released := e.streamCheck(t, cfg.ID); int64(len(granted)-len(released)) != cfg.OnSale() {
 		t.Errorf("%d granted − %d released on the stream, want %d", len(granted), len(released), cfg.OnSale())
 	}
-	e.totals(t, cfg.ID, cfg.Buckets, cfg.OnSale())
+	e.totals(t, SaleOf(cfg), cfg.OnSale())
 }

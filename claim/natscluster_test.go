@@ -25,10 +25,11 @@ func TestNATSServerStoppedMidSale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const ev, units, buckets, users = "natsdown", 1500, 2, 2000
-	if err := e.store.Lay(ctx, ev, units, buckets); err != nil {
+	sale := Sale{ID: ev, Buckets: buckets}
+	if err := e.store.Lay(ctx, sale, units); err != nil {
 		t.Fatal(err)
 	}
-	e.run(t, Sale{ID: ev, Buckets: buckets})
+	e.run(t, sale)
 
 	var mu sync.Mutex
 	acked := map[string]string{}
@@ -87,7 +88,7 @@ func TestNATSServerStoppedMidSale(t *testing.T) {
 	if len(acked) != units {
 		t.Errorf("%d claims acknowledged, want %d", len(acked), units)
 	}
-	e.drained(t, ev, buckets)
+	e.drained(t, sale)
 	granted, _ := e.streamCheck(t, ev)
 	for id, user := range acked {
 		if oe, ok := granted[id]; !ok || oe.User != user {

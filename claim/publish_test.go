@@ -51,7 +51,8 @@ func TestPublisherKilled(t *testing.T) {
 			e := singleRedis(t)
 			ctx := context.Background()
 			const ev, units, buckets = "killed", 300, 2
-			if err := e.store.Lay(ctx, ev, units, buckets); err != nil {
+			sale := Sale{ID: ev, Buckets: buckets}
+			if err := e.store.Lay(ctx, sale, units); err != nil {
 				t.Fatal(err)
 			}
 			dying := &dyingPublisher{real: e.pub, lostAck: lostAck}
@@ -88,13 +89,13 @@ func TestPublisherKilled(t *testing.T) {
 				t.Fatalf("%d acknowledged, %d failed: want 150 and 150", len(acked), len(failed))
 			}
 			// The dead node never published these: they wait in the outbox.
-			if got := e.totals(t, ev, buckets, units); got.Outbox < 150 {
+			if got := e.totals(t, sale, units); got.Outbox < 150 {
 				t.Fatalf("outbox holds %d entries, want at least the 150 unpublished grants", got.Outbox)
 			}
 
 			// The restarted node sweeps the outbox.
-			e.run(t, Sale{ID: ev, Buckets: buckets})
-			e.drained(t, ev, buckets)
+			e.run(t, sale)
+			e.drained(t, sale)
 			for _, req := range failed {
 				res, err := e.svc.Claim(ctx, req)
 				if err != nil || !res.Replay {
@@ -111,7 +112,7 @@ func TestPublisherKilled(t *testing.T) {
 					t.Errorf("acknowledged claim %s of %s is not on the stream", id, user)
 				}
 			}
-			if got := e.totals(t, ev, buckets, units); got.Granted != 300 || got.Outbox != 0 {
+			if got := e.totals(t, sale, units); got.Granted != 300 || got.Outbox != 0 {
 				t.Errorf("totals %+v, want 300 granted and an empty outbox", got)
 			}
 			// A second sweep finds nothing left to publish: no duplicates.

@@ -119,13 +119,14 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 		return Report{}, err
 	}
 	rep := Report{Event: ev, OnSale: cfg.OnSale(), Paused: true}
-	token, err := r.freeze(ctx, ev, cfg.Buckets)
+	sale := SaleOf(cfg)
+	token, err := r.freeze(ctx, sale)
 	if err != nil {
 		return rep, err
 	}
 	plan, err := r.prepare(ctx, &cfg, &rep)
 	if err != nil {
-		if uerr := r.unfreeze(ctx, ev, cfg.Buckets, token); uerr != nil {
+		if uerr := r.unfreeze(ctx, sale, token); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
 		return rep, err
@@ -133,13 +134,13 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	if err := r.svc.store.restoreEvent(ctx, ev, plan, token); err != nil {
 		return rep, fmt.Errorf("rebuild %s: %w (buckets stay frozen: run the rebuild again)", ev, err)
 	}
-	if err := r.unfreeze(ctx, ev, cfg.Buckets, token); err != nil {
+	if err := r.unfreeze(ctx, sale, token); err != nil {
 		return rep, err
 	}
 	if rep.Paused, err = r.restorePaused(ctx, ev, wasPaused, paused.Version); err != nil {
 		return rep, err
 	}
-	if rep.After, err = r.svc.store.Totals(ctx, ev, cfg.Buckets); err != nil {
+	if rep.After, err = r.svc.store.Totals(ctx, sale); err != nil {
 		return rep, err
 	}
 	rep.Seconds = r.now().Sub(start).Seconds()
@@ -149,7 +150,7 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 // prepare publishes the outboxes and plans the buckets from the stream.
 func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report) (*restorePlan, error) {
 	var err error
-	if rep.Before, err = r.svc.store.Totals(ctx, cfg.ID, cfg.Buckets); err != nil {
+	if rep.Before, err = r.svc.store.Totals(ctx, SaleOf(*cfg)); err != nil {
 		return nil, err
 	}
 	var flushed []OrderEvent
@@ -189,7 +190,7 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	// older than its history): republished in the new epoch, and counted
 	// either way. A claim the stream holds only as void is not lacking:
 	// it was never acknowledged.
-	lost, err := r.svc.missing(ctx, Sale{ID: cfg.ID, Buckets: cfg.Buckets}, seenOf(evs), nil, 0, math.MaxInt)
+	lost, err := r.svc.missing(ctx, SaleOf(*cfg), seenOf(evs), nil, 0, math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
@@ -216,34 +217,37 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	return plan, nil
 }
 
-func (r *Rebuilder) freeze(ctx context.Context, ev string, buckets int) (string, error) {
+// freeze freezes every bucket of sale with a new token and returns it. On
+// an error, the buckets frozen so far are unfrozen.
+func (r *Rebuilder) freeze(ctx context.Context, sale Sale) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
 	token := hex.EncodeToString(b[:]) + "@" + strconv.FormatInt(r.now().UnixMilli(), 10)
-	for i := range buckets {
-		ok, err := r.svc.store.lua.freeze.Run(ctx, r.svc.store.rdb, []string{bucketOf(ev, i).frozen()},
+	for i := range sale.Buckets {
+		ok, err := r.svc.store.lua.freeze.Run(ctx, r.svc.store.rdb, []string{bucketOf(sale.ID, i).frozen()},
 			token, r.now().UnixMilli(), freezeAbandoned.Milliseconds()).Int()
 		if err == nil && ok == 0 {
 			err = ErrRebuildRunning
 		}
 		if err != nil {
-			if uerr := r.unfreeze(ctx, ev, i, token); uerr != nil {
+			if uerr := r.unfreeze(ctx, Sale{ID: sale.ID, Buckets: i}, token); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
-			return "", fmt.Errorf("rebuild %s: freeze bucket %d: %w", ev, i, err)
+			return "", fmt.Errorf("rebuild %s: freeze bucket %d: %w", sale.ID, i, err)
 		}
 	}
 	return token, nil
 }
 
-// unfreeze lifts token's freeze from the first buckets buckets.
-func (r *Rebuilder) unfreeze(ctx context.Context, ev string, buckets int, token string) error {
+// unfreeze lifts token's freeze from sale's buckets (a partial freeze
+// passes a Sale with only the buckets it froze).
+func (r *Rebuilder) unfreeze(ctx context.Context, sale Sale, token string) error {
 	var errs []error
-	for i := range buckets {
-		if err := r.svc.store.lua.unfreeze.Run(ctx, r.svc.store.rdb, []string{bucketOf(ev, i).frozen()}, token).Err(); err != nil {
-			errs = append(errs, fmt.Errorf("unfreeze %s/%d: %w", ev, i, err))
+	for i := range sale.Buckets {
+		if err := r.svc.store.lua.unfreeze.Run(ctx, r.svc.store.rdb, []string{bucketOf(sale.ID, i).frozen()}, token).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("unfreeze %s/%d: %w", sale.ID, i, err))
 		}
 	}
 	return errors.Join(errs...)

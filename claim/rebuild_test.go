@@ -24,7 +24,7 @@ func TestRebuildKeepsWhatTheStreamLost(t *testing.T) {
 	if _, err := configs.Put(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.store.Lay(ctx, cfg.ID, cfg.OnSale(), cfg.Buckets); err != nil {
+	if err := e.store.Lay(ctx, SaleOf(cfg), cfg.OnSale()); err != nil {
 		t.Fatal(err)
 	}
 	liar := NewService(e.store, publisherFunc(func(context.Context, string, string, []byte) error { return nil }))
@@ -88,7 +88,7 @@ func (c *pausingConfigs) Put(ctx context.Context, cfg event.Config) (event.Confi
 func TestRebuildKeepsPauseIssuedDuringIt(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
-	cfg := saleConfig(t, e, "pause", 10, 2)
+	cfg := saleConfig(t, e, Sale{ID: "pause", Buckets: 2}, 10)
 	configs := &pausingConfigs{Store: event.NewStore(e.rdb), t: t}
 	rep, err := NewRebuilder(e.svc, e.js, configs).Rebuild(ctx, cfg.ID)
 	if err != nil {
@@ -119,7 +119,7 @@ func TestRebuildKeepsPauseIssuedDuringIt(t *testing.T) {
 func TestRebuildFailureUnfreezes(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
-	cfg := saleConfig(t, e, "fails", 10, 2)
+	cfg := saleConfig(t, e, Sale{ID: "fails", Buckets: 2}, 10)
 	if _, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: 2}); err != nil {
 		t.Fatal(err)
 	}

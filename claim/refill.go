@@ -7,22 +7,22 @@ import (
 	"time"
 )
 
-// refill moves units into the empty bucket h from another bucket. It
+// refill moves units into sale's empty bucket h from another bucket. It
 // reports false only when a reading of every bucket found no stock and no
 // units in transit: the event is sold out.
-func (s *Service) refill(ctx context.Context, ev string, buckets, h int) (bool, error) {
-	if buckets <= 1 {
+func (s *Service) refill(ctx context.Context, sale Sale, h int) (bool, error) {
+	if sale.Buckets <= 1 {
 		return false, nil
 	}
 	if s.view != nil {
-		if view := s.view(ev); len(view) == buckets {
-			if ok, err := s.steal(ctx, ev, h, donors(view, h)); ok || err != nil {
+		if view := s.view(sale.ID); len(view) == sale.Buckets {
+			if ok, err := s.steal(ctx, sale.ID, h, donors(view, h)); ok || err != nil {
 				return ok, err
 			}
 		}
 	}
 	for range 3 {
-		stock, parked, err := s.store.stockAndParked(ctx, ev, buckets, true)
+		stock, parked, err := s.store.stockAndParked(ctx, sale, true)
 		if err != nil {
 			return false, err
 		}
@@ -40,7 +40,7 @@ func (s *Service) refill(ctx context.Context, ev string, buckets, h int) (bool, 
 			}
 			return false, nil
 		}
-		if ok, err := s.steal(ctx, ev, h, from); ok || err != nil {
+		if ok, err := s.steal(ctx, sale.ID, h, from); ok || err != nil {
 			return ok, err
 		}
 		// Others emptied the donors first: read again.

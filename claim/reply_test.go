@@ -15,7 +15,7 @@ import (
 func TestMalformedRepliesAreErrors(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
-	if err := e.store.Lay(ctx, "bad", 10, 2); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: "bad", Buckets: 2}, 10); err != nil {
 		t.Fatal(err)
 	}
 	req := request{Event: "bad", User: "u", IdemKey: "k", Limit: 1, IdemTTL: DefaultIdemTTL, ClaimTTL: 60e9}

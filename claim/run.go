@@ -9,12 +9,6 @@ import (
 	"time"
 )
 
-// Sale names an event and its bucket count, for the background work.
-type Sale struct {
-	ID      string
-	Buckets int
-}
-
 // RunConfig tunes Run.
 type RunConfig struct {
 	// Sales lists the events whose buckets are looked after.

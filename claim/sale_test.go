@@ -63,11 +63,11 @@ func claimUntilDone(ctx context.Context, svc *Service, req Request, res *saleRes
 	return "", false
 }
 
-// runSale has clients concurrent shoppers claim units of ev for users
+// runSale has clients concurrent shoppers claim units of sale for users
 // users: every user claims with two keys (every tenth with a third) until
 // told sold out, and every fiftieth fires its first request 20 times at
 // once.
-func runSale(t *testing.T, svc *Service, ev string, users, clients int, limit int64, buckets int) *saleResult {
+func runSale(t *testing.T, svc *Service, sale Sale, users, clients int, limit int64) *saleResult {
 	t.Helper()
 	res := &saleResult{claims: map[string]map[string]bool{}, created: map[string]int{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -96,7 +96,7 @@ func runSale(t *testing.T, svc *Service, ev string, users, clients int, limit in
 					keys = append(keys, "c")
 				}
 				for k, key := range keys {
-					req := Request{Event: ev, User: user, Pos: int64(i), IdemKey: key, Limit: limit, Buckets: buckets}
+					req := Request{Event: sale.ID, User: user, Pos: int64(i), IdemKey: key, Limit: limit, Buckets: sale.Buckets}
 					copies := 1
 					if k == 0 && i%50 == 0 {
 						copies = 20
@@ -162,12 +162,13 @@ func TestSaleInvariants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := tc.env(t)
 			ev := "sale-" + fmt.Sprint(tc.buckets)
-			if err := e.store.Lay(context.Background(), ev, units, tc.buckets); err != nil {
+			sale := Sale{ID: ev, Buckets: tc.buckets}
+			if err := e.store.Lay(context.Background(), sale, units); err != nil {
 				t.Fatal(err)
 			}
-			e.run(t, Sale{ID: ev, Buckets: tc.buckets})
+			e.run(t, sale)
 			start := time.Now()
-			res := runSale(t, e.svc, ev, users, clients, limit, tc.buckets)
+			res := runSale(t, e.svc, sale, users, clients, limit)
 			took := time.Since(start)
 			if n := res.errs.Load(); n > 0 {
 				t.Fatalf("%d unexpected errors, first: %v", n, res.firstErr.Load())
@@ -190,8 +191,8 @@ func TestSaleInvariants(t *testing.T) {
 			if n := res.mismatch.Load(); n > 0 {
 				t.Errorf("%d replays named another claim", n)
 			}
-			e.drained(t, ev, tc.buckets)
-			got := e.totals(t, ev, tc.buckets, units)
+			e.drained(t, sale)
+			got := e.totals(t, sale, units)
 			if got.Granted != units || got.Remaining != 0 || got.Parked != 0 {
 				t.Errorf("redis totals %+v, want %d granted and nothing left", got, units)
 			}

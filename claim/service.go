@@ -170,7 +170,7 @@ func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
 			if attempt == maxRefills {
 				return Result{}, fmt.Errorf("%w: stock is moving between buckets", ErrUnavailable)
 			}
-			ok, err := s.refill(ctx, r.Event, r.Buckets, h)
+			ok, err := s.refill(ctx, Sale{ID: r.Event, Buckets: r.Buckets}, h)
 			if err != nil {
 				return Result{}, err
 			}

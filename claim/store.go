@@ -106,17 +106,13 @@ func NewStore(rdb redis.UniversalClient) *Store {
 	}}
 }
 
-// Lay sets the stock of event ev: units spread evenly over buckets. It
+// Lay sets the stock of sale: units spread evenly over its buckets. It
 // overwrites, so callers use it only before the sale starts.
-func (s *Store) Lay(ctx context.Context, ev string, units int64, buckets int) error {
-	for b := range buckets {
-		n := units / int64(buckets)
-		if int64(b) < units%int64(buckets) {
-			n++
-		}
-		k := bucketOf(ev, b)
-		if err := s.lua.lay.Run(ctx, s.rdb, []string{k.stock(), k.stats()}, n).Err(); err != nil {
-			return fmt.Errorf("lay stock %s/%d: %w", ev, b, err)
+func (s *Store) Lay(ctx context.Context, sale Sale, units int64) error {
+	for b := range sale.Buckets {
+		k := bucketOf(sale.ID, b)
+		if err := s.lua.lay.Run(ctx, s.rdb, []string{k.stock(), k.stats()}, sale.share(units, b)).Err(); err != nil {
+			return fmt.Errorf("lay stock %s/%d: %w", sale.ID, b, err)
 		}
 	}
 	return nil
@@ -212,13 +208,13 @@ func decodeRecord(id string, raw []byte) (Record, error) {
 	return r, nil
 }
 
-// Mine returns every claim user ever held in event ev (pending, confirmed
-// or released), read from the user's home bucket in one round trip.
-func (s *Store) Mine(ctx context.Context, ev, user string, buckets int) ([]Record, error) {
-	k := bucketOf(ev, HomeBucket(user, buckets))
+// Mine returns every claim user ever held in sale (pending, confirmed or
+// released), read from the user's home bucket in one round trip.
+func (s *Store) Mine(ctx context.Context, sale Sale, user string) ([]Record, error) {
+	k := bucketOf(sale.ID, HomeBucket(user, sale.Buckets))
 	res, err := s.lua.mine.Run(ctx, s.rdb, []string{k.userHistory(user), k.records()}).StringSlice()
 	if err != nil {
-		return nil, fmt.Errorf("claims of %s: %w", ev, err)
+		return nil, fmt.Errorf("claims of %s: %w", sale.ID, err)
 	}
 	out := make([]Record, 0, len(res)/2)
 	for i := 0; i+1 < len(res); i += 2 {

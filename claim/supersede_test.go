@@ -43,7 +43,7 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	old := newEnv(t, primary.Client(t), ns.URL(), 1)
-	cfg := saleConfig(t, old, "split", 8, 1)
+	cfg := saleConfig(t, old, Sale{ID: "split", Buckets: 1}, 8)
 	acked := map[string]bool{}
 	claim := func(svc *Service, user, key string) (Result, error) {
 		res, err := svc.Claim(ctx, Request{Event: cfg.ID, User: user, IdemKey: key, Limit: 1, Buckets: 1})
@@ -59,7 +59,7 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 	}
 	promoted := NewStore(replica.Client(t))
 	waitFor(t, "the replica to catch up", 10*time.Second, func() bool {
-		got, err := promoted.Totals(ctx, cfg.ID, 1)
+		got, err := promoted.Totals(ctx, SaleOf(cfg))
 		return err == nil && got.Granted == 3
 	})
 	// The partition: the replica is promoted; the old primary runs on,
@@ -75,7 +75,7 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 		heldDone <- err
 	}()
 	waitFor(t, "the held grant on the old primary", 10*time.Second, func() bool {
-		got, err := old.store.Totals(ctx, cfg.ID, 1)
+		got, err := old.store.Totals(ctx, SaleOf(cfg))
 		return err == nil && got.Granted == 4
 	})
 

@@ -20,16 +20,16 @@ type Totals struct {
 	Parked int64 `json:"parked"`
 }
 
-// Totals reads every bucket of event ev in one pipelined round trip (split
-// per shard on a cluster).
-func (s *Store) Totals(ctx context.Context, ev string, buckets int) (Totals, error) {
-	stock := make([]*redis.StringCmd, buckets)
-	parked := make([]*redis.StringCmd, buckets)
-	stats := make([]*redis.MapStringStringCmd, buckets)
-	box := make([]*redis.IntCmd, buckets)
+// Totals reads every bucket of sale in one pipelined round trip (split per
+// shard on a cluster).
+func (s *Store) Totals(ctx context.Context, sale Sale) (Totals, error) {
+	stock := make([]*redis.StringCmd, sale.Buckets)
+	parked := make([]*redis.StringCmd, sale.Buckets)
+	stats := make([]*redis.MapStringStringCmd, sale.Buckets)
+	box := make([]*redis.IntCmd, sale.Buckets)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range buckets {
-			k := bucketOf(ev, b)
+		for b := range sale.Buckets {
+			k := bucketOf(sale.ID, b)
 			stock[b] = p.Get(ctx, k.stock())
 			parked[b] = p.Get(ctx, k.parked())
 			stats[b] = p.HGetAll(ctx, k.stats())
@@ -38,10 +38,10 @@ func (s *Store) Totals(ctx context.Context, ev string, buckets int) (Totals, err
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Totals{}, fmt.Errorf("totals %s: %w", ev, err)
+		return Totals{}, fmt.Errorf("totals %s: %w", sale.ID, err)
 	}
 	var t Totals
-	for b := range buckets {
+	for b := range sale.Buckets {
 		n, _ := stock[b].Int64()
 		p, _ := parked[b].Int64()
 		t.Remaining += n
@@ -56,16 +56,16 @@ func (s *Store) Totals(ctx context.Context, ev string, buckets int) (Totals, err
 	return t, nil
 }
 
-// BucketStock returns the units left in each of event ev's buckets, in one
+// BucketStock returns the units left in each of sale's buckets, in one
 // pipelined round trip.
-func (s *Store) BucketStock(ctx context.Context, ev string, buckets int) ([]int64, error) {
-	stock, _, err := s.stockAndParked(ctx, ev, buckets, false)
+func (s *Store) BucketStock(ctx context.Context, sale Sale) ([]int64, error) {
+	stock, _, err := s.stockAndParked(ctx, sale, false)
 	return stock, err
 }
 
-// Remaining returns the units left in event ev's buckets.
-func (s *Store) Remaining(ctx context.Context, ev string, buckets int) (int64, error) {
-	stock, err := s.BucketStock(ctx, ev, buckets)
+// Remaining returns the units left in sale's buckets.
+func (s *Store) Remaining(ctx context.Context, sale Sale) (int64, error) {
+	stock, err := s.BucketStock(ctx, sale)
 	var n int64
 	for _, v := range stock {
 		n += v
@@ -75,24 +75,24 @@ func (s *Store) Remaining(ctx context.Context, ev string, buckets int) (int64, e
 
 // stockAndParked reads each bucket's stock and, with parked, the units it
 // has sent out in unsettled transfers.
-func (s *Store) stockAndParked(ctx context.Context, ev string, buckets int, parked bool) (stock, out []int64, err error) {
-	sc := make([]*redis.StringCmd, buckets)
-	pc := make([]*redis.StringCmd, buckets)
+func (s *Store) stockAndParked(ctx context.Context, sale Sale, parked bool) (stock, out []int64, err error) {
+	sc := make([]*redis.StringCmd, sale.Buckets)
+	pc := make([]*redis.StringCmd, sale.Buckets)
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for b := range buckets {
-			sc[b] = p.Get(ctx, bucketOf(ev, b).stock())
+		for b := range sale.Buckets {
+			sc[b] = p.Get(ctx, bucketOf(sale.ID, b).stock())
 			if parked {
-				pc[b] = p.Get(ctx, bucketOf(ev, b).parked())
+				pc[b] = p.Get(ctx, bucketOf(sale.ID, b).parked())
 			}
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, fmt.Errorf("stock %s: %w", ev, err)
+		return nil, nil, fmt.Errorf("stock %s: %w", sale.ID, err)
 	}
-	stock = make([]int64, buckets)
-	out = make([]int64, buckets)
-	for b := range buckets {
+	stock = make([]int64, sale.Buckets)
+	out = make([]int64, sale.Buckets)
+	for b := range sale.Buckets {
 		stock[b], _ = sc[b].Int64()
 		if parked {
 			out[b], _ = pc[b].Int64()

@@ -8,9 +8,9 @@ import (
 )
 
 // stocks reads every bucket's stock and parked units.
-func stocks(t *testing.T, e *env, ev string, buckets int) (stock, parked []int64) {
+func stocks(t *testing.T, e *env, sale Sale) (stock, parked []int64) {
 	t.Helper()
-	stock, parked, err := e.store.stockAndParked(context.Background(), ev, buckets, true)
+	stock, parked, err := e.store.stockAndParked(context.Background(), sale, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func stocks(t *testing.T, e *env, ev string, buckets int) (stock, parked []int64
 
 func wantStocks(t *testing.T, e *env, ev string, stock, parked []int64) {
 	t.Helper()
-	gs, gp := stocks(t, e, ev, len(stock))
+	gs, gp := stocks(t, e, Sale{ID: ev, Buckets: len(stock)})
 	if fmt.Sprint(gs) != fmt.Sprint(stock) || fmt.Sprint(gp) != fmt.Sprint(parked) {
 		t.Fatalf("stock %v parked %v, want %v and %v", gs, gp, stock, parked)
 	}
@@ -35,7 +35,7 @@ func TestTransferSteps(t *testing.T) {
 	lay := func() {
 		t.Helper()
 		e.rdb.FlushAll(ctx)
-		if err := e.store.Lay(ctx, "xfer", 20, 2); err != nil {
+		if err := e.store.Lay(ctx, sale, 20); err != nil {
 			t.Fatal(err)
 		}
 		e.rdb.Set(ctx, bucketOf("xfer", 0).stock(), 0, 0) // bucket 0 sold its 10
@@ -68,7 +68,7 @@ func TestTransferSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantStocks(t, e, "xfer", []int64{5, 5}, []int64{0, 0})
-		e.totals(t, "xfer", 2, 20)
+		e.totals(t, sale, 20)
 	})
 	t.Run("crash after donate", func(t *testing.T) {
 		lay()
@@ -76,7 +76,7 @@ func TestTransferSteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantStocks(t, e, "xfer", []int64{0, 7}, []int64{0, 3}) // parked: undersold for a moment
-		e.totals(t, "xfer", 2, 20)
+		e.totals(t, sale, 20)
 		if n := recoverAll(); n != 1 {
 			t.Fatalf("recovered %d transfers, want 1", n)
 		}
@@ -84,7 +84,7 @@ func TestTransferSteps(t *testing.T) {
 		if n := recoverAll(); n != 0 {
 			t.Fatalf("recovered %d transfers again, want 0", n)
 		}
-		e.totals(t, "xfer", 2, 20)
+		e.totals(t, sale, 20)
 	})
 	t.Run("crash after accept", func(t *testing.T) {
 		lay()
@@ -94,7 +94,7 @@ func TestTransferSteps(t *testing.T) {
 		}
 		recoverAll() // accepts again (a repeat), then settles
 		wantStocks(t, e, "xfer", []int64{4, 6}, []int64{0, 0})
-		e.totals(t, "xfer", 2, 20)
+		e.totals(t, sale, 20)
 	})
 	t.Run("stale generation", func(t *testing.T) {
 		lay()
@@ -126,7 +126,7 @@ func TestStealAndSoldOut(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
 	const ev = "steal"
-	if err := e.store.Lay(ctx, ev, 6, 2); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 2}, 6); err != nil {
 		t.Fatal(err)
 	}
 	users := map[int][]string{}
@@ -161,7 +161,7 @@ func TestStealAndSoldOut(t *testing.T) {
 	if err := claim(users[1][2]); !errors.Is(err, ErrSoldOut) {
 		t.Fatalf("claim with no stock anywhere: %v, want ErrSoldOut", err)
 	}
-	got := e.totals(t, ev, 2, 6)
+	got := e.totals(t, Sale{ID: ev, Buckets: 2}, 6)
 	if got.Granted != 6 || got.Remaining != 0 || got.Parked != 0 {
 		t.Errorf("totals %+v, want 6 granted, nothing left", got)
 	}
@@ -174,7 +174,7 @@ func TestRefillSkipsRefusingDonor(t *testing.T) {
 	e := singleRedis(t)
 	ctx := context.Background()
 	const ev, buckets = "donors", 3
-	if err := e.store.Lay(ctx, ev, 30, buckets); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: buckets}, 30); err != nil {
 		t.Fatal(err)
 	}
 	// Bucket 1 was laid on another server: it refuses.

@@ -16,7 +16,7 @@ func TestWorkerReleasedBeforeGranted(t *testing.T) {
 	e := singleRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "rbg", 5, 1)
+	cfg := saleConfig(t, e, Sale{ID: "rbg", Buckets: 1}, 5)
 	// The granted events are lost on the way; the released ones are not.
 	liar := NewService(e.store, publisherFunc(func(context.Context, string, string, []byte) error { return nil }))
 	var ids []string
@@ -83,7 +83,7 @@ func TestWorkerReleaseFirstInRedis(t *testing.T) {
 	e := singleRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "race", 5, 1)
+	cfg := saleConfig(t, e, Sale{ID: "race", Buckets: 1}, 5)
 	res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: "u", IdemKey: "k", Limit: 1, Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestWorkerReleaseFirstInRedis(t *testing.T) {
 	if err != nil || st[res.ClaimID] != "released" {
 		t.Errorf("order %q (%v), want released: Redis released the claim before confirming it", st[res.ClaimID], err)
 	}
-	if got := e.totals(t, cfg.ID, 1, cfg.OnSale()); got.Remaining != cfg.OnSale() {
+	if got := e.totals(t, SaleOf(cfg), cfg.OnSale()); got.Remaining != cfg.OnSale() {
 		t.Errorf("remaining %d, want %d", got.Remaining, cfg.OnSale())
 	}
 }
@@ -112,7 +112,7 @@ func TestWorkerRecoveryBranches(t *testing.T) {
 	e := singleRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := saleConfig(t, e, "branches", 5, 1)
+	cfg := saleConfig(t, e, Sale{ID: "branches", Buckets: 1}, 5)
 	if err := e.pub.Publish(ctx, Subject(cfg.ID, "granted"), "garbage", []byte("{not json")); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWorkerRecoveryBranches(t *testing.T) {
 		t.Fatal(err)
 	}
 	rb := NewRebuilder(e.svc, e.js, nil)
-	token, err := rb.freeze(ctx, cfg.ID, cfg.Buckets)
+	token, err := rb.freeze(ctx, SaleOf(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestWorkerRecoveryBranches(t *testing.T) {
 	if rec, err := e.store.Lookup(ctx, cfg.ID, res.ClaimID); err != nil || rec.Status != "pending" {
 		t.Fatalf("claim while frozen: %+v %v, want pending", rec, err)
 	}
-	if err := rb.unfreeze(ctx, cfg.ID, cfg.Buckets, token); err != nil {
+	if err := rb.unfreeze(ctx, SaleOf(cfg), token); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the retried confirmation", 20*time.Second, func() bool {

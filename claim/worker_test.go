@@ -19,7 +19,7 @@ func TestOrderWorker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const ev, units = "orders", 50
-	if err := e.store.Lay(ctx, ev, units, 2); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 2}, units); err != nil {
 		t.Fatal(err)
 	}
 	e.run(t, Sale{ID: ev, Buckets: 2})
@@ -95,7 +95,7 @@ func TestReconcile(t *testing.T) {
 	ctx := context.Background()
 	const ev = "recon"
 	sale := Sale{ID: ev, Buckets: 2}
-	if err := e.store.Lay(ctx, ev, 20, 2); err != nil {
+	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 2}, 20); err != nil {
 		t.Fatal(err)
 	}
 	liar := NewService(e.store, publisherFunc(func(context.Context, string, string, []byte) error { return nil }))

@@ -26,7 +26,7 @@ func (oneSale) All() []*admission.Sale {
 
 type noClaims struct{}
 
-func (noClaims) Totals(context.Context, string, int) (claim.Totals, error) {
+func (noClaims) Totals(context.Context, claim.Sale) (claim.Totals, error) {
 	return claim.Totals{}, nil
 }
 

@@ -111,7 +111,7 @@ func boolValue(b bool) float64 {
 
 // Claims reads an event's claim totals from Redis: claim.Store.
 type Claims interface {
-	Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
+	Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
 }
 
 // Claim totals, read from Redis on every scrape. They are global figures:
@@ -153,7 +153,7 @@ func (c *claimCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	for _, s := range live(c.sales, time.Now()) {
 		ev := s.Config.ID
-		t, err := c.claims.Totals(ctx, ev, s.Config.Buckets)
+		t, err := c.claims.Totals(ctx, claim.SaleOf(s.Config))
 		if err != nil {
 			c.errors.Add(1)
 			c.onErr(fmt.Errorf("metrics: claim totals of %s: %w", ev, err))

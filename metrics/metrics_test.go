@@ -31,11 +31,11 @@ func (f fakeLimiter) Stats() limit.Stats { return f.s }
 
 // fakeClaims is a hand-written fake of the claim store.
 type fakeClaims struct {
-	totals func(ctx context.Context, ev string, buckets int) (claim.Totals, error)
+	totals func(ctx context.Context, sale claim.Sale) (claim.Totals, error)
 }
 
-func (f fakeClaims) Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error) {
-	return f.totals(ctx, ev, buckets)
+func (f fakeClaims) Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error) {
+	return f.totals(ctx, sale)
 }
 
 func sale(id string, joined int64, frontier float64) *admission.Sale {
@@ -70,8 +70,8 @@ func newMetrics(t *testing.T, claims metrics.Claims) (*metrics.Metrics, *prometh
 }
 
 func okClaims() fakeClaims {
-	return fakeClaims{totals: func(_ context.Context, ev string, buckets int) (claim.Totals, error) {
-		if buckets != 2 {
+	return fakeClaims{totals: func(_ context.Context, sale claim.Sale) (claim.Totals, error) {
+		if sale.Buckets != 2 {
 			return claim.Totals{}, errors.New("wrong bucket count")
 		}
 		return claim.Totals{Granted: 7, Released: 2, Outbox: 1, Remaining: 40}, nil
@@ -200,7 +200,7 @@ func TestScrapeValues(t *testing.T) {
 // TestClaimTotalsTimeout shows that a Redis that does not answer costs a
 // scrape the claim figures, not the scrape itself.
 func TestClaimTotalsTimeout(t *testing.T) {
-	stuck := fakeClaims{totals: func(ctx context.Context, _ string, _ int) (claim.Totals, error) {
+	stuck := fakeClaims{totals: func(ctx context.Context, _ claim.Sale) (claim.Totals, error) {
 		<-ctx.Done()
 		return claim.Totals{}, ctx.Err()
 	}}

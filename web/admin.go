@@ -100,7 +100,7 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 		out.Config.Seed = ""
 	}
 	if ok {
-		t, err := s.deps.Store.Totals(ctx, cfg.ID, cfg.Buckets)
+		t, err := s.deps.Store.Totals(ctx, claim.SaleOf(cfg))
 		if err != nil {
 			return out, err
 		}
@@ -246,7 +246,7 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	// A new sale, or any save before the start by Redis TIME (which also
 	// repairs a lay that failed after an earlier save).
 	if !exists || at.Before(saved.StartsAt) {
-		if err := s.deps.Store.LayFor(ctx, id, saved.OnSale(), saved.Buckets, saved.Version, saved.StartsAt); err != nil {
+		if err := s.deps.Store.LayFor(ctx, claim.Sale{ID: id, Buckets: saved.Buckets}, saved.OnSale(), saved.Version, saved.StartsAt); err != nil {
 			return old, event.Config{}, err
 		}
 	}

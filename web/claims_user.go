@@ -26,7 +26,7 @@ func (s *Server) listClaims(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	recs, err := s.deps.Store.Mine(ctx, cfg.ID, user, cfg.Buckets)
+	recs, err := s.deps.Store.Mine(ctx, claim.SaleOf(*cfg), user)
 	if err != nil {
 		return err
 	}

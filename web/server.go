@@ -50,9 +50,9 @@ type (
 	}
 	claimStore interface {
 		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
-		Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
-		LayFor(ctx context.Context, ev string, units int64, buckets int, version int64, startsAt time.Time) error
-		Mine(ctx context.Context, ev, user string, buckets int) ([]claim.Record, error)
+		Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
+		LayFor(ctx context.Context, sale claim.Sale, units int64, version int64, startsAt time.Time) error
+		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
 	}
 	// pageStore keeps events' waiting-room pages; *event.Store.
 	pageStore interface {

@@ -54,7 +54,7 @@ func TestDrill1RedisPause(t *testing.T) {
 		if !sleep(ctx, time.Until(start.Add(p.at))) {
 			t.Fatal("the drill ran out of time before the pauses")
 		}
-		tot, err := store.Totals(ctx, ev, spec.buckets)
+		tot, err := store.Totals(ctx, claim.Sale{ID: ev, Buckets: spec.buckets})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -72,14 +72,14 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	d.phase("crowd started")
 
 	sleep(ctx, time.Until(start.Add(5*time.Second)))
-	atPause := totals(ctx, t, pc, ev, spec.buckets)
+	atPause := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	if err := rc.Do(ctx, "CLIENT", "PAUSE", "300000", "WRITE").Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE on the replica: %v", err)
 	}
 	d.phase("replica paused (granted so far %d)", atPause.Granted)
 
 	sleep(ctx, time.Until(start.Add(12*time.Second)))
-	atKill := totals(ctx, t, pc, ev, spec.buckets)
+	atKill := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	ackedAtKill := len(c.snapshot())
 	primaryOffset := infoField(ctx, pc, "master_repl_offset")
 	replicaOffset := infoField(ctx, rc, "slave_repl_offset")
@@ -98,7 +98,7 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	if err := rc.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
 		t.Fatalf("CLIENT UNPAUSE: %v", err)
 	}
-	promoted := totals(ctx, t, rc, ev, spec.buckets)
+	promoted := totals(ctx, t, rc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	d.phase("replica promoted: it holds %d grants of the %d the primary made", promoted.Granted, atKill.Granted)
 
 	if err := a.stop(); err != nil {
@@ -202,9 +202,9 @@ func infoField(ctx context.Context, c *redis.Client, field string) string {
 }
 
 // totals reads the sale's Redis totals through c.
-func totals(ctx context.Context, t *testing.T, c redis.UniversalClient, ev string, buckets int) claim.Totals {
+func totals(ctx context.Context, t *testing.T, c redis.UniversalClient, sale claim.Sale) claim.Totals {
 	t.Helper()
-	tot, err := claim.NewStore(c).Totals(ctx, ev, buckets)
+	tot, err := claim.NewStore(c).Totals(ctx, sale)
 	if err != nil {
 		t.Fatalf("totals: %v", err)
 	}

@@ -63,7 +63,7 @@ func TestDrill3NATSServerKill(t *testing.T) {
 		d.note("Moving the stream leadership to node-a's server failed (%v); the drill stopped the leader as it was.", moved)
 	}
 	connected := []string{a.JS.Conn().ConnectedServerName(), b.JS.Conn().ConnectedServerName()}
-	atKill := totals(ctx, t, a.Redis(), ev, spec.buckets)
+	atKill := totals(ctx, t, a.Redis(), claim.Sale{ID: ev, Buckets: spec.buckets})
 	ackedAtKill := len(c.snapshot())
 	before := c.claimOutcomes()
 	stoppedAt := time.Now()

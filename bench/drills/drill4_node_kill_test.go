@@ -55,7 +55,7 @@ func TestDrill4NodeKill(t *testing.T) {
 	d.phase("crowd started")
 
 	sleep(ctx, time.Until(start.Add(8*time.Second)))
-	atKill := totals(ctx, t, rdb, ev, spec.buckets)
+	atKill := totals(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
 	b := fireBurst(ctx, c, urlA, ev, burstTokens)
 	// Kill A once it has answered a few of the burst: the rest are in
 	// flight inside it.
@@ -65,11 +65,11 @@ func TestDrill4NodeKill(t *testing.T) {
 	a.kill()
 	killedAt := time.Now()
 	answeredBeforeKill := b.answered.Load()
-	left := outboxIDs(ctx, t, rdb, ev, spec.buckets)
+	left := outboxIDs(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
 	d.phase("SIGKILLed node A (%d grants so far; burst: %d of %d answered); %d order events in the outboxes", atKill.Granted, answeredBeforeKill, burstSize, len(left))
 	b.wg.Wait()
 	sleep(ctx, time.Second)
-	still := outboxIDs(ctx, t, rdb, ev, spec.buckets)
+	still := outboxIDs(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
 	var orphans []string
 	for id := range left {
 		if still[id] {
@@ -77,7 +77,7 @@ func TestDrill4NodeKill(t *testing.T) {
 		}
 	}
 	slices.Sort(orphans)
-	drained := waitOutboxEmpty(ctx, rdb, ev, spec.buckets, 30*time.Second)
+	drained := waitOutboxEmpty(ctx, rdb, claim.Sale{ID: ev, Buckets: spec.buckets}, 30*time.Second)
 	d.phase("outboxes empty again after %s", drained.Round(100*time.Millisecond))
 
 	wait()
@@ -176,13 +176,13 @@ func mintTokens(t *testing.T, keyDir, ev, prefix string, n int) map[string]strin
 	return out
 }
 
-// outboxIDs returns the message ids waiting in the event's outboxes. The
+// outboxIDs returns the message ids waiting in the sale's outboxes. The
 // key names are claim's ("ar:{<event>#<bucket>}:outbox", claim/keys.go).
-func outboxIDs(ctx context.Context, t *testing.T, rdb redis.UniversalClient, ev string, buckets int) map[string]bool {
+func outboxIDs(ctx context.Context, t *testing.T, rdb redis.UniversalClient, sale claim.Sale) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	for b := range buckets {
-		ids, err := rdb.HKeys(ctx, fmt.Sprintf("ar:{%s#%d}:outbox", ev, b)).Result()
+	for b := range sale.Buckets {
+		ids, err := rdb.HKeys(ctx, fmt.Sprintf("ar:{%s#%d}:outbox", sale.ID, b)).Result()
 		if err != nil {
 			t.Fatalf("outbox: %v", err)
 		}
@@ -193,13 +193,14 @@ func outboxIDs(ctx context.Context, t *testing.T, rdb redis.UniversalClient, ev 
 	return out
 }
 
-// waitOutboxEmpty returns how long the outboxes took to empty, or −1.
-func waitOutboxEmpty(ctx context.Context, rdb redis.UniversalClient, ev string, buckets int, limit time.Duration) time.Duration {
+// waitOutboxEmpty returns how long the sale's outboxes took to empty, or
+// −1.
+func waitOutboxEmpty(ctx context.Context, rdb redis.UniversalClient, sale claim.Sale, limit time.Duration) time.Duration {
 	start := time.Now()
 	for time.Since(start) < limit && ctx.Err() == nil {
 		n := 0
-		for b := range buckets {
-			n += int(rdb.HLen(ctx, fmt.Sprintf("ar:{%s#%d}:outbox", ev, b)).Val())
+		for b := range sale.Buckets {
+			n += int(rdb.HLen(ctx, fmt.Sprintf("ar:{%s#%d}:outbox", sale.ID, b)).Val())
 		}
 		if n == 0 {
 			return time.Since(start)

@@ -55,7 +55,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 	sleep(ctx, time.Until(start.Add(5*time.Second)))
 	w1.kill()
 	stoppedAt := time.Now()
-	atStop := totals(ctx, t, n.Redis(), ev, spec.buckets)
+	atStop := totals(ctx, t, n.Redis(), claim.Sale{ID: ev, Buckets: spec.buckets})
 	confirmedAtStop := countConfirmed(ctx, t, n.JS, ev)
 	d.phase("worker SIGKILLed (granted %d, confirmed %d)", atStop.Granted, confirmedAtStop)
 	var peak uint64

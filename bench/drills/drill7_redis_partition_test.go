@@ -53,7 +53,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatalf("REPLICAOF NO ONE: %v", err)
 	}
-	atSplit := totals(ctx, t, pc, ev, spec.buckets)
+	atSplit := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	d.phase("replica promoted; the old primary runs on (granted on it so far %d)", atSplit.Granted)
 	b := dp.startNode(t, "node-b", addrB, node.Config{RedisURL: replica.URL(), NATSURL: ns.URL()})
 	status, raw := dp.adminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/rebuild", nil)
@@ -69,10 +69,10 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	if status, raw := dp.adminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/resume", nil); status != http.StatusOK {
 		t.Fatalf("resume: %d %s", status, raw)
 	}
-	afterRebuild := totals(ctx, t, pc, ev, spec.buckets)
+	afterRebuild := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 
 	sleep(ctx, 6*time.Second)
-	onOld := totals(ctx, t, pc, ev, spec.buckets)
+	onOld := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	ackedA := 0
 	for _, x := range c.snapshot() {
 		if x.Node == baseA && x.Status == http.StatusCreated && x.At.After(rebuiltAt) {

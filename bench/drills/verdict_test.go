@@ -135,7 +135,7 @@ func (d *drill) audit(ctx context.Context, s sale, c *crowd) audit {
 	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		tot, err = claim.NewStore(s.rdb).Totals(ctx, s.ev, s.buckets)
+		tot, err = claim.NewStore(s.rdb).Totals(ctx, claim.Sale{ID: s.ev, Buckets: s.buckets})
 		if (err == nil && tot.Outbox == 0) || time.Now().After(deadline) {
 			break
 		}
@@ -230,7 +230,7 @@ func (d *drill) limits(ctx context.Context, s sale, granted map[string]claim.Ord
 	var over []string
 	var maxHeld int
 	for u := range users {
-		recs, err := store.Mine(ctx, s.ev, u, s.buckets)
+		recs, err := store.Mine(ctx, claim.Sale{ID: s.ev, Buckets: s.buckets}, u)
 		if err != nil {
 			d.check("Redis readable", false, "claims of %s: %v", u, err)
 			return

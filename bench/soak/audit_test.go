@@ -18,7 +18,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 	h := ss.h
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, ev, saleBuckets)
+		tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
 		if err == nil && tot.Outbox == 0 {
 			break
 		}
@@ -106,7 +106,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 			return
 		}
 	}
-	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, ev, saleBuckets)
+	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
 	if err == nil {
 		ss.checks.Add(1)
 		if held := tot.Granted - tot.Released; held > saleSupply || tot.Remaining < 0 {

@@ -190,7 +190,7 @@ func (ss *sales) sample(ctx context.Context) {
 	if ev == "none" {
 		return
 	}
-	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, ev, saleBuckets)
+	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
 	if err == nil {
 		ss.checks.Add(1)
 		if held := tot.Granted - tot.Released; held > saleSupply || tot.Remaining < 0 {

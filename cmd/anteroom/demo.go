@@ -85,7 +85,7 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 		return fmt.Errorf("crowd: %w", err)
 	}
 	printEndpoints(stdout, res)
-	rep, err := reconcileWith(ctx, n.Claims, n.JS, ev, *units, 1, res)
+	rep, err := reconcileWith(ctx, n.Claims, n.JS, claim.Sale{ID: ev, Buckets: 1}, *units, res)
 	if err != nil {
 		return err
 	}
@@ -139,11 +139,12 @@ type report struct {
 
 // totals is what a reconciliation reads from Redis.
 type totals interface {
-	Totals(ctx context.Context, ev string, buckets int) (claim.Totals, error)
+	Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
 }
 
-// reconcileWith checks what the crowd saw against Redis and the stream.
-func reconcileWith(ctx context.Context, store totals, js jetstream.JetStream, ev string, units int64, buckets int, res crowd.Result) (report, error) {
+// reconcileWith checks what the crowd saw of sale against Redis and the
+// stream.
+func reconcileWith(ctx context.Context, store totals, js jetstream.JetStream, sale claim.Sale, units int64, res crowd.Result) (report, error) {
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	r := report{units: units, joined: res.Joined, admitted: res.Admitted, granted: res.Granted,
@@ -152,7 +153,7 @@ func reconcileWith(ctx context.Context, store totals, js jetstream.JetStream, ev
 	var t claim.Totals
 	var err error
 	for range 50 {
-		if t, err = store.Totals(rctx, ev, buckets); err != nil {
+		if t, err = store.Totals(rctx, sale); err != nil {
 			return r, err
 		}
 		if t.Outbox == 0 {
@@ -161,7 +162,7 @@ func reconcileWith(ctx context.Context, store totals, js jetstream.JetStream, ev
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.redisGranted, r.remaining, r.outbox = t.Granted, t.Remaining, t.Outbox
-	if r.streamMsgs, r.streamDistinct, err = claim.CountGranted(rctx, js, ev); err != nil {
+	if r.streamMsgs, r.streamDistinct, err = claim.CountGranted(rctx, js, sale.ID); err != nil {
 		return r, err
 	}
 	for _, ids := range res.Claims {

@@ -134,7 +134,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	if jerr != nil {
 		return jerr
 	}
-	rep, rerr := reconcileWith(ctx, claim.NewStore(rdb), js, *ev, *units, *buckets, res)
+	rep, rerr := reconcileWith(ctx, claim.NewStore(rdb), js, claim.Sale{ID: *ev, Buckets: *buckets}, *units, res)
 	if rerr != nil {
 		return rerr
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -87,7 +88,7 @@ func TestStockAgreesWithSavedConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		left, err := n.Claims.Remaining(context.Background(), "agree", c.Buckets)
+		left, err := n.Claims.Remaining(context.Background(), claim.Sale{ID: "agree", Buckets: c.Buckets})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -117,7 +118,7 @@ func stateOf(t *testing.T, n *node.Node, r *testenv.Redis) state {
 	s.joinedGood, _ = rdb.Get(ctx, "ar:{good}:seq").Result()
 	s.joinedLater, _ = rdb.Get(ctx, "ar:{later}:seq").Result()
 	for _, ev := range []string{"good", "other"} {
-		tot, err := n.Claims.Totals(ctx, ev, 1)
+		tot, err := n.Claims.Totals(ctx, claim.Sale{ID: ev, Buckets: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -101,7 +102,7 @@ func TestClaimBoundToCaller(t *testing.T) {
 			problemOK(t, call(t, http.MethodPost, base+"/claim", map[string]string{"Authorization": bearer}, nil), http.StatusUnauthorized, "unauthenticated")
 			problemOK(t, call(t, http.MethodPost, base+"/claim", with(m.invalid, "Authorization", bearer), nil), http.StatusUnauthorized, "unauthenticated")
 			problemOK(t, call(t, http.MethodPost, base+"/claim", with(bob, "Authorization", bearer), nil), http.StatusForbidden, "forbidden")
-			if tot, err := n.Claims.Totals(context.Background(), ev, 1); err != nil || tot.Granted != 0 {
+			if tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: ev, Buckets: 1}); err != nil || tot.Granted != 0 {
 				t.Fatalf("granted %d (%v) after refused claims, want 0", tot.Granted, err)
 			}
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -79,7 +80,7 @@ func TestHeaderIdentityTrustedPeerOnly(t *testing.T) {
 	if !strings.Contains(str(a.body, "detail"), "trusted proxy") {
 		t.Errorf("detail %q, want it to say X-User-ID is believed from trusted proxies only", str(a.body, "detail"))
 	}
-	if tot, err := n.Claims.Totals(context.Background(), "gw", 1); err != nil || tot.Granted != 0 {
+	if tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: "gw", Buckets: 1}); err != nil || tot.Granted != 0 {
 		t.Errorf("totals %+v (%v)", tot, err)
 	}
 }

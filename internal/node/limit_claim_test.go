@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -71,7 +72,7 @@ func TestClaimLimits(t *testing.T) {
 		}
 	}
 	for _, ev := range []string{"claim-rate", "per-device", "per-card"} {
-		tot, err := n.Claims.Totals(context.Background(), ev, 1)
+		tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: ev, Buckets: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

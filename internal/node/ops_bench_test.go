@@ -75,7 +75,7 @@ func BenchmarkOpsRedisShard(b *testing.B) {
 			op := ops[name]
 			if name == "claim" {
 				store := claim.NewStore(rdb)
-				if err := store.Lay(ctx, "size", 1_000_000_000, 1); err != nil {
+				if err := store.Lay(ctx, claim.Sale{ID: "size", Buckets: 1}, 1_000_000_000); err != nil {
 					b.Fatal(err)
 				}
 				svc := claim.NewService(store, opsNopPublisher{}, claim.WithBatch(32))

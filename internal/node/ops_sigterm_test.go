@@ -177,7 +177,7 @@ func TestOpsSIGTERMKeepsEvery201(t *testing.T) {
 			t.Errorf("claim %s was answered 201 but is not on the stream", id)
 		}
 	}
-	totals, err := claim.NewStore(redis.NewClient(&redis.Options{Addr: r.Addr()})).Totals(ctx, "drain", 1)
+	totals, err := claim.NewStore(redis.NewClient(&redis.Options{Addr: r.Addr()})).Totals(ctx, claim.Sale{ID: "drain", Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestWholeSale(t *testing.T) {
 			}
 			var totals claim.Totals
 			waitFor(t, "outbox to drain", 10*time.Second, func() bool {
-				totals, err = n.Claims.Totals(ctx, "whole", 1)
+				totals, err = n.Claims.Totals(ctx, claim.Sale{ID: "whole", Buckets: 1})
 				return err == nil && totals.Outbox == 0
 			})
 			if totals.Granted != units || totals.Remaining != 0 {
@@ -130,7 +130,7 @@ func TestClaimReplay(t *testing.T) {
 	if mallory.status != http.StatusNotFound {
 		t.Errorf("another user's lookup: %d, want 404", mallory.status)
 	}
-	totals, err := n.Claims.Totals(context.Background(), "replay", 1)
+	totals, err := n.Claims.Totals(context.Background(), claim.Sale{ID: "replay", Buckets: 1})
 	if err != nil || totals.Granted != 1 {
 		t.Errorf("granted %d (%v), want 1", totals.Granted, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -96,13 +97,13 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	})
 
 	ctx := context.Background()
-	before1, err := n.Claims.Totals(ctx, "rot", 1)
+	before1, err := n.Claims.Totals(ctx, claim.Sale{ID: "rot", Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	problemOK(t, claimWith(carol), http.StatusUnauthorized, "unauthenticated")
 	problemOK(t, claimWith(alice), http.StatusUnauthorized, "unauthenticated") // not even a replay
-	after, err := n.Claims.Totals(ctx, "rot", 1)
+	after, err := n.Claims.Totals(ctx, claim.Sale{ID: "rot", Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

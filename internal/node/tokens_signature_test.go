@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -59,7 +60,7 @@ func TestAdmissionSignatureRequiredOverHTTP(t *testing.T) {
 			problemOK(t, a, http.StatusUnauthorized, "unauthenticated")
 		})
 	}
-	tot, err := n.Claims.Totals(context.Background(), "sig", 1)
+	tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: "sig", Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -127,7 +128,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 			problemOK(t, a, tc.status, tc.code)
 		})
 	}
-	tot, err := n.Claims.Totals(context.Background(), "strict", 1)
+	tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: "strict", Buckets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,327 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/clock"
+	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web"
+	"github.com/gofiber/fiber/v2"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+)
+
+// wiring is one node being put together on its backends. wire runs the
+// steps in order; each sets the fields under its name and may read those
+// of the steps before it. A step that opens something that outlives it
+// pushes its release onto undo.
+type wiring struct {
+	ctx  context.Context // Start's
+	sctx context.Context // bounds the stream setup, the clock sync and the first refresh
+	cfg  Config
+	back *backends
+	undo cleanups
+
+	// openStreams
+	js jetstream.JetStream
+	// loadSecrets
+	secret  []byte
+	tickets *tokens.Tickets
+	keys    *tokens.KeySet
+	// startClock
+	clk *clock.Clock
+	// callers
+	identity    web.Identity
+	reloadUsers func() error // nil unless users bring tokens (jwt)
+	adminToken  string
+	// services
+	events   *event.Store
+	claims   *claim.Store
+	frontier *admission.Frontier
+	snaps    *admission.Snapshots
+	shop     *admission.Health
+	refusals *report.Refusals
+	reports  *report.Builder
+	lc       *lifecycle.Recorder
+	ops      *ops
+	svc      *claim.Service
+	issuer   *tokens.Issuer
+	// startLimiter
+	limitRDB redis.UniversalClient
+	limiter  *limit.Limiter
+	// opsListeners
+	metrics       *metricsServer // nil: /metrics is on the main address
+	pprof         *pprofServer   // nil: profiling is off
+	publicMetrics http.Handler   // nil when the metrics have their own listener
+	// edge
+	app *fiber.App
+	ln  net.Listener
+}
+
+// cleanups is a stack of releases, run last first.
+type cleanups []func()
+
+// push adds a release to the stack.
+func (c *cleanups) push(f func()) { *c = append(*c, f) }
+
+// run runs the releases, last pushed first.
+func (c cleanups) run() {
+	for i := len(c) - 1; i >= 0; i-- {
+		c[i]()
+	}
+}
+
+// wire puts a node together on back, one named step after another, then
+// starts its background loops and serves HTTP. When a step fails, what the
+// steps before it opened (the limiter's Redis pool, the metrics and pprof
+// listeners) is released, last first; back stays open for Start to close.
+func wire(ctx context.Context, cfg Config, back *backends) (n *Node, err error) {
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	w := &wiring{ctx: ctx, sctx: sctx, cfg: cfg, back: back}
+	defer func() {
+		if err != nil {
+			w.undo.run()
+		}
+	}()
+	for _, step := range []func() error{
+		w.openStreams,
+		w.loadSecrets,
+		w.startClock,
+		w.callers,
+		w.services,
+		w.startLimiter,
+		w.opsListeners,
+		w.edge,
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	n = w.node()
+	n.startLoops(w)
+	n.serve()
+	return n, nil
+}
+
+// openStreams connects JetStream and makes sure the order and lifecycle
+// streams exist.
+func (w *wiring) openStreams() error {
+	js, err := jetstream.New(w.back.nc, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := claim.EnsureStream(w.sctx, js, w.cfg.StreamReplicas); err != nil {
+		return err
+	}
+	if err := lifecycle.EnsureStream(w.sctx, js, w.cfg.StreamReplicas); err != nil {
+		return err
+	}
+	w.js = js
+	return nil
+}
+
+// loadSecrets reads (or generates in DataDir) the ticket secret and opens
+// the admission token signing keys.
+func (w *wiring) loadSecrets() error {
+	secret, err := ticketSecret(&w.cfg)
+	if err != nil {
+		return err
+	}
+	tickets, err := tokens.NewTickets(secret)
+	if err != nil {
+		return err
+	}
+	keys, err := tokens.OpenKeyDir(w.cfg.SigningKeys)
+	if err != nil {
+		return err
+	}
+	w.secret, w.tickets, w.keys = secret, tickets, keys
+	return nil
+}
+
+// startClock makes the node's clock (skewed only in a drill) and measures
+// its offset to Redis TIME before anything reads it. It never fails.
+func (w *wiring) startClock() error {
+	w.clk = clock.New(w.cfg.ClockSkew)
+	if w.cfg.ClockSkew != 0 {
+		w.cfg.Log.Warn("DRILL: this node's clock is skewed by ANTEROOM_CLOCK_SKEW; never set it in production", "clock_skew", w.cfg.ClockSkew.String())
+	}
+	syncClock(w.sctx, w.back.rdb, w.clk, w.cfg.Log)
+	return nil
+}
+
+// callers sets up who may call: the shoppers' identity and the admin token
+// (read or generated in DataDir).
+func (w *wiring) callers() error {
+	identity, reloadUsers, err := newIdentity(&w.cfg, w.secret, w.clk.Now)
+	if err != nil {
+		return err
+	}
+	adminToken, err := adminToken(&w.cfg)
+	if err != nil {
+		return err
+	}
+	w.identity, w.reloadUsers, w.adminToken = identity, reloadUsers, adminToken
+	return nil
+}
+
+// services builds the domain services over Redis and JetStream (stores,
+// admission, reports, lifecycle, metrics, the claim service and the token
+// issuer) and reads every sale once.
+func (w *wiring) services() error {
+	rdb := w.back.rdb
+	w.events = event.NewStore(rdb)
+	w.claims = claim.NewStore(rdb)
+	if w.cfg.CaptchaSiteverifyURL != "" {
+		w.cfg.Log.Warn("captcha tokens are checked by a development siteverify URL, not by the providers", "url", w.cfg.CaptchaSiteverifyURL)
+	}
+	w.frontier = admission.NewFrontier(rdb)
+	w.snaps = admission.NewSnapshots(w.events, w.frontier, w.claims)
+	w.snaps.UseClock(w.clk)
+	w.shop = admission.NewHealth(rdb)
+	w.refusals = report.NewRefusals(rdb)
+	w.reports = &report.Builder{Configs: w.events, Tallies: w.frontier, Sales: w.snaps, Refusals: w.refusals, Passes: admission.NewPasses(w.back.rdb), JS: w.js}
+	w.lc = lifecycle.NewRecorder(rdb, w.js)
+	o, err := newOps(&w.cfg, w.back, w.snaps, w.claims)
+	if err != nil {
+		return err
+	}
+	w.ops = o
+	w.svc = claim.NewService(w.claims, timedPublisher{pub: claim.NewPublisher(w.js), observe: o.metrics.ObservePublish},
+		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(w.snaps)), claim.WithStream(w.js), claim.WithClock(w.clk.Now))
+	if err := w.snaps.Refresh(w.sctx); err != nil {
+		w.cfg.Log.Warn("first refresh", "err", err)
+	}
+	// Every admission token's Ed25519 signature is verified, as a gateway
+	// verifies it with the JWKS: no key but the signing keys vouches for one.
+	w.issuer = tokens.NewIssuer(w.keys, tokens.IssuerConfig{Issuer: w.cfg.Issuer, Audience: w.cfg.Audience})
+	return nil
+}
+
+// startLimiter opens the rate limiter's own Redis pool (one that honours
+// deadlines) and hands the limiter and the order lag to the metrics. The
+// pool is released on a later failure; once the node runs, a loop closes
+// it after Close's HTTP drain.
+func (w *wiring) startLimiter() error {
+	limitRDB, err := limit.ClientFor(w.back.rdb)
+	if err != nil {
+		return err
+	}
+	w.undo.push(func() { _ = limitRDB.Close() })
+	w.limitRDB = limitRDB
+	w.limiter = limit.New(limitRDB, w.cfg.Limiter)
+	w.ops.watch(w.limiter, w.js)
+	return nil
+}
+
+// opsListeners starts the metrics listener (MetricsAddr: /metrics leaves
+// the public address) and the pprof listener (PprofAddr), each when asked
+// for.
+func (w *wiring) opsListeners() error {
+	w.publicMetrics = w.ops.metrics.Handler()
+	if w.cfg.MetricsAddr != "" {
+		ms, err := startMetrics(w.cfg.MetricsAddr, w.publicMetrics)
+		if err != nil {
+			return err
+		}
+		w.undo.push(func() { _ = ms.close(w.ctx) })
+		w.metrics, w.publicMetrics = ms, nil
+	}
+	if w.cfg.PprofAddr != "" {
+		pp, err := startPprof(w.cfg.PprofAddr)
+		if err != nil {
+			return err
+		}
+		w.undo.push(func() { _ = pp.close(w.ctx) })
+		w.pprof = pp
+	}
+	return nil
+}
+
+// edge builds the HTTP edge over the services and opens the public
+// listener.
+func (w *wiring) edge() error {
+	cfg, back, js := &w.cfg, w.back, w.js
+	refusals, reports := w.refusals, w.reports
+	app, err := web.New(web.Config{
+		AdminToken: w.adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: w.issuer.Algorithms(),
+		AccessLog: cfg.AccessLog, SlowRequest: cfg.SlowRequest,
+		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
+		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
+		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
+		Now:         w.clk.Now,
+	}, web.Deps{
+		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
+		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
+		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb), Passes: admission.NewPasses(back.rdb),
+		Sales: w.snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(w.snaps)), Lifecycle: w.lc, Tickets: web.NewTicketCache(w.tickets, 200_000),
+		Admitter: w.issuer, Claims: w.svc, Store: w.claims,
+		Configs: w.events, Pages: w.events, Identity: w.identity, JWKS: w.keys.JWKS, Ready: w.ops.ready, Rooms: w.frontier,
+		Sessions: w.frontier, Health: w.shop,
+		Observe: w.ops.observe(), Metrics: w.publicMetrics,
+		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
+		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
+		Refusals: refusals,
+		Report: func(ctx context.Context, ev string) (report.Report, error) {
+			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
+				return report.Report{}, err
+			}
+			return reports.Build(ctx, ev)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	w.undo.push(func() { _ = ln.Close() })
+	w.app, w.ln = app, ln
+	return nil
+}
+
+// node is the Node the steps built; its loops' lifetime starts here and
+// ends with Close.
+func (w *wiring) node() *Node {
+	lctx, stop := context.WithCancel(context.WithoutCancel(w.ctx))
+	return &Node{
+		cfg: w.cfg, back: w.back, app: w.app, ln: w.ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1),
+		ops: w.ops, metrics: w.metrics, pprof: w.pprof,
+		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
+	}
+}
+
+// claimBatch is how many concurrent claims for one bucket may share one
+// script call.
+const claimBatch = 32
+
+func bucketStockOf(s *admission.Snapshots) func(ev string) []int64 {
+	return func(ev string) []int64 {
+		if sale, ok := s.Get(ev); ok {
+			return sale.BucketStock
+		}
+		return nil
+	}
+}
+
+func wantsYourTurn(s *admission.Snapshots) func(ev string) bool {
+	return func(ev string) bool {
+		sale, ok := s.Get(ev)
+		return ok && sale.Config.WantsYourTurn()
+	}
+}
