@@ -50,9 +50,9 @@ type publicEventJSON struct {
 	ShardWindows    []int64     `json:"shard_window_sizes,omitempty"` // W_s, with join shards
 	// Lanes are the event's lanes in their configured order (lane index
 	// i+1 of a ticket's seq, queue.Laned), each with its own window.
-	Lanes []publicLaneJSON `json:"lanes,omitempty"`
-	Joined          int64       `json:"joined"`
-	Admitted        int64       `json:"admitted"`
+	Lanes    []publicLaneJSON `json:"lanes,omitempty"`
+	Joined   int64            `json:"joined"`
+	Admitted int64            `json:"admitted"`
 	// Captcha names the widget join asks for: provider and public site
 	// key, never the secret.
 	Captcha *publicCaptchaJSON `json:"captcha,omitempty"`
