@@ -75,6 +75,12 @@ func TestVerifyLane(t *testing.T) {
 		{[]string{"--event", ev, "--lane", "partner", "--seq", seq(2, 7)}, perm(12, 7)},
 		{[]string{"--event", ev, "--seq", "17"}, perm(40, 17)},
 	}
+	sharded := writeEvent(t, map[string]any{"id": "spread", "seed_commitment": queue.Commitment(seed), "seed": seedHex,
+		"window_size": 10, "shard_window_sizes": []int64{3, 0, 5, 2}})
+	cases = append(cases, struct {
+		args []string
+		want int64
+	}{[]string{"--event", sharded, "--shard", "2", "--seq", "5"}, perm(10, 3+5)})
 	for _, tc := range cases {
 		out, err := runVerify(t, tc.args...)
 		if err != nil {
