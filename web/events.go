@@ -48,11 +48,25 @@ type publicEventJSON struct {
 	Seed            string      `json:"seed,omitempty"`
 	WindowSize      *int64      `json:"window_size,omitempty"`
 	ShardWindows    []int64     `json:"shard_window_sizes,omitempty"` // W_s, with join shards
-	Joined          int64       `json:"joined"`
-	Admitted        int64       `json:"admitted"`
+	// Lanes are the event's lanes in their configured order (lane index
+	// i+1 of a ticket's seq, queue.Laned), each with its own window.
+	Lanes    []publicLaneJSON `json:"lanes,omitempty"`
+	Joined   int64            `json:"joined"`
+	Admitted int64            `json:"admitted"`
 	// Captcha names the widget join asks for: provider and public site
 	// key, never the secret.
 	Captcha *publicCaptchaJSON `json:"captcha,omitempty"`
+}
+
+// publicLaneJSON is the public face of one lane (event.Lane): what anyone
+// needs to recompute a lane member's position, never its share or claim.
+// WindowSize is the lane's frozen window size once the window closed (at
+// the lane's start); its members' positions are the event's permutation
+// over it (queue.NewPermutation(seed, window_size)).
+type publicLaneJSON struct {
+	Name       string    `json:"name"`
+	StartsAt   time.Time `json:"starts_at"`
+	WindowSize *int64    `json:"window_size,omitempty"`
 }
 
 type publicCaptchaJSON struct {
@@ -93,11 +107,31 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 			out.ShardWindows = sale.Order.Windows()
 		}
 	}
+	out.Lanes = publicLanes(sale)
 	if cc := &cfg.Limits.Captcha; cc.On() {
 		out.Captcha = &publicCaptchaJSON{Provider: cc.Provider, SiteKey: cc.SiteKey, Header: CaptchaHeader}
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
 	return c.JSON(out)
+}
+
+// publicLanes lists the lanes of sale from the node's view: each lane's
+// window size once it is frozen, as the event's own window_size.
+func publicLanes(sale *admission.Sale) []publicLaneJSON {
+	cfg := &sale.Config
+	if len(cfg.Lanes) == 0 {
+		return nil
+	}
+	out := make([]publicLaneJSON, len(cfg.Lanes))
+	for i := range cfg.Lanes {
+		l := &cfg.Lanes[i]
+		out[i] = publicLaneJSON{Name: l.Name, StartsAt: l.Start(cfg).UTC()}
+		if i < len(sale.Lanes) && sale.Lanes[i].WindowFrozen {
+			w := sale.Lanes[i].Window
+			out[i].WindowSize = &w
+		}
+	}
+	return out
 }
 
 func pollMillis(d time.Duration) int64 { return d.Milliseconds() }

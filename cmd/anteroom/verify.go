@@ -8,34 +8,72 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 )
 
 // verify recomputes a position from the revealed seed, the window size and
 // a sequence number, exactly as the service does. For a sale of join
 // shards it takes the published shard window sizes and the user (or the
-// shard) instead of the window size.
+// shard) instead of the window size. A lane member's seq (from the ticket
+// or join answer) names the lane (queue.Laned): their position is the
+// permutation of the lane's own window over their number within the lane,
+// so --window is the lane's window size. With --event the figures come
+// from the public event JSON instead (the lane's window by the seq, or by
+// --lane).
 func verify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	seedHex := fs.String("seed", "", "the event's revealed seed (64 lowercase hex characters)")
-	window := fs.Int64("window", 0, "the frozen window size W")
-	seq := fs.Int64("seq", 0, "your sequence number (from your ticket or join answer)")
+	window := fs.Int64("window", 0, "the frozen window size W (a lane member: the lane's window_size)")
+	seq := fs.Int64("seq", 0, "your sequence number (from your ticket or join answer; a lane member's names the lane)")
 	shardWindows := fs.String("shard-windows", "", "with join shards: the published shard_window_sizes W_0,W_1,... (replaces --window)")
 	user := fs.String("user", "", "with join shards: your user id (the ticket's sub), which picks your shard")
 	shard := fs.Int("shard", -1, "with join shards: your shard, instead of --user")
+	eventFile := fs.String("event", "", "the public event JSON (GET /events/{id}) saved in a file, or - for stdin: replaces --seed, --window and --shard-windows")
+	laneName := fs.String("lane", "", "with --event: your lane's name (lanes[].name), so --seq may be your number within the lane")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *seedHex == "" || *seq < 1 || *window < 0 {
-		return errors.New("verify needs --seed, --window (≥ 0) and --seq (≥ 1)")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	lane, n := queue.Unlane(*seq)
+	switch {
+	case *seq < 1 || n < 1 || lane > event.MaxLanes:
+		return errors.New("verify needs --seq: your sequence number (≥ 1), as your ticket or join answer has it")
+	case *eventFile != "" && (set["seed"] || set["window"] || set["shard-windows"]):
+		return errors.New("verify takes --event or --seed, --window and --shard-windows, not both")
+	case *laneName != "" && *eventFile == "":
+		return errors.New("verify --lane needs --event (or give the lane's window_size as --window)")
+	}
+	if *eventFile != "" {
+		pub, err := readEvent(*eventFile)
+		if err != nil {
+			return err
+		}
+		if lane, err = pub.lane(lane, *laneName); err != nil {
+			return err
+		}
+		if *seedHex, *window, *shardWindows, err = pub.figures(lane); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "event %s: the seed matches its seed_commitment\n", pub.ID)
+	}
+	if *seedHex == "" || *window < 0 {
+		return errors.New("verify needs --seed, --window (≥ 0) and --seq (≥ 1), or --event and --seq")
 	}
 	seed, err := queue.ParseSeedHex(*seedHex)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "commitment %s\n", queue.Commitment(seed))
-	index := *seq
+	index := n
+	if lane > 0 {
+		if *shardWindows != "" {
+			return errors.New("verify: a lane member's seq with --shard-windows; lanes need join_shards 1")
+		}
+		fmt.Fprintf(stdout, "lane %d (its index in the event's lanes, from 1): number %d within the lane, whose window of %d orders its members\n", lane, n, *window)
+	}
 	if *shardWindows != "" {
 		sizes, err := parseSizes(*shardWindows)
 		if err != nil {
@@ -64,7 +102,7 @@ func verify(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "shard %d of %d, window of %d from index %d\n", s, len(sizes), sizes[s], offset+1)
 	}
 	if *window == 0 || index > *window {
-		fmt.Fprintf(stdout, "seq %d is outside the window: position %d\n", *seq, *seq)
+		fmt.Fprintf(stdout, "seq %d is outside the window: position %d\n", index, index)
 		return nil
 	}
 	p, err := queue.NewPermutation(seed, *window)

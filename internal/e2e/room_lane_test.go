@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,4 +54,48 @@ func TestRoomLaneInvite(t *testing.T) {
 	if eval[bool](other, claimVisible) {
 		t.Error("a shopper without the invite was admitted before the sale")
 	}
+}
+
+// TestRoomLaneFairness: once the seed is revealed, a lane member's
+// fairness panel shows their lane's window size (with the lane's name),
+// their number within the lane and a verify command with those, not the
+// sale's window and the raw lane × 2^40 + n sequence number.
+func TestRoomLaneFairness(t *testing.T) {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, nodetest.HeaderMode, func(c node.Config) node.Config { c.TicketSecret = secret; return c })
+	browser := startBrowser(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	body, _ := json.Marshal(map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
+		"starts_at": now.Add(4 * time.Second), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
+		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
+		"lanes":  []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(3 * time.Second)}}})
+	if a := call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	for _, u := range []string{"bob", "cat"} { // the sale's own window: 2
+		if j := call(t, http.MethodPost, n.URL()+"/events/early/join", map[string]string{"X-User-ID": u}, nil); j.status != http.StatusOK {
+			t.Fatalf("join %s: %d %s", u, j.status, j.raw)
+		}
+	}
+	inv, _ := tokens.NewInvites(secret)
+	member := newTab(t, browser, "room-lane-fair", phoneW, phoneH, map[string]any{"X-User-ID": "alice"})
+	member.do(chromedp.Navigate(n.URL() + "/e/early?invite=" + inv.SignLane("early", "alice", "members", now.Add(time.Hour))))
+	member.waitJS("the join button", joinEnabled, 10*time.Second)
+	member.do(chromedp.Click(chromedp.ID("join")))
+	member.waitJS("the revealed seed", `!document.getElementById("reveal").hidden`, 20*time.Second)
+	pub := call(t, http.MethodGet, n.URL()+"/events/early", nil, nil)
+	lanes, _ := pub.body["lanes"].([]any)
+	if len(lanes) != 1 || lanes[0].(map[string]any)["window_size"] != 1.0 || pub.body["window_size"] != 2.0 {
+		t.Fatalf("want the member alone in the lane's window and two in the sale's: %s", pub.raw)
+	}
+	if w, seq := member.text("w"), member.text("seq"); w != "1 (members)" || seq != "1" {
+		t.Errorf("fairness panel: window %q, sequence %q; want the lane's window \"1 (members)\" and number 1", w, seq)
+	}
+	if cmd := member.text("cmd"); !strings.HasSuffix(cmd, "--window 1 --seq 1") {
+		t.Errorf("verify command %q, want the lane's window and number", cmd)
+	}
+	member.shot("lane-fairness")
 }

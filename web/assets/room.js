@@ -393,6 +393,15 @@ function renderResult() {
   if (k) return [t(k) + (k === "granted" ? " " + cs : ""), "r:" + k + (res ? res.status : "")];
   return nk ? [nt, "n:" + nk] : null;
 }
+// ordering returns what orders the holder of seq: the event's window, or
+// for a lane member (seq = lane × 2^40 + n, lanes listed in order from 1)
+// the lane's own window over their number n within the lane.
+function ordering(seq) {
+  const L = 2 ** 40, li = seq ? Math.floor(seq / L) : 0;
+  if (!li) return {w: info.window_size, n: seq, lane: ""};
+  const l = (info.lanes || [])[li - 1];
+  return {w: l ? l.window_size : null, n: seq % L, lane: l ? l.name : ""};
+}
 function renderFair(w) {
   txt("fairIntro", t(info.mode === "lottery" ? "fairIntroLot" : "fairIntro"));
   txt("commit", info.seed_commitment);
@@ -400,18 +409,18 @@ function renderFair(w) {
   show("reveal", open);
   txt("later", open ? "" : t("later", {w: w}));
   if (!open) return;
-  const seq = me && me.seq;
+  const f = ordering(me && me.seq), seq = f.n;
   txt("seed", info.seed);
-  txt("w", info.window_size);
+  txt("w", f.w == null ? "—" : f.lane ? f.w + " (" + f.lane + ")" : f.w);
   txt("seq", seq || "—");
-  txt("cmd", "anteroom verify --seed " + info.seed + " --window " + info.window_size + " --seq " + (seq || "N"));
-  show("verify", info.window_size > 0);
+  txt("cmd", "anteroom verify --seed " + info.seed + " --window " + f.w + " --seq " + (seq || "N"));
+  show("verify", f.w > 0);
   if (hashOk === null && crypto.subtle) {
     hashOk = "…";
     const b = new Uint8Array(info.seed.match(/../g).map((x) => parseInt(x, 16)));
     crypto.subtle.digest("SHA-256", b).then((d) => { hashOk = hex(new Uint8Array(d)) === info.seed_commitment; });
   }
-  const note = !info.window_size ? t("noWindow") : seq && seq > info.window_size ? t("after") : "";
+  const note = f.w == null ? "" : !f.w ? t("noWindow") : seq && seq > f.w ? t("after") : "";
   txt("hash", ((hashOk === true ? t("hashOk") : hashOk === false ? t("hashBad") : "") + " " + note).trim());
 }
 // The switcher (a <select id="lang">) loads the chosen catalog, with the
