@@ -150,6 +150,15 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 	if !ok {
 		return Report{}, ErrNotInView
 	}
+	// The lanes' counters first, then the event's tally: a lane's step
+	// counts a position present and adds its wait to the event's tally in
+	// one script, so read in this order every present person's wait is in
+	// the histograms (read the other way, a step in between counted a
+	// person whose wait was missing).
+	lanes, err := b.laneTallies(ctx, &cfg)
+	if err != nil {
+		return Report{}, err
+	}
 	tally, err := b.Tallies.Tally(ctx, cfg.ID)
 	if err != nil {
 		return Report{}, err
@@ -159,10 +168,6 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 		return Report{}, err
 	}
 	orders, err := b.orders(ctx, cfg.ID)
-	if err != nil {
-		return Report{}, err
-	}
-	lanes, err := b.laneTallies(ctx, &cfg)
 	if err != nil {
 		return Report{}, err
 	}
