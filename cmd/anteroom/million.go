@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/crowd"
+	"github.com/anteroom/anteroom/internal/procstat"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,7 +99,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 	}
 	histBefore, _ := scrapeStatusHist(ctx, o.urls)
 	cpu0, redis0, self0 := rep.cpu()
-	busy0, total0 := machineCPU()
+	busy0, total0 := procstat.Machine()
 	start := time.Now()
 	var last time.Time
 	res, err := crowd.Hold(ctx, crowd.HoldConfig{
@@ -123,7 +124,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 	}
 	cpu1, redis1, self1 := rep.cpu()
 	rep.nodeCPU, rep.redisCPU, rep.selfCPU = cpu1-cpu0, redis1-redis0, self1-self0
-	busy1, total1 := machineCPU()
+	busy1, total1 := procstat.Machine()
 	rep.machineBusy, rep.machine = busy1-busy0, total1-total0
 	if raw, lerr := os.ReadFile("/proc/loadavg"); lerr == nil {
 		rep.load = string(raw[:len(raw)-1])
@@ -143,12 +144,12 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 // cpu is the CPU time the nodes, redis-server and this process have used.
 func (r *millionReport) cpu() (nodes, redis, self time.Duration) {
 	for _, p := range r.opts.nodePIDs {
-		nodes += procCPU(p)
+		nodes += procstat.CPU(p)
 	}
 	if r.opts.redisPID > 0 {
-		redis = procCPU(r.opts.redisPID)
+		redis = procstat.CPU(r.opts.redisPID)
 	}
-	return nodes, redis, procCPU(os.Getpid())
+	return nodes, redis, procstat.CPU(os.Getpid())
 }
 
 // raiseFileLimit lifts this process's open-file limit to its hard limit:
