@@ -27,8 +27,8 @@ func TestRoomLaneInvite(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
 		"starts_at": now.Add(30 * time.Minute), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"lanes": []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(-time.Second)}}})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.Status, a.Raw)
 	}
 	inv, _ := tokens.NewInvites(secret)
 	link := n.URL() + "/e/early?invite=" + inv.SignLane("early", "alice", "members", now.Add(time.Hour))
