@@ -23,11 +23,12 @@ package testenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // readyTimeout bounds every wait for a server to become ready.
@@ -41,20 +42,11 @@ const pollInterval = 20 * time.Millisecond
 // starters that use it retry with a new port when the bind fails.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	p, err := freePort()
+	p, err := loopback.FreePort()
 	if err != nil {
 		t.Fatalf("testenv: free port: %v", err)
 	}
 	return p
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // inCI reports whether missing servers must fail rather than skip.
