@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/crowd"
+	"github.com/anteroom/anteroom/internal/procstat"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -143,12 +144,12 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 // cpu is the CPU time the nodes, redis-server and this process have used.
 func (r *millionReport) cpu() (nodes, redis, self time.Duration) {
 	for _, p := range r.opts.nodePIDs {
-		nodes += procCPU(p)
+		nodes += procstat.CPU(p)
 	}
 	if r.opts.redisPID > 0 {
-		redis = procCPU(r.opts.redisPID)
+		redis = procstat.CPU(r.opts.redisPID)
 	}
-	return nodes, redis, procCPU(os.Getpid())
+	return nodes, redis, procstat.CPU(os.Getpid())
 }
 
 // raiseFileLimit lifts this process's open-file limit to its hard limit:

@@ -158,25 +158,6 @@ func waitUntil(ctx context.Context, d time.Duration, ok func() bool) error {
 	return nil
 }
 
-// procCPU is the CPU time (user + system) process pid has used, from
-// /proc/pid/stat; 0 where there is no /proc.
-func procCPU(pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(raw)
-	// utime and stime are the 14th and 15th fields, after the
-	// parenthesised command name, in clock ticks (100 a second).
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
 // machineCPU is the busy and total CPU time of the whole machine from
 // /proc/stat (every process, the other tenants of a shared machine too).
 func machineCPU() (busy, total time.Duration) {
