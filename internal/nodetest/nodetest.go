@@ -1,6 +1,7 @@
 // Package nodetest starts whole anteroom nodes for tests, on free loopback
-// ports with temporary data directories, and talks to them over HTTP. The
-// node and end-to-end tests share it.
+// ports with temporary data directories, and talks to them over HTTP:
+// requests (Call), sales (CreateSale), admission (Admit, AdmitUser) and
+// polling (WaitFor). The node and end-to-end tests share it.
 package nodetest
 
 import (

@@ -1,6 +1,9 @@
 // Package testenv starts real servers for tests: redis-server processes, a
-// Redis Cluster made of them, and in-process NATS servers with JetStream,
-// alone or clustered.
+// Redis Cluster made of them, in-process NATS servers with JetStream,
+// alone or clustered, and anteroom binaries as child processes sharing one
+// deployment's secrets (Deployment, for the drills and the soak). It also
+// holds the clients tests share (ConnectJS, WaitSynced). It never imports
+// the node: tests that run nodes in-process use internal/nodetest.
 //
 // Every server listens on loopback (127.0.0.1) on a random port, keeps its
 // data in a t.TempDir, and is stopped with t.Cleanup, so tests can run in
