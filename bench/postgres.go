@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // pgBin finds a PostgreSQL server binary directory.
@@ -52,7 +54,7 @@ func measurePostgres(ctx context.Context, s *stack, r *report) error {
 	if out, err := asPostgres(filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "-U", "postgres").CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %v %s", err, out)
 	}
-	port, _ := freePort()
+	port, _ := loopback.FreePort()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on -c synchronous_commit=off", port, data)
 	if out, err := asPostgres(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-w", "-l", filepath.Join(data, "log"), "start").CombinedOutput(); err != nil {
 		return fmt.Errorf("pg_ctl start: %v %s", err, out)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // proc is a child process the harness owns.
@@ -55,15 +56,6 @@ func (p *proc) stop() {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // poll calls ok until it returns true or d passes.
 func poll(d time.Duration, what string, ok func() bool) error {
 	deadline := time.Now().Add(d)
@@ -77,7 +69,7 @@ func poll(d time.Duration, what string, ok func() bool) error {
 }
 
 func startRedis(dir string) (*proc, string, error) {
-	port, err := freePort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, "", err
 	}

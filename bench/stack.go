@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // stack is what the measurements run against: a redis-server, one
@@ -40,7 +42,7 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 	if s.redis, s.redisAddr, err = startRedis(dir); err != nil {
 		return nil, err
 	}
-	np, _ := freePort()
+	np, _ := loopback.FreePort()
 	s.nodeURL = fmt.Sprintf("http://127.0.0.1:%d", np)
 	env := []string{
 		"ANTEROOM_ADDR=127.0.0.1:" + fmt.Sprint(np), "ANTEROOM_REDIS_URL=redis://" + s.redisAddr,
@@ -55,7 +57,7 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 		return nil, err
 	}
 	s.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", np), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
-	cp, _ := freePort()
+	cp, _ := loopback.FreePort()
 	s.ceilURL = fmt.Sprintf("http://127.0.0.1:%d", cp)
 	if s.ceil, err = startHTTP(dir, "ceiling", ceil, cp, "/", nil, "-addr", fmt.Sprintf("127.0.0.1:%d", cp)); err != nil {
 		s.stop()

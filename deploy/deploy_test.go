@@ -105,8 +105,10 @@ func TestYAMLParses(t *testing.T) {
 	}
 }
 
-// TestYAMLReaderRejects holds the YAML reader to its subset: what it does
-// not understand is an error, never a silent misreading.
+// TestYAMLReaderRejects holds the YAML reader to the files' needs: broken
+// YAML, a key written twice or a tag it would misread is an error, never a
+// silent misreading; anchors, merges, block and flow collections read as
+// written.
 func TestYAMLReaderRejects(t *testing.T) {
 	for _, bad := range []string{
 		"a: 1\n\tb: 2\n", "a: 1\na: 2\n", "a:\n  - 1\n  b: 2\n", "a: [1, 2\n", "a: b: c\n",

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +63,9 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Second)
 	defer cancel()
 	pc, rc := primary.Client(t), replica.Client(t)
-	waitSynced(ctx, t, pc, rc)
+	if err := testenv.WaitSynced(ctx, pc, rc, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{base}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1, Think: 4 * time.Second,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
@@ -81,8 +82,8 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	sleep(ctx, time.Until(start.Add(12*time.Second)))
 	atKill := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	ackedAtKill := len(c.snapshot())
-	primaryOffset := infoField(ctx, pc, "master_repl_offset")
-	replicaOffset := infoField(ctx, rc, "slave_repl_offset")
+	primaryOffset := testenv.ReplicationField(ctx, pc, "master_repl_offset")
+	replicaOffset := testenv.ReplicationField(ctx, rc, "slave_repl_offset")
 	primary.Kill(t)
 	killedAt := time.Now()
 	d.phase("primary killed (granted on it %d, %d claims acknowledged)", atKill.Granted, ackedAtKill)
@@ -111,12 +112,12 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	ackedBefore := len(c.snapshot())
 	if late > 0 {
 		sleep(ctx, late)
-	} else if status, raw := dp.adminCall(base, http.MethodPost, "/admin/events/"+ev+"/pause", nil); status != http.StatusOK {
+	} else if status, raw := dp.AdminCall(base, http.MethodPost, "/admin/events/"+ev+"/pause", nil); status != http.StatusOK {
 		t.Fatalf("pause: %d %s", status, raw)
 	}
 	pausedAt := time.Now()
 	slipped := ackedSince(c, restartedAt, pausedAt)
-	status, raw := dp.adminCall(base, http.MethodPost, "/admin/events/"+ev+"/rebuild", nil)
+	status, raw := dp.AdminCall(base, http.MethodPost, "/admin/events/"+ev+"/rebuild", nil)
 	if status != http.StatusOK {
 		t.Fatalf("rebuild: %d %s", status, raw)
 	}
@@ -125,7 +126,7 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 		t.Fatalf("rebuild report %s: %v", raw, err)
 	}
 	d.phase("rebuilt: %s", raw)
-	if status, raw := dp.adminCall(base, http.MethodPost, "/admin/events/"+ev+"/resume", nil); status != http.StatusOK {
+	if status, raw := dp.AdminCall(base, http.MethodPost, "/admin/events/"+ev+"/resume", nil); status != http.StatusOK {
 		t.Fatalf("resume: %d %s", status, raw)
 	}
 	resumedAt := time.Now()
@@ -168,38 +169,6 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 
 // detection is how long the operator takes to notice the dead primary.
 const detection = 3 * time.Second
-
-// waitSynced waits until the replica has applied everything the primary
-// wrote.
-func waitSynced(ctx context.Context, t *testing.T, primary, replica *redis.Client) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		p := infoField(ctx, primary, "master_repl_offset")
-		r := infoField(ctx, replica, "slave_repl_offset")
-		if infoField(ctx, replica, "master_link_status") == "up" && p != "" && p == r {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica not in sync: primary offset %s, replica %s", p, r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// infoField reads one field of INFO replication.
-func infoField(ctx context.Context, c *redis.Client, field string) string {
-	info, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return ""
-	}
-	for _, l := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), ":"); ok && k == field {
-			return v
-		}
-	}
-	return ""
-}
 
 // totals reads the sale's Redis totals through c.
 func totals(ctx context.Context, t *testing.T, c redis.UniversalClient, sale claim.Sale) claim.Totals {

@@ -15,7 +15,6 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 )
@@ -42,10 +41,10 @@ func TestDrill4NodeKill(t *testing.T) {
 	spec := saleSpec{supply: 500, limit: 2, rate: 12, buckets: 4}
 	dp.createSale(t, ev, spec, urlA, urlB)
 	rdb := r.Client(t)
-	js := connectJS(t, ns.URL())
+	js := testenv.ConnectJS(t, ns.URL())
 
 	const burstSize = 48
-	burstTokens := mintTokens(t, dp.keys, ev, "b", burstSize)
+	burstTokens := mintTokens(t, dp.Keys, ev, "b", burstSize)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{urlA, urlB}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
@@ -62,7 +61,7 @@ func TestDrill4NodeKill(t *testing.T) {
 	for b.answered.Load() < 4 && time.Since(b.start) < 500*time.Millisecond {
 		time.Sleep(time.Millisecond)
 	}
-	a.kill()
+	a.Kill()
 	killedAt := time.Now()
 	answeredBeforeKill := b.answered.Load()
 	left := outboxIDs(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
@@ -224,21 +223,6 @@ func userIndex(user string) int {
 		return -1
 	}
 	return i
-}
-
-// connectJS connects to NATS for the audit.
-func connectJS(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
 }
 
 // streamGranted returns the claim ids of the granted order events of ev.

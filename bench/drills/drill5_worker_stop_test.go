@@ -44,7 +44,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 	defer cancel()
 	w1 := dp.spawn(t, "worker-1", workerEnv, "worker")
 	if _, err := waitLag(ctx, n.JS, 20*time.Second, func(l *claim.Lag) bool { return l != nil }); err != nil {
-		t.Fatalf("the worker's consumer never appeared: %v\n%s", err, w1.tail(20))
+		t.Fatalf("the worker's consumer never appeared: %v\n%s", err, w1.Tail(20))
 	}
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{n.URL()}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
@@ -53,7 +53,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 	d.phase("crowd started")
 
 	sleep(ctx, time.Until(start.Add(5*time.Second)))
-	w1.kill()
+	w1.Kill()
 	stoppedAt := time.Now()
 	atStop := totals(ctx, t, n.Redis(), claim.Sale{ID: ev, Buckets: spec.buckets})
 	confirmedAtStop := countConfirmed(ctx, t, n.JS, ev)
@@ -83,7 +83,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 		}
 		sleep(ctx, 5*time.Millisecond)
 	}
-	w2.kill()
+	w2.Kill()
 	midDrain, _ := kvWrites(ctx, t, n.JS)
 	var inHand int
 	if l, err := claim.OrderLag(ctx, n.JS); err == nil && l != nil {
@@ -145,7 +145,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 	d.summary = fmt.Sprintf("%s; worker down %s, backlog %d events, the next worker killed mid-drain, lag 0 after %.1f s; %d orders for %d grants, each written once, all confirmed",
 		au.line(spec.supply), workerOutage, backlog, drain.Seconds(), len(orders), au.granted)
 	if t.Failed() {
-		t.Logf("worker-3 log:\n%s", w3.tail(20))
+		t.Logf("worker-3 log:\n%s", w3.Tail(20))
 	}
 }
 

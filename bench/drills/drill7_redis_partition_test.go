@@ -42,7 +42,9 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Second)
 	defer cancel()
 	pc, rc := primary.Client(t), replica.Client(t)
-	waitSynced(ctx, t, pc, rc)
+	if err := testenv.WaitSynced(ctx, pc, rc, 15*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{baseA, baseB}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Think: 4 * time.Second, Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
@@ -56,7 +58,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	atSplit := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	d.phase("replica promoted; the old primary runs on (granted on it so far %d)", atSplit.Granted)
 	b := dp.startNode(t, "node-b", addrB, node.Config{RedisURL: replica.URL(), NATSURL: ns.URL()})
-	status, raw := dp.adminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/rebuild", nil)
+	status, raw := dp.AdminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/rebuild", nil)
 	if status != http.StatusOK {
 		t.Fatalf("rebuild: %d %s", status, raw)
 	}
@@ -66,7 +68,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 		t.Fatalf("rebuild report %s: %v", raw, err)
 	}
 	d.phase("rebuilt on the promoted replica: %s", raw)
-	if status, raw := dp.adminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/resume", nil); status != http.StatusOK {
+	if status, raw := dp.AdminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/resume", nil); status != http.StatusOK {
 		t.Fatalf("resume: %d %s", status, raw)
 	}
 	afterRebuild := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})

@@ -3,21 +3,15 @@
 package drills
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,23 +19,21 @@ import (
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
-// deployment is what every node of a drill shares: the ticket secret, the
-// signing key directory and the admin token, as nodes behind one load
-// balancer do.
+// deployment is what every node of a drill shares (testenv.Deployment:
+// the ticket secret, the signing key directory and the admin token), plus
+// the nodes the drill runs in the test process.
 type deployment struct {
-	dir    string
-	admin  string
-	secret []byte
-	keys   string
+	*testenv.Deployment
 }
 
 func newDeployment(t *testing.T) *deployment {
-	dir := t.TempDir()
-	secret := make([]byte, 32) // a node refuses a patterned secret
-	if _, err := rand.Read(secret); err != nil {
+	t.Helper()
+	d, err := testenv.NewDeployment(t.TempDir(), "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &deployment{dir: dir, admin: "drill-admin-token-0123456789", secret: secret, keys: filepath.Join(dir, "keys")}
+	d.AdminTimeout = 3 * time.Minute // a rebuild answers when it is done
+	return &deployment{d}
 }
 
 // inproc is a node running in the test process, as internal/node's tests
@@ -57,14 +49,14 @@ type inproc struct {
 // a file in the deployment's directory and is closed when the test ends.
 func (dp *deployment) startNode(t *testing.T, name, addr string, cfg node.Config) *inproc {
 	t.Helper()
-	logFile, err := os.OpenFile(filepath.Join(dp.dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(dp.Dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logFile.Close() })
 	cfg.Addr = addr
-	cfg.DataDir = filepath.Join(dp.dir, name)
-	cfg.AdminToken, cfg.TicketSecret, cfg.SigningKeys = dp.admin, dp.secret, dp.keys
+	cfg.DataDir = filepath.Join(dp.Dir, name)
+	cfg.AdminToken, cfg.TicketSecret, cfg.SigningKeys = dp.Admin, dp.Secret, dp.Keys
 	cfg.Log = slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if cfg.Identity == "" { // the drill's crowd plays the gateway: X-User-ID from loopback
 		cfg.Identity, cfg.TrustedProxies = "header", append(cfg.TrustedProxies, "127.0.0.1")
@@ -93,104 +85,28 @@ func (n *inproc) stop() error {
 // loopback returns a free "127.0.0.1:port".
 func loopback(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)) }
 
-// proc is `anteroom <command>` running as a child process.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string
-	exited chan struct{}
-	err    error
-}
-
-// spawn runs the anteroom binary with args and the deployment's settings
-// plus env ("ANTEROOM_X=v"), logging to a file; it is killed when the test
+// spawn runs `anteroom <args>` as a child process of the deployment (see
+// testenv.Deployment.Spawn) with env added; it is killed when the test
 // ends (and, on Linux, when the test binary dies).
-func (dp *deployment) spawn(t *testing.T, name string, env []string, args ...string) *proc {
+func (dp *deployment) spawn(t *testing.T, name string, env []string, args ...string) *testenv.Proc {
 	t.Helper()
-	bin := anteroomBinary(t)
-	p := &proc{name: name, log: filepath.Join(dp.dir, name+".log"), exited: make(chan struct{})}
-	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	dp.Bin = anteroomBinary(t)
+	p, err := dp.Spawn(name, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = append(cleanEnv(), "ANTEROOM_DATA_DIR="+filepath.Join(dp.dir, name), "ANTEROOM_ADMIN_TOKEN="+dp.admin,
-		"ANTEROOM_TICKET_SECRET="+hex.EncodeToString(dp.secret), "ANTEROOM_SIGNING_KEYS="+dp.keys,
-		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
-		// The drill's crowd plays the gateway: X-User-ID from loopback.
-		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1")
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	setProcAttr(p.cmd)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(p.kill)
+	t.Cleanup(p.Kill)
 	return p
 }
 
-// cleanEnv is the environment without ANTEROOM_* settings of the caller.
-func cleanEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ANTEROOM_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (p *proc) kill() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.exited
-}
-
-// running reports whether the process has not exited.
-func (p *proc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// tail returns the last lines of the process's log.
-func (p *proc) tail(n int) string {
-	raw, _ := os.ReadFile(p.log)
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
-}
-
 // serve runs `anteroom serve` on addr and waits until /readyz answers 200.
-func (dp *deployment) serve(t *testing.T, name, addr, redisURL, natsURL string) *proc {
+func (dp *deployment) serve(t *testing.T, name, addr, redisURL, natsURL string) *testenv.Proc {
 	t.Helper()
 	p := dp.spawn(t, name, []string{"ANTEROOM_ADDR=" + addr, "ANTEROOM_REDIS_URL=" + redisURL, "ANTEROOM_NATS_URL=" + natsURL}, "serve")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		if !p.running() || time.Now().After(deadline) {
-			t.Fatalf("%s not ready (running %v):\n%s", name, p.running(), p.tail(20))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := p.WaitReady("http://"+addr, 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
+	return p
 }
 
 var (
@@ -247,7 +163,7 @@ func (dp *deployment) createSale(t *testing.T, id string, s saleSpec, bases ...s
 		"prequeue_opens_at": now.Add(-time.Second), "starts_at": now, "ends_at": now.Add(time.Hour),
 		"random_window_seconds": 0, "admit_rate_per_second": s.rate, "claim_ttl_seconds": 1800,
 	})
-	if status, raw := dp.adminCall(base, http.MethodPut, "/admin/events/"+id, body); status != http.StatusCreated {
+	if status, raw := dp.AdminCall(base, http.MethodPut, "/admin/events/"+id, body); status != http.StatusCreated {
 		t.Fatalf("create sale %s: %d %s", id, status, raw)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -266,22 +182,4 @@ func (dp *deployment) createSale(t *testing.T, id string, s saleSpec, bases ...s
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// adminCall sends an admin request and returns the status and body.
-func (dp *deployment) adminCall(base, method, path string, body []byte) (int, []byte) {
-	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	req.Header.Set("Authorization", "Bearer "+dp.admin)
-	req.Header.Set("Content-Type", "application/json")
-	client := &http.Client{Timeout: 3 * time.Minute}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, []byte(err.Error())
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
 }

@@ -144,7 +144,7 @@ var allFaults = []fault{
 func (f *faults) staff(rnd *rand.Rand, method, path string, body []byte, want int) error {
 	for range 10 {
 		base := f.s.base(rnd.IntN(nodes))
-		status, raw := f.s.dp.adminCall(base, method, path, body)
+		status, raw := f.s.dp.AdminCall(base, method, path, body)
 		f.h.note("staff", "%s %s %s → %d", method, path, body, status)
 		if status == want {
 			return nil
@@ -191,7 +191,7 @@ func (f *faults) failover(ctx context.Context) error {
 		}
 	}
 	fresh := testenv.StartRedis(s.t, testenv.WithReplicaOf(promoted.Addr()))
-	if err := waitSynced(ctx, rc, fresh.Client(s.t), 60*time.Second); err != nil {
+	if err := testenv.WaitSynced(ctx, rc, fresh.Client(s.t), 60*time.Second); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -139,7 +139,7 @@ func (ss *sales) create(ctx context.Context, ev string) error {
 	ss.frames = nil
 	ss.mu.Unlock()
 	for try := 0; ctx.Err() == nil; try++ {
-		status, raw := ss.s.dp.adminCall(ss.s.base(try), http.MethodPut, "/admin/events/"+ev, body)
+		status, raw := ss.s.dp.AdminCall(ss.s.base(try), http.MethodPut, "/admin/events/"+ev, body)
 		ss.h.note("staff", "create sale %s → %d", ev, status)
 		if status == http.StatusCreated || status == http.StatusOK {
 			break

@@ -3,8 +3,9 @@
 package soak
 
 import (
-	"context"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ const nodes = 3
 // `anteroom worker`.
 type system struct {
 	t    *testing.T
-	dp   *deployment
+	dp   *testenv.Deployment
 	nats *testenv.NATSCluster
 	js   jetstream.JetStream
 
@@ -39,8 +40,22 @@ type system struct {
 	cluster *testenv.RedisCluster
 	proxies [nodes]*proxy
 	addrs   [nodes]string
-	procs   [nodes]*proc
-	worker  *proc
+	procs   [nodes]*testenv.Proc
+	worker  *testenv.Proc
+}
+
+// adminClient is the soak's own HTTP client for reads it makes beside
+// the crowd: bounded, so a stuck node cannot hold a sampler.
+var adminClient = &http.Client{Timeout: 30 * time.Second}
+
+// newDeployment builds the anteroom binary into dir and returns the
+// settings the soak's processes share.
+func newDeployment(dir string) (*testenv.Deployment, error) {
+	bin := filepath.Join(dir, "anteroom")
+	if err := testenv.BuildAnteroom(bin); err != nil {
+		return nil, err
+	}
+	return testenv.NewDeployment(dir, bin)
 }
 
 func startSystem(t *testing.T, onCluster bool) *system {
@@ -88,9 +103,9 @@ func startSystem(t *testing.T, onCluster bool) *system {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		for _, p := range s.procs {
-			p.kill()
+			p.Kill()
 		}
-		s.worker.kill()
+		s.worker.Kill()
 	})
 	return s
 }
@@ -105,7 +120,7 @@ func (s *system) urls() []string {
 }
 
 func (s *system) startNode(i int, env ...string) error {
-	p, err := s.dp.spawn(fmt.Sprintf("node-%d", i), append([]string{
+	p, err := s.dp.Spawn(fmt.Sprintf("node-%d", i), append([]string{
 		"ANTEROOM_ADDR=" + s.addrs[i], s.redisSetting("redis://" + s.proxies[i].addr() + "/0"),
 		"ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, env...), "serve")
 	if err != nil {
@@ -114,14 +129,14 @@ func (s *system) startNode(i int, env ...string) error {
 	s.mu.Lock()
 	s.procs[i] = p
 	s.mu.Unlock()
-	return waitReady(p, "http://"+s.addrs[i], 60*time.Second)
+	return p.WaitReady("http://"+s.addrs[i], 60*time.Second)
 }
 
 func (s *system) killNode(i int) {
 	s.mu.Lock()
 	p := s.procs[i]
 	s.mu.Unlock()
-	p.kill()
+	p.Kill()
 }
 
 func (s *system) startWorker() error {
@@ -135,7 +150,7 @@ func (s *system) startWorker() error {
 		setting = s.redisSetting("")
 	}
 	s.mu.Unlock()
-	w, err := s.dp.spawn("worker", []string{setting, "ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, "worker")
+	w, err := s.dp.Spawn("worker", []string{setting, "ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, "worker")
 	if err != nil {
 		return err
 	}
@@ -149,7 +164,7 @@ func (s *system) stopWorker() {
 	s.mu.Lock()
 	w := s.worker
 	s.mu.Unlock()
-	w.kill()
+	w.Kill()
 }
 
 // redisSetting is the environment setting that points a process at Redis:
@@ -181,35 +196,4 @@ func (s *system) base(i int) string {
 		}
 	}
 	return u[i%nodes]
-}
-
-// waitSynced waits until the replica has applied everything the primary
-// wrote (bounded).
-func waitSynced(ctx context.Context, primary, replica *redis.Client, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for {
-		p := infoField(ctx, primary, "master_repl_offset")
-		r := infoField(ctx, replica, "slave_repl_offset")
-		if infoField(ctx, replica, "master_link_status") == "up" && p != "" && p == r {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("replica not in sync: primary offset %s, replica %s", p, r)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// infoField reads one field of INFO replication.
-func infoField(ctx context.Context, c *redis.Client, field string) string {
-	info, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		return ""
-	}
-	for _, l := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(l), ":"); ok && k == field {
-			return v
-		}
-	}
-	return ""
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // millionStack is what `loadgen -scenario million -spawn` runs the crowd
@@ -42,7 +44,7 @@ func startMillionStack(ctx context.Context, nodes int) (*millionStack, error) {
 	}
 	ports := make([]int, 2+nodes)
 	for i := range ports {
-		if ports[i], err = loopbackPort(); err != nil {
+		if ports[i], err = loopback.FreePort(); err != nil {
 			return s, err
 		}
 	}
@@ -124,15 +126,6 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func loopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func dialable(port int) bool {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // TestClientLibrary runs /assets/anteroom.js in Chromium against a real
@@ -16,7 +18,7 @@ import (
 func TestClientLibrary(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "lib", sale{supply: 5, name: "Library drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 50})
+	nodetest.CreateSale(t, n, "lib", sale{supply: 5, name: "Library drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 50})
 	app := newTab(t, browser, "app", deskW, deskH, nil)
 	app.do(chromedp.Navigate(n.URL() + "/healthz"))
 	state := eval[string](app, `(async () => {
@@ -39,8 +41,8 @@ func TestClientLibrary(t *testing.T) {
 		t.Fatalf("waitForTurn: %q", state)
 	}
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	if a := call(t, http.MethodPost, n.URL()+"/admin/events/lib/pause", admin, nil); a.status != http.StatusOK {
-		t.Fatalf("pause: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/lib/pause", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("pause: %d %s", a.Status, a.Raw)
 	}
 	_ = eval[int](app, `window.claimed = window.client.claim(window.token).then((r) => JSON.stringify(r)); 1`)
 	app.waitJS("a claim retry", `window.rec.retries.length >= 1`, 15*time.Second)
@@ -50,8 +52,8 @@ func TestClientLibrary(t *testing.T) {
 	if retry["status"] != float64(503) || ra < 1 || wait < 1000*ra {
 		t.Errorf("first claim retry %v: want a 503 waited no sooner than Retry-After", retry)
 	}
-	if a := call(t, http.MethodPost, n.URL()+"/admin/events/lib/resume", admin, nil); a.status != http.StatusOK {
-		t.Fatalf("resume: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/lib/resume", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("resume: %d %s", a.Status, a.Raw)
 	}
 	res := eval[string](app, `window.claimed`)
 	t.Logf("claim: %s", res)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -30,7 +31,7 @@ func signInAs(t *testing.T, browser context.Context, n *node.Node, name, passwor
 func TestConsoleAccountsAndAudit(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "gala", sale{supply: 10, name: "Gala", opensIn: -2 * time.Second, startsIn: time.Minute, rate: 20})
+	nodetest.CreateSale(t, n, "gala", sale{supply: 10, name: "Gala", opensIn: -2 * time.Second, startsIn: time.Minute, rate: 20})
 
 	boot := signIn(t, browser, n) // the admin token
 	boot.waitJS("the accounts panel", `!document.getElementById("accounts").hidden`, 10*time.Second)
@@ -60,8 +61,8 @@ func TestConsoleAccountsAndAudit(t *testing.T) {
 	op.shot("operator-paused-phone")
 	ada := staffSignIn(t, n, "ada", "password of ada")
 	isPaused := func() bool {
-		a := call(t, http.MethodGet, n.URL()+"/admin/events/gala", ada, nil)
-		cfg, _ := a.body["config"].(map[string]any)
+		a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/gala", ada, nil)
+		cfg, _ := a.Body["config"].(map[string]any)
 		p, _ := cfg["paused"].(bool)
 		return p
 	}
@@ -98,7 +99,7 @@ func TestConsoleAccountsAndAudit(t *testing.T) {
 	phone.do(chromedp.ScrollIntoView(chromedp.ID("audit")))
 	phone.shot("audit-phone")
 	// The CSV export is there for the admin.
-	if a := call(t, http.MethodGet, n.URL()+"/admin/audit.csv", bearerOf(n.AdminToken), nil); a.status != http.StatusForbidden {
-		t.Errorf("the admin token reads the audit after the first admin: %d", a.status)
+	if a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/audit.csv", bearerOf(n.AdminToken), nil); a.Status != http.StatusForbidden {
+		t.Errorf("the admin token reads the audit after the first admin: %d", a.Status)
 	}
 }

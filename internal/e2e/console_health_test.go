@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // TestConsoleShowsHealthHold: when the shop's health endpoint fails, the
@@ -21,12 +22,12 @@ func TestConsoleShowsHealthHold(t *testing.T) {
 	t.Cleanup(shop.Close)
 	n := startNode(t, func(c node.Config) node.Config { c.WebhookAllowHTTP = true; return c })
 	browser := startBrowser(t)
-	createSale(t, n, "shophealth", sale{supply: 10, name: "Health drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 1})
+	nodetest.CreateSale(t, n, "shophealth", sale{supply: 10, name: "Health drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 1})
 	conf := `{"max_active": 5, "shop": {"secret": "shop-secret-for-console-test-01", "health":
 		{"url": "` + shop.URL + `/healthz", "interval_seconds": 1, "timeout_seconds": 1, "fail_after": 1, "recover_after": 1}}}`
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/shophealth", admin, []byte(conf)); a.status != http.StatusOK {
-		t.Fatalf("shop health config: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/shophealth", admin, []byte(conf)); a.Status != http.StatusOK {
+		t.Fatalf("shop health config: %d %s", a.Status, a.Raw)
 	}
 	staff := signIn(t, browser, n)
 	selectEvent(staff, "shophealth")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // TestConsoleLifecycleEvents: the console lists a sale's lifecycle events
@@ -14,9 +16,9 @@ import (
 func TestConsoleLifecycleEvents(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "live", sale{supply: 10, name: "Live drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 1})
-	if a := call(t, http.MethodPost, n.URL()+"/events/live/join", nil, nil); a.status != http.StatusOK {
-		t.Fatalf("join: %d %s", a.status, a.raw)
+	nodetest.CreateSale(t, n, "live", sale{supply: 10, name: "Live drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 1})
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/live/join", nil, nil); a.Status != http.StatusOK {
+		t.Fatalf("join: %d %s", a.Status, a.Raw)
 	}
 	staff := signIn(t, browser, n)
 	selectEvent(staff, "live")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/chromedp/chromedp"
 )
@@ -18,10 +19,10 @@ import (
 func TestConsolePasses(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "passes", sale{supply: 10, name: "Passes", opensIn: -2 * time.Second, startsIn: 30 * time.Minute, rate: 1})
+	nodetest.CreateSale(t, n, "passes", sale{supply: 10, name: "Passes", opensIn: -2 * time.Second, startsIn: 30 * time.Minute, rate: 1})
 	body, _ := json.Marshal(map[string]string{"name": "olga", "role": "operator", "password": "password of olga"})
-	if a := call(t, http.MethodPost, n.URL()+"/admin/accounts", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.status != http.StatusCreated {
-		t.Fatalf("create olga: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/accounts", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.Status != http.StatusCreated {
+		t.Fatalf("create olga: %d %s", a.Status, a.Raw)
 	}
 	op := signInAs(t, browser, n, "olga", "password of olga", phoneW, phoneH)
 	selectEvent(op, "passes")
@@ -37,11 +38,11 @@ func TestConsolePasses(t *testing.T) {
 		t.Errorf("pass list %q: want the note and never the pass", got)
 	}
 
-	redeem := func() answer {
-		return call(t, http.MethodPost, n.URL()+"/events/passes/join", map[string]string{tokens.PassHeader: pass}, nil)
+	redeem := func() nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/passes/join", map[string]string{tokens.PassHeader: pass}, nil)
 	}
-	if a := redeem(); a.status != http.StatusOK || str(a.body, "state") != "admitted" {
-		t.Fatalf("redeem: %d %s", a.status, a.raw)
+	if a := redeem(); a.Status != http.StatusOK || nodetest.Str(a.Body, "state") != "admitted" {
+		t.Fatalf("redeem: %d %s", a.Status, a.Raw)
 	}
 	op.waitJS("the redemption counted", `document.getElementById("passCounts").textContent.includes("1 redeemed")`, 15*time.Second)
 
@@ -50,8 +51,8 @@ func TestConsolePasses(t *testing.T) {
 	op.waitJS("the pass revoked", `document.querySelector('#passList tr[data-state="revoked"]') !== null`, 10*time.Second)
 	op.waitJS("both actions audited", `document.querySelector('#auditList li[data-action="pass.mint"][data-who="olga"]') !== null && document.querySelector('#auditList li[data-action="pass.revoke"][data-who="olga"]') !== null`, 10*time.Second)
 	op.shot("passes-phone")
-	if a := redeem(); a.status != http.StatusForbidden || str(a.body, "code") != "pass_revoked" {
-		t.Errorf("a revoked pass: %d %s, want 403 pass_revoked", a.status, a.raw)
+	if a := redeem(); a.Status != http.StatusForbidden || nodetest.Str(a.Body, "code") != "pass_revoked" {
+		t.Errorf("a revoked pass: %d %s, want 403 pass_revoked", a.Status, a.Raw)
 	}
 
 	// A sale with a lane shows the lane's own queue.
@@ -59,8 +60,8 @@ func TestConsolePasses(t *testing.T) {
 	laned, _ := json.Marshal(map[string]any{"name": "Laned", "supply": 10, "prequeue_opens_at": now.Add(-2 * time.Second),
 		"starts_at": now.Add(30 * time.Minute), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"lanes": []any{map[string]any{"name": "members", "share": 0.25, "starts_at": now.Add(-time.Second)}}})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/laned", map[string]string{"Authorization": "Bearer " + n.AdminToken}, laned); a.status != http.StatusCreated {
-		t.Fatalf("create laned: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/laned", map[string]string{"Authorization": "Bearer " + n.AdminToken}, laned); a.Status != http.StatusCreated {
+		t.Fatalf("create laned: %d %s", a.Status, a.Raw)
 	}
 	op.waitJS("the laned sale listed", `document.querySelector('button[data-id="laned"]') !== null`, 15*time.Second)
 	selectEvent(op, "laned")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // choose sets a select of the console as staff would, firing its change.
@@ -28,7 +30,7 @@ func choose(staff *tab, id, value string) {
 func TestConsoleJoinProtection(t *testing.T) {
 	n := startNode(t) // anonymous visitors: the default identity
 	browser := startBrowser(t)
-	createSale(t, n, "draw", sale{supply: 2, mode: "lottery", name: "Evening draw", opensIn: -2 * time.Second, startsIn: 10 * time.Minute, rate: 50})
+	nodetest.CreateSale(t, n, "draw", sale{supply: 2, mode: "lottery", name: "Evening draw", opensIn: -2 * time.Second, startsIn: 10 * time.Minute, rate: 50})
 
 	shopper := newTab(t, browser, "draw-room", phoneW, phoneH, nil)
 	shopper.do(chromedp.Navigate(n.URL() + "/e/draw"))
@@ -61,8 +63,8 @@ func TestConsoleJoinProtection(t *testing.T) {
 	if ip := lim["join"].(map[string]any)["ip"].(map[string]any); ip["per_second"] != -1.0 || lim["pow"].(map[string]any)["enabled"] != false {
 		t.Fatalf("stored limits after turning off: %v", lim)
 	}
-	if a := call(t, http.MethodPost, n.URL()+"/events/draw/join", nil, nil); a.status != http.StatusOK {
-		t.Errorf("free cookie-less join with both off: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/draw/join", nil, nil); a.Status != http.StatusOK {
+		t.Errorf("free cookie-less join with both off: %d %s", a.Status, a.Raw)
 	}
 
 	choose(staff, "p-ip", "custom")

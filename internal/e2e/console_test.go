@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -47,11 +48,11 @@ func save(staff *tab) string {
 func TestConsoleModeAndRate(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "evening", sale{supply: 50, name: "Evening drop", opensIn: -2 * time.Second, startsIn: 10 * time.Minute, window: 30, rate: 20})
-	createSale(t, n, "flash", sale{supply: 50, name: "Flash drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 0.2})
+	nodetest.CreateSale(t, n, "evening", sale{supply: 50, name: "Evening drop", opensIn: -2 * time.Second, startsIn: 10 * time.Minute, window: 30, rate: 20})
+	nodetest.CreateSale(t, n, "flash", sale{supply: 50, name: "Flash drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 0.2})
 	for i := range 5 {
-		if a := call(t, http.MethodPost, n.URL()+"/events/flash/join", nil, nil); a.status != http.StatusOK { // a new visitor each
-			t.Fatalf("join %d: %d %s", i, a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/flash/join", nil, nil); a.Status != http.StatusOK { // a new visitor each
+			t.Fatalf("join %d: %d %s", i, a.Status, a.Raw)
 		}
 	}
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/chromedp/chromedp"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestConsoleRefusesWithoutCSRF(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "guarded", sale{supply: 10, opensIn: -2 * time.Second, startsIn: time.Minute, rate: 20})
+	nodetest.CreateSale(t, n, "guarded", sale{supply: 10, opensIn: -2 * time.Second, startsIn: time.Minute, rate: 20})
 
 	staff := signIn(t, browser, n)
 	selectEvent(staff, "guarded")
@@ -37,18 +38,18 @@ func TestConsoleRefusesWithoutCSRF(t *testing.T) {
 
 	// The same over plain HTTP.
 	base := n.URL() + "/admin"
-	in := call(t, http.MethodPost, base+"/session", map[string]string{"Content-Type": "application/json"}, []byte(`{"token":"`+n.AdminToken+`"}`))
-	if in.status != http.StatusOK {
-		t.Fatalf("sign in: %d %s", in.status, in.raw)
+	in := nodetest.Call(t, http.MethodPost, base+"/session", map[string]string{"Content-Type": "application/json"}, []byte(`{"token":"`+n.AdminToken+`"}`))
+	if in.Status != http.StatusOK {
+		t.Fatalf("sign in: %d %s", in.Status, in.Raw)
 	}
-	setCookie := in.header.Get("Set-Cookie")
+	setCookie := in.Header.Get("Set-Cookie")
 	for _, want := range []string{"HttpOnly", "SameSite=Strict"} {
 		if !strings.Contains(setCookie, want) {
 			t.Errorf("session cookie %q lacks %s", setCookie, want)
 		}
 	}
 	cookie := strings.SplitN(setCookie, ";", 2)[0]
-	csrf := str(in.body, "csrf_token")
+	csrf := nodetest.Str(in.Body, "csrf_token")
 	change := []byte(`{"admit_rate_per_second": 7}`)
 	cases := []struct {
 		name   string
@@ -63,29 +64,29 @@ func TestConsoleRefusesWithoutCSRF(t *testing.T) {
 		{"cookie with its csrf", map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}, 200, ""},
 	}
 	for _, tc := range cases {
-		a := call(t, http.MethodPut, base+"/events/guarded", tc.hdr, change)
-		if a.status != tc.status || str(a.body, "code") != tc.code {
-			t.Errorf("%s: %d %s, want %d %s", tc.name, a.status, a.raw, tc.status, tc.code)
+		a := nodetest.Call(t, http.MethodPut, base+"/events/guarded", tc.hdr, change)
+		if a.Status != tc.status || nodetest.Str(a.Body, "code") != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, a.Status, a.Raw, tc.status, tc.code)
 		}
 		if rate := rateOf(t, n, "guarded"); (rate == 7) != (tc.status == 200) {
 			t.Errorf("%s: rate is now %v", tc.name, rate)
 		}
 	}
-	if a := call(t, http.MethodDelete, base+"/session", map[string]string{"Cookie": cookie}, nil); a.status != 403 {
-		t.Errorf("sign out without csrf: %d, want 403", a.status)
+	if a := nodetest.Call(t, http.MethodDelete, base+"/session", map[string]string{"Cookie": cookie}, nil); a.Status != 403 {
+		t.Errorf("sign out without csrf: %d, want 403", a.Status)
 	}
-	if a := call(t, http.MethodDelete, base+"/session", map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}, nil); a.status != 204 {
-		t.Errorf("sign out: %d, want 204", a.status)
+	if a := nodetest.Call(t, http.MethodDelete, base+"/session", map[string]string{"Cookie": cookie, "X-CSRF-Token": csrf}, nil); a.Status != 204 {
+		t.Errorf("sign out: %d, want 204", a.Status)
 	}
 }
 
 func adminGet(t *testing.T, n *node.Node, id string) map[string]any {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
-	if a.status != http.StatusOK {
-		t.Fatalf("admin get %s: %d %s", id, a.status, a.raw)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	if a.Status != http.StatusOK {
+		t.Fatalf("admin get %s: %d %s", id, a.Status, a.Raw)
 	}
-	cfg, _ := a.body["config"].(map[string]any)
+	cfg, _ := a.Body["config"].(map[string]any)
 	return cfg
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/chromedp/chromedp"
 )
@@ -38,7 +39,7 @@ func TestNginxWaitingRoom(t *testing.T) {
 	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
 	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(shop.URL, "http://"), 1)
 	gw := testenv.StartNginx(t, conf)
-	createSale(t, n, "drop", sale{supply: 5, opensIn: -time.Second, rate: 1000})
+	nodetest.CreateSale(t, n, "drop", sale{supply: 5, opensIn: -time.Second, rate: 1000})
 	browser := startBrowser(t)
 
 	p := newTab(t, browser, "gateway", phoneW, phoneH, map[string]any{"X-User-ID": "mallory"})

@@ -17,7 +17,7 @@ import (
 func TestAnonymousVisitor(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "anon", sale{supply: 3, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
+	nodetest.CreateSale(t, n, "anon", sale{supply: 3, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
 
 	p := newTab(t, browser, "room-anonymous", phoneW, phoneH, nil)
 	p.do(chromedp.Navigate(n.URL() + "/e/anon"))
@@ -36,8 +36,8 @@ func TestAnonymousVisitor(t *testing.T) {
 	}
 	id := eval[string](p, `JSON.parse(localStorage.getItem("anteroom_res_anon")).id`)
 	for name, hdr := range map[string]map[string]string{"no cookie": nil, "a made-up X-User-ID": {"X-User-ID": "v-0123"}} {
-		if look := call(t, http.MethodGet, n.URL()+"/events/anon/claims/"+id, hdr, nil); look.status != http.StatusUnauthorized {
-			t.Errorf("claim %s looked up with %s: %d %s, want 401", id, name, look.status, look.raw)
+		if look := nodetest.Call(t, http.MethodGet, n.URL()+"/events/anon/claims/"+id, hdr, nil); look.Status != http.StatusUnauthorized {
+			t.Errorf("claim %s looked up with %s: %d %s, want 401", id, name, look.Status, look.Raw)
 		}
 	}
 }
@@ -49,7 +49,7 @@ func TestAnonymousVisitor(t *testing.T) {
 func TestGatewayIdentity(t *testing.T) {
 	n := startNode(t, nodetest.HeaderMode)
 	browser := startBrowser(t)
-	createSale(t, n, "gw", sale{supply: 3, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
+	nodetest.CreateSale(t, n, "gw", sale{supply: 3, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
 
 	p := newTab(t, browser, "room-gateway", phoneW, phoneH, map[string]any{"X-User-ID": "shopper-7"})
 	p.do(chromedp.Navigate(n.URL() + "/e/gw"))
@@ -61,10 +61,10 @@ func TestGatewayIdentity(t *testing.T) {
 
 	id := eval[string](p, `JSON.parse(localStorage.getItem("anteroom_res_gw")).id`)
 	look := n.URL() + "/events/gw/claims/" + id
-	if a := call(t, http.MethodGet, look, map[string]string{"X-User-ID": "shopper-7"}, nil); a.status != http.StatusOK {
-		t.Errorf("the gateway's user looking up claim %s: %d %s", id, a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodGet, look, map[string]string{"X-User-ID": "shopper-7"}, nil); a.Status != http.StatusOK {
+		t.Errorf("the gateway's user looking up claim %s: %d %s", id, a.Status, a.Raw)
 	}
-	if a := call(t, http.MethodGet, look, map[string]string{"X-User-ID": "shopper-8"}, nil); a.status != http.StatusNotFound {
-		t.Errorf("another user looking up claim %s: %d %s, want 404", id, a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodGet, look, map[string]string{"X-User-ID": "shopper-8"}, nil); a.Status != http.StatusNotFound {
+		t.Errorf("another user looking up claim %s: %d %s, want 404", id, a.Status, a.Raw)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // catalog reads one of the waiting room's message catalogs.
@@ -50,31 +52,31 @@ func stateText(msgs map[string]string, state string) (id, text string) {
 func TestPageEveryStateAndLanguage(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "brand", sale{supply: 100, name: "Spring drop", opensIn: -time.Minute, startsIn: time.Hour, window: 60, rate: 10})
+	nodetest.CreateSale(t, n, "brand", sale{supply: 100, name: "Spring drop", opensIn: -time.Minute, startsIn: time.Hour, window: 60, rate: 10})
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	base := n.URL() + "/admin/events/brand"
 
-	bad := call(t, http.MethodPut, base+"/page", admin, []byte(`{"template":"<p>\n{{.Nope}}\n{{.Runtime}}"}`))
-	if bad.status != http.StatusBadRequest || str(bad.body, "code") != "bad_template" || bad.body["line"] != float64(2) {
-		t.Fatalf("bad template: %d %s, want 400 bad_template at line 2", bad.status, bad.raw)
+	bad := nodetest.Call(t, http.MethodPut, base+"/page", admin, []byte(`{"template":"<p>\n{{.Nope}}\n{{.Runtime}}"}`))
+	if bad.Status != http.StatusBadRequest || nodetest.Str(bad.Body, "code") != "bad_template" || bad.Body["line"] != float64(2) {
+		t.Fatalf("bad template: %d %s, want 400 bad_template at line 2", bad.Status, bad.Raw)
 	}
-	if a := call(t, http.MethodPut, base+"/page", admin, []byte(`{"colors":{"primary":"red"}}`)); a.status != http.StatusBadRequest {
-		t.Fatalf("colour red: %d %s, want 400", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, base+"/page", admin, []byte(`{"colors":{"primary":"red"}}`)); a.Status != http.StatusBadRequest {
+		t.Fatalf("colour red: %d %s, want 400", a.Status, a.Raw)
 	}
-	if a := call(t, http.MethodPut, base, admin, []byte(`{"page":{"name":"sneaked"}}`)); a.status != http.StatusBadRequest {
-		t.Fatalf("a page through PUT of the event: %d %s, want 400", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, base, admin, []byte(`{"page":{"name":"sneaked"}}`)); a.Status != http.StatusBadRequest {
+		t.Fatalf("a page through PUT of the event: %d %s, want 400", a.Status, a.Raw)
 	}
-	if a := call(t, http.MethodGet, base+"/page", admin, nil); a.status != http.StatusOK || a.body["draft"] != nil || a.body["published"] != nil {
-		t.Fatalf("after refused saves: %d %s, want no draft and nothing published", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodGet, base+"/page", admin, nil); a.Status != http.StatusOK || a.Body["draft"] != nil || a.Body["published"] != nil {
+		t.Fatalf("after refused saves: %d %s, want no draft and nothing published", a.Status, a.Raw)
 	}
 	draft := `{"name":"Kite & Co","logo_url":"data:image/png;base64,iVBORw0KGgo=","colors":{"primary":"#8a1538","background":"#fffaf3","text":"#222222"},
 		"copy":{"de":{"join":"Jetzt anstellen"}}}`
-	d := call(t, http.MethodPut, base+"/page", admin, []byte(draft))
-	if d.status != http.StatusOK || str(d.body, "draft_sha256") == "" {
-		t.Fatalf("save draft: %d %s", d.status, d.raw)
+	d := nodetest.Call(t, http.MethodPut, base+"/page", admin, []byte(draft))
+	if d.Status != http.StatusOK || nodetest.Str(d.Body, "draft_sha256") == "" {
+		t.Fatalf("save draft: %d %s", d.Status, d.Raw)
 	}
-	live := call(t, http.MethodGet, n.URL()+"/e/brand", nil, nil)
-	if strings.Contains(string(live.raw), "Kite &amp; Co") {
+	live := nodetest.Call(t, http.MethodGet, n.URL()+"/e/brand", nil, nil)
+	if strings.Contains(string(live.Raw), "Kite &amp; Co") {
 		t.Fatalf("the live page shows the draft before it is published")
 	}
 
@@ -121,13 +123,13 @@ func TestPageEveryStateAndLanguage(t *testing.T) {
 		t.Errorf("the preview is %v px wide on a %d px phone", w, phoneW)
 	}
 
-	pub := call(t, http.MethodPost, base+"/page/publish", admin, []byte(`{"draft_sha256":"`+strings.Repeat("0", 64)+`"}`))
-	if pub.status != http.StatusConflict {
-		t.Fatalf("publish of another draft: %d %s, want 409", pub.status, pub.raw)
+	pub := nodetest.Call(t, http.MethodPost, base+"/page/publish", admin, []byte(`{"draft_sha256":"`+strings.Repeat("0", 64)+`"}`))
+	if pub.Status != http.StatusConflict {
+		t.Fatalf("publish of another draft: %d %s, want 409", pub.Status, pub.Raw)
 	}
-	pub = call(t, http.MethodPost, base+"/page/publish", admin, []byte(`{"draft_sha256":"`+str(d.body, "draft_sha256")+`"}`))
-	if pub.status != http.StatusOK {
-		t.Fatalf("publish: %d %s", pub.status, pub.raw)
+	pub = nodetest.Call(t, http.MethodPost, base+"/page/publish", admin, []byte(`{"draft_sha256":"`+nodetest.Str(d.Body, "draft_sha256")+`"}`))
+	if pub.Status != http.StatusOK {
+		t.Fatalf("publish: %d %s", pub.Status, pub.Raw)
 	}
 	room := newTab(t, browser, "room-de", phoneW, phoneH, map[string]any{"Accept-Language": "de-DE,de;q=0.9"})
 	room.do(chromedp.Navigate(n.URL() + "/e/brand"))
@@ -137,8 +139,8 @@ func TestPageEveryStateAndLanguage(t *testing.T) {
 	}
 	room.shot("published-de")
 
-	audit := call(t, http.MethodGet, n.URL()+"/admin/audit?event=brand", admin, nil)
-	actions := string(audit.raw)
+	audit := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/audit?event=brand", admin, nil)
+	actions := string(audit.Raw)
 	for _, want := range []string{`"page.draft"`, `"page.publish"`} {
 		if !strings.Contains(actions, want) {
 			t.Errorf("audit lacks %s: %.300s", want, actions)
@@ -153,7 +155,7 @@ func TestPageEveryStateAndLanguage(t *testing.T) {
 func TestPageTemplateAndConsole(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "tpl", sale{supply: 20, name: `Drop <img src=x onerror=alert(1)>`, opensIn: -time.Minute, startsIn: time.Hour, rate: 10})
+	nodetest.CreateSale(t, n, "tpl", sale{supply: 20, name: `Drop <img src=x onerror=alert(1)>`, opensIn: -time.Minute, startsIn: time.Hour, rate: 10})
 
 	staff := newTab(t, browser, "console-phone", phoneW, phoneH, nil)
 	staff.do(chromedp.Navigate(n.URL() + "/admin/"))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/chromedp/chromedp"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // TestConsoleReport: after a small sale — three admitted, two of them
@@ -18,33 +20,33 @@ import (
 // without sideways scrolling; a viewer account may read it.
 func TestConsoleReport(t *testing.T) {
 	n := startNode(t)
-	createSale(t, n, "rep", sale{supply: 2, name: "Report drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 100,
+	nodetest.CreateSale(t, n, "rep", sale{supply: 2, name: "Report drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 100,
 		lanes: []map[string]any{{"name": "members", "share": 0.5}}})
-	m := call(t, http.MethodPost, n.URL()+"/admin/events/rep/passes", bearerOf(n.AdminToken), []byte(`{"uses":1}`))
-	if m.status != http.StatusCreated {
-		t.Fatalf("mint: %d %s", m.status, m.raw)
+	m := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/rep/passes", bearerOf(n.AdminToken), []byte(`{"uses":1}`))
+	if m.Status != http.StatusCreated {
+		t.Fatalf("mint: %d %s", m.Status, m.Raw)
 	}
-	if a := call(t, http.MethodPost, n.URL()+"/events/rep/join", map[string]string{tokens.PassHeader: str(m.body, "pass")}, nil); a.status != http.StatusOK || str(a.body, "admission_token") == "" {
-		t.Fatalf("pass redeem: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/rep/join", map[string]string{tokens.PassHeader: nodetest.Str(m.Body, "pass")}, nil); a.Status != http.StatusOK || nodetest.Str(a.Body, "admission_token") == "" {
+		t.Fatalf("pass redeem: %d %s", a.Status, a.Raw)
 	}
 	var toks []string
 	var whos []map[string]string
 	for range 3 {
-		tok, who := admit(t, n, "rep")
+		tok, who := nodetest.Admit(t, n, "rep", nil)
 		toks, whos = append(toks, tok), append(whos, who)
 	}
 	for i, who := range whos[:2] { // the third never claims
 		who["Authorization"] = "Bearer " + toks[i]
-		if a := call(t, http.MethodPost, n.URL()+"/events/rep/claim", who, nil); a.status != http.StatusCreated {
-			t.Fatalf("claim: %d %s", a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/rep/claim", who, nil); a.Status != http.StatusCreated {
+			t.Fatalf("claim: %d %s", a.Status, a.Raw)
 		}
 	}
 	// A viewer may read the report, in both formats.
 	createAccount(t, n, bearerOf(n.AdminToken), "vera", "viewer")
 	viewer := staffSignIn(t, n, "vera", "password of vera")
 	for _, path := range []string{"/report", "/report.csv"} {
-		if a := call(t, http.MethodGet, n.URL()+"/admin/events/rep"+path, viewer, nil); a.status != http.StatusOK {
-			t.Errorf("a viewer reads %s: %d %s", path, a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/rep"+path, viewer, nil); a.Status != http.StatusOK {
+			t.Errorf("a viewer reads %s: %d %s", path, a.Status, a.Raw)
 		}
 	}
 	browser := startBrowser(t)

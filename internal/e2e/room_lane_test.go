@@ -28,8 +28,8 @@ func TestRoomLaneInvite(t *testing.T) {
 	body, _ := json.Marshal(map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
 		"starts_at": now.Add(30 * time.Minute), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"lanes": []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(-time.Second)}}})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.Status, a.Raw)
 	}
 	inv, _ := tokens.NewInvites(secret)
 	link := n.URL() + "/e/early?invite=" + inv.SignLane("early", "alice", "members", now.Add(time.Hour))
@@ -72,12 +72,12 @@ func TestRoomLaneFairness(t *testing.T) {
 		"starts_at": now.Add(4 * time.Second), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 		"lanes":  []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(3 * time.Second)}}})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.Status, a.Raw)
 	}
 	for _, u := range []string{"bob", "cat"} { // the sale's own window: 2
-		if j := call(t, http.MethodPost, n.URL()+"/events/early/join", map[string]string{"X-User-ID": u}, nil); j.status != http.StatusOK {
-			t.Fatalf("join %s: %d %s", u, j.status, j.raw)
+		if j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/early/join", map[string]string{"X-User-ID": u}, nil); j.Status != http.StatusOK {
+			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
 		}
 	}
 	inv, _ := tokens.NewInvites(secret)
@@ -86,10 +86,10 @@ func TestRoomLaneFairness(t *testing.T) {
 	member.waitJS("the join button", joinEnabled, 10*time.Second)
 	member.do(chromedp.Click(chromedp.ID("join")))
 	member.waitJS("the revealed seed", `!document.getElementById("reveal").hidden`, 20*time.Second)
-	pub := call(t, http.MethodGet, n.URL()+"/events/early", nil, nil)
-	lanes, _ := pub.body["lanes"].([]any)
-	if len(lanes) != 1 || lanes[0].(map[string]any)["window_size"] != 1.0 || pub.body["window_size"] != 2.0 {
-		t.Fatalf("want the member alone in the lane's window and two in the sale's: %s", pub.raw)
+	pub := nodetest.Call(t, http.MethodGet, n.URL()+"/events/early", nil, nil)
+	lanes, _ := pub.Body["lanes"].([]any)
+	if len(lanes) != 1 || lanes[0].(map[string]any)["window_size"] != 1.0 || pub.Body["window_size"] != 2.0 {
+		t.Fatalf("want the member alone in the lane's window and two in the sale's: %s", pub.Raw)
 	}
 	if w, seq := member.text("w"), member.text("seq"); w != "1 (members)" || seq != "1" {
 		t.Errorf("fairness panel: window %q, sequence %q; want the lane's window \"1 (members)\" and number 1", w, seq)

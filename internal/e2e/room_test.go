@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 const (
@@ -47,7 +49,7 @@ func TestShopperJourney(t *testing.T) {
 		t.Fatalf("order worker: %v", err)
 	}
 	browser := startBrowser(t)
-	createSale(t, n, "drop", sale{supply: 5, opensIn: 4 * time.Second, startsIn: 6 * time.Second, window: 2, rate: 50})
+	nodetest.CreateSale(t, n, "drop", sale{supply: 5, opensIn: 4 * time.Second, startsIn: 6 * time.Second, window: 2, rate: 50})
 
 	p := newTab(t, browser, "room", phoneW, phoneH, nil)
 	p.skewClock(-7 * time.Minute)
@@ -95,9 +97,9 @@ func TestShopperJourney(t *testing.T) {
 	if result := p.text("result"); !strings.Contains(result, "Claim "+claimID) {
 		t.Errorf("granted result %q, want the claim id %s", result, claimID)
 	}
-	look := call(t, http.MethodGet, n.URL()+"/events/drop/claims/"+claimID, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
-	if look.status != http.StatusOK || str(look.body, "status") != "confirmed" {
-		t.Errorf("the server's view of claim %s: %d %s, want confirmed", claimID, look.status, look.raw)
+	look := nodetest.Call(t, http.MethodGet, n.URL()+"/events/drop/claims/"+claimID, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	if look.Status != http.StatusOK || nodetest.Str(look.Body, "status") != "confirmed" {
+		t.Errorf("the server's view of claim %s: %d %s, want confirmed", claimID, look.Status, look.Raw)
 	}
 	p.waitJS("the revealed seed", `!document.getElementById("reveal").hidden && document.getElementById("hash").textContent.startsWith("✓")`, 10*time.Second)
 	seed, commit := p.text("seed"), p.text("commit")
@@ -125,7 +127,7 @@ func mustHex(t *testing.T, s string) []byte {
 func TestSoldOut(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "last", sale{supply: 1, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
+	nodetest.CreateSale(t, n, "last", sale{supply: 1, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100})
 
 	p := newTab(t, browser, "room", phoneW, phoneH, nil)
 	p.do(chromedp.Navigate(n.URL() + "/e/last"))
@@ -135,11 +137,11 @@ func TestSoldOut(t *testing.T) {
 	t.Logf("time to first position: %.0f ms from clicking join to the position shown (no shuffle window)",
 		eval[float64](p, `window.anteroom.firstPosition - window.anteroom.joinClick`))
 
-	token, alice := admit(t, n, "last")
+	token, alice := nodetest.Admit(t, n, "last", nil)
 	alice["Authorization"] = "Bearer " + token
-	a := call(t, http.MethodPost, n.URL()+"/events/last/claim", alice, nil)
-	if a.status != http.StatusCreated {
-		t.Fatalf("alice's claim: %d %s", a.status, a.raw)
+	a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/last/claim", alice, nil)
+	if a.Status != http.StatusCreated {
+		t.Fatalf("alice's claim: %d %s", a.Status, a.Raw)
 	}
 	eval[bool](p, `(document.getElementById("claim").click(), true)`)
 	p.waitJS("the sold-out result", resultKind+` === "sold_out"`, 15*time.Second)
@@ -165,7 +167,7 @@ func TestSoldOut(t *testing.T) {
 func TestLotteryNotSelected(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "draw", sale{supply: 1, mode: "lottery", opensIn: -2 * time.Second, startsIn: 6 * time.Second, rate: 50})
+	nodetest.CreateSale(t, n, "draw", sale{supply: 1, mode: "lottery", opensIn: -2 * time.Second, startsIn: 6 * time.Second, rate: 50})
 
 	tabs := []*tab{newTab(t, browser, "shopper-a", phoneW, phoneH, nil), newTab(t, browser, "shopper-b", phoneW, phoneH, nil)}
 	for _, p := range tabs {
@@ -180,7 +182,7 @@ func TestLotteryNotSelected(t *testing.T) {
 	tabs[0].shot("registered")
 
 	var winner, loser *tab
-	waitFor(t, "the draw to admit someone", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "the draw to admit someone", 20*time.Second, func() bool {
 		for i, p := range tabs {
 			if eval[bool](p, claimVisible) {
 				winner, loser = p, tabs[1-i]
@@ -210,7 +212,7 @@ func TestLotteryNotSelected(t *testing.T) {
 func TestChinesePage(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
-	createSale(t, n, "cn", sale{supply: 10, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100, name: "限量球鞋首发", pow: 12})
+	nodetest.CreateSale(t, n, "cn", sale{supply: 10, opensIn: -2 * time.Second, startsIn: -time.Second, rate: 100, name: "限量球鞋首发", pow: 12})
 
 	p := newTab(t, browser, "room-zh", phoneW, phoneH, map[string]any{"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.5"})
 	p.do(chromedp.Navigate(n.URL() + "/e/cn"))

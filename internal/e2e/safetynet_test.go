@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/chromedp/chromedp"
 )
@@ -45,8 +46,8 @@ func TestSafetyNetWaitingRoom(t *testing.T) {
 		"max_active": 1, "admission_ttl_seconds": 10, "no_show_grace_seconds": 2,
 		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 	})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.status != http.StatusCreated {
-		t.Fatalf("create the room: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.Status != http.StatusCreated {
+		t.Fatalf("create the room: %d %s", a.Status, a.Raw)
 	}
 	// Another visitor takes the one place, straight through.
 	resp, err := http.Get(gw.URL() + "/")
@@ -87,12 +88,12 @@ func TestConsoleSafetyNet(t *testing.T) {
 		"name": "the whole site", "mode": "safety_net", "starts_at": time.Now().UTC().Add(-time.Second).Truncate(time.Second),
 		"max_active": 1, "limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 	})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.status != http.StatusCreated {
-		t.Fatalf("create the room: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.Status != http.StatusCreated {
+		t.Fatalf("create the room: %d %s", a.Status, a.Raw)
 	}
 	for i, want := range []string{"admitted", "waiting"} {
-		if a := call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil); a.status != http.StatusOK || str(a.body, "state") != want {
-			t.Fatalf("join %d: %d %s, want %s", i, a.status, a.raw, want)
+		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil); a.Status != http.StatusOK || nodetest.Str(a.Body, "state") != want {
+			t.Fatalf("join %d: %d %s, want %s", i, a.Status, a.Raw, want)
 		}
 	}
 	staff := signIn(t, browser, n)

@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -22,27 +23,27 @@ import (
 func TestStartedWindowIsLocked(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
-	createSale(t, n, "window", openSale(3, 1, time.Second, 600, 100))
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	nodetest.CreateSale(t, n, "window", openSale(3, 1, time.Second, 600, 100))
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	put := func(body map[string]any) answer {
+	put := func(body map[string]any) nodetest.Answer {
 		raw, _ := json.Marshal(body)
-		return call(t, http.MethodPut, n.URL()+"/admin/events/window", admin, raw)
+		return nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/window", admin, raw)
 	}
-	waitFor(t, "the sale to start", 10*time.Second, func() bool {
-		return str(call(t, http.MethodGet, n.URL()+"/events/window", nil, nil).body, "state") == "open"
+	nodetest.WaitFor(t, "the sale to start", 10*time.Second, func() bool {
+		return nodetest.Str(nodetest.Call(t, http.MethodGet, n.URL()+"/events/window", nil, nil).Body, "state") == "open"
 	})
 	for _, change := range []map[string]any{
 		{"mode": "lottery"},
 		{"random_window_seconds": 0},
 		{"random_window_seconds": 1200},
 	} {
-		if a := put(change); a.status != http.StatusConflict || str(a.body, "code") != "locked" {
-			t.Errorf("%v once the window started: %d %s, want 409 locked", change, a.status, a.raw)
+		if a := put(change); a.Status != http.StatusConflict || nodetest.Str(a.Body, "code") != "locked" {
+			t.Errorf("%v once the window started: %d %s, want 409 locked", change, a.Status, a.Raw)
 		}
 	}
-	if a := put(map[string]any{"admit_rate_per_second": 7}); a.status != http.StatusOK {
-		t.Errorf("rate change in the window: %d %s, want 200", a.status, a.raw)
+	if a := put(map[string]any{"admit_rate_per_second": 7}); a.Status != http.StatusOK {
+		t.Errorf("rate change in the window: %d %s, want 200", a.Status, a.Raw)
 	}
 }
 
@@ -53,10 +54,10 @@ func TestStartedWindowIsLocked(t *testing.T) {
 func TestStockAgreesWithSavedConfig(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true})
 	sale := openSale(10, 1, time.Hour, 0, 100)
 	sale["ends_at"] = time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
-	createSale(t, n, "agree", sale)
+	nodetest.CreateSale(t, n, "agree", sale)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	configs := event.NewStore(r.Client(t))
@@ -78,8 +79,8 @@ func TestStockAgreesWithSavedConfig(t *testing.T) {
 	refused := 0
 	for i := range 40 {
 		raw, _ := json.Marshal(map[string]any{"supply": 10 + i%2*10})
-		a := call(t, http.MethodPut, n.URL()+"/admin/events/agree", admin, raw)
-		if a.status != http.StatusOK {
+		a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/agree", admin, raw)
+		if a.Status != http.StatusOK {
 			refused++
 		}
 		// The other writer never changes the supply: after every answer the
@@ -93,7 +94,7 @@ func TestStockAgreesWithSavedConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		if left != c.OnSale() {
-			t.Fatalf("change %d answered %d: stock %d in Redis, stored configuration has %d on sale", i, a.status, left, c.OnSale())
+			t.Fatalf("change %d answered %d: stock %d in Redis, stored configuration has %d on sale", i, a.Status, left, c.OnSale())
 		}
 	}
 	cancel()

@@ -19,33 +19,33 @@ import (
 func TestMaxActiveCountsPeople(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	if err := n.StartWorker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sale := openSale(100, 5, 0, 0, 1000)
 	sale["max_active"] = 2
-	createSale(t, n, "people", sale)
+	nodetest.CreateSale(t, n, "people", sale)
 	const shoppers = 10
 	tickets := map[string]string{}
 	for i := range shoppers {
 		u := fmt.Sprint("p", i)
-		j := call(t, http.MethodPost, n.URL()+"/events/people/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/people/join", map[string]string{"X-User-ID": u}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
-		tickets[u] = str(j.body, "ticket")
+		tickets[u] = nodetest.Str(j.Body, "ticket")
 	}
 	done := map[string]bool{}
 	most := 0
-	waitFor(t, "every shopper to buy", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "every shopper to buy", 30*time.Second, func() bool {
 		admitted := map[string]string{}
 		for u, ticket := range tickets {
 			if done[u] {
 				continue
 			}
-			s := call(t, http.MethodGet, n.URL()+"/events/people/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-			if tok := str(s.body, "admission_token"); tok != "" {
+			s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/people/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+			if tok := nodetest.Str(s.Body, "admission_token"); tok != "" {
 				admitted[u] = tok
 			}
 		}
@@ -55,11 +55,11 @@ func TestMaxActiveCountsPeople(t *testing.T) {
 		}
 		for u, tok := range admitted {
 			for k := range 5 {
-				c := call(t, http.MethodPost, n.URL()+"/events/people/claim", map[string]string{
+				c := nodetest.Call(t, http.MethodPost, n.URL()+"/events/people/claim", map[string]string{
 					"X-User-ID": u, "Authorization": "Bearer " + tok, "Idempotency-Key": fmt.Sprint("k", k),
 				}, nil)
-				if c.status != http.StatusCreated {
-					t.Fatalf("%s claim %d: %d %s", u, k, c.status, c.raw)
+				if c.Status != http.StatusCreated {
+					t.Fatalf("%s claim %d: %d %s", u, k, c.Status, c.Raw)
 				}
 			}
 			done[u] = true
@@ -75,7 +75,7 @@ func TestMaxActiveCountsPeople(t *testing.T) {
 func TestLotteryReleasedUnitGoesToNextDrawn(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	const entrants = 6
 	tickets := registerLottery(t, n, "again", 2, entrants, "d")
 	claims := map[string]string{} // user -> claim id
@@ -85,31 +85,31 @@ func TestLotteryReleasedUnitGoesToNextDrawn(t *testing.T) {
 			if claims[u] != "" {
 				continue
 			}
-			s := call(t, http.MethodGet, n.URL()+"/events/again/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-			if p, ok := s.body["position"].(float64); ok {
+			s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/again/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+			if p, ok := s.Body["position"].(float64); ok {
 				positions[u] = int64(p)
 			}
-			if tok := str(s.body, "admission_token"); tok != "" {
-				c := call(t, http.MethodPost, n.URL()+"/events/again/claim", map[string]string{"X-User-ID": u, "Authorization": "Bearer " + tok}, nil)
-				if c.status == http.StatusCreated {
-					claims[u] = str(c.body, "claim_id")
+			if tok := nodetest.Str(s.Body, "admission_token"); tok != "" {
+				c := nodetest.Call(t, http.MethodPost, n.URL()+"/events/again/claim", map[string]string{"X-User-ID": u, "Authorization": "Bearer " + tok}, nil)
+				if c.Status == http.StatusCreated {
+					claims[u] = nodetest.Str(c.Body, "claim_id")
 				}
 			}
 		}
 	}
-	waitFor(t, "two winners", 20*time.Second, func() bool { poll(); return len(claims) == 2 })
+	nodetest.WaitFor(t, "two winners", 20*time.Second, func() bool { poll(); return len(claims) == 2 })
 	var first string
 	for u := range claims {
 		if first == "" || positions[u] < positions[first] {
 			first = u
 		}
 	}
-	rel := call(t, http.MethodPost, n.URL()+"/events/again/claims/"+claims[first]+"/release", map[string]string{"X-User-ID": first}, nil)
-	if rel.status != http.StatusOK || str(rel.body, "status") != "released" {
-		t.Fatalf("release: %d %s", rel.status, rel.raw)
+	rel := nodetest.Call(t, http.MethodPost, n.URL()+"/events/again/claims/"+claims[first]+"/release", map[string]string{"X-User-ID": first}, nil)
+	if rel.Status != http.StatusOK || nodetest.Str(rel.Body, "status") != "released" {
+		t.Fatalf("release: %d %s", rel.Status, rel.Raw)
 	}
 	delete(tickets, first) // the winner who released walks away
-	waitFor(t, "the next drawn position to buy the released unit", 10*time.Second, func() bool { poll(); return len(claims) == 3 })
+	nodetest.WaitFor(t, "the next drawn position to buy the released unit", 10*time.Second, func() bool { poll(); return len(claims) == 3 })
 	for u := range claims {
 		if u != first && positions[u] > 3 {
 			t.Errorf("%s bought from position %d, want the next drawn (3)", u, positions[u])

@@ -20,18 +20,18 @@ import (
 func TestBadInput(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "good", openSale(5, 1, 0, 0, 1000))
-	createSale(t, n, "other", openSale(5, 1, 0, 0, 1000))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "good", openSale(5, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "other", openSale(5, 1, 0, 0, 1000))
 	later := openSale(5, 1, time.Hour, 0, 10)
 	later["prequeue_opens_at"] = time.Now().Add(30 * time.Minute).UTC().Truncate(time.Second)
 	later["ends_at"] = time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
-	createSale(t, n, "later", later)
+	nodetest.CreateSale(t, n, "later", later)
 
 	// Credentials that are valid somewhere, to misuse.
-	otherToken := admit(t, n, "other", "carol")
-	otherTicket := str(call(t, http.MethodPost, n.URL()+"/events/other/join", map[string]string{"X-User-ID": "carol"}, nil).body, "ticket")
-	goodTicket := str(call(t, http.MethodPost, n.URL()+"/events/good/join", map[string]string{"X-User-ID": "dave"}, nil).body, "ticket")
+	otherToken := nodetest.AdmitUser(t, n, "other", "carol")
+	otherTicket := nodetest.Str(nodetest.Call(t, http.MethodPost, n.URL()+"/events/other/join", map[string]string{"X-User-ID": "carol"}, nil).Body, "ticket")
+	goodTicket := nodetest.Str(nodetest.Call(t, http.MethodPost, n.URL()+"/events/good/join", map[string]string{"X-User-ID": "dave"}, nil).Body, "ticket")
 
 	before := stateOf(t, n, r)
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
@@ -77,15 +77,15 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := call(t, tc.method, n.URL()+tc.path, tc.hdr, tc.body)
-			if a.status != tc.status || str(a.body, "code") != tc.code {
-				t.Fatalf("got %d %s, want %d %s", a.status, a.raw, tc.status, tc.code)
+			a := nodetest.Call(t, tc.method, n.URL()+tc.path, tc.hdr, tc.body)
+			if a.Status != tc.status || nodetest.Str(a.Body, "code") != tc.code {
+				t.Fatalf("got %d %s, want %d %s", a.Status, a.Raw, tc.status, tc.code)
 			}
-			if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+			if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
 				t.Errorf("content type %q, want application/problem+json", ct)
 			}
-			if str(a.body, "title") == "" || a.body["status"] != float64(tc.status) {
-				t.Errorf("problem lacks title or status: %s", a.raw)
+			if nodetest.Str(a.Body, "title") == "" || a.Body["status"] != float64(tc.status) {
+				t.Errorf("problem lacks title or status: %s", a.Raw)
 			}
 		})
 	}
@@ -106,8 +106,8 @@ func stateOf(t *testing.T, n *node.Node, r *testenv.Redis) state {
 	ctx := context.Background()
 	var s state
 	for _, ev := range []string{"good", "other"} {
-		a := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
-		cfg, _ := a.body["config"].(map[string]any)
+		a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+		cfg, _ := a.Body["config"].(map[string]any)
 		if ev == "good" {
 			s.goodVersion, s.goodSupply = cfg["version"].(float64), cfg["supply"].(float64)
 		} else {

@@ -17,7 +17,7 @@ const shopSecret = "shop-secret-for-capacity-tests-0123"
 
 // shopCall sends a shop call to path on n, signed with secret (none when
 // secret is empty).
-func shopCall(t *testing.T, n *node.Node, secret, path string, body []byte) answer {
+func shopCall(t *testing.T, n *node.Node, secret, path string, body []byte) nodetest.Answer {
 	t.Helper()
 	hdr := map[string]string{}
 	if secret != "" {
@@ -26,14 +26,14 @@ func shopCall(t *testing.T, n *node.Node, secret, path string, body []byte) answ
 	if body != nil {
 		hdr["Content-Type"] = "application/json"
 	}
-	return call(t, http.MethodPost, n.URL()+path, hdr, body)
+	return nodetest.Call(t, http.MethodPost, n.URL()+path, hdr, body)
 }
 
 // wantProblem fails unless a is a problem+json answer with status and code.
-func wantProblem(t *testing.T, what string, a answer, status int, code string) {
+func wantProblem(t *testing.T, what string, a nodetest.Answer, status int, code string) {
 	t.Helper()
-	if a.status != status || str(a.body, "code") != code || !strings.HasPrefix(a.header.Get("Content-Type"), "application/problem+json") {
-		t.Fatalf("%s: %d %s %s, want %d problem+json %q", what, a.status, a.header.Get("Content-Type"), a.raw, status, code)
+	if a.Status != status || nodetest.Str(a.Body, "code") != code || !strings.HasPrefix(a.Header.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("%s: %d %s %s, want %d problem+json %q", what, a.Status, a.Header.Get("Content-Type"), a.Raw, status, code)
 	}
 }
 
@@ -45,20 +45,20 @@ func wantProblem(t *testing.T, what string, a answer, status int, code string) {
 func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(100, 1, 0, 0, 1000)
 	sale["max_active"] = 2
 	sale["no_show_grace_seconds"] = 60
 	sale["shop"] = map[string]any{"secret": shopSecret}
-	createSale(t, n, "checkout", sale)
+	nodetest.CreateSale(t, n, "checkout", sale)
 	tickets := map[string]string{}
 	for i := range 4 {
 		u := fmt.Sprint("c", i)
-		j := call(t, http.MethodPost, n.URL()+"/events/checkout/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/checkout/join", map[string]string{"X-User-ID": u}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
-		tickets[u] = str(j.body, "ticket")
+		tickets[u] = nodetest.Str(j.Body, "ticket")
 	}
 	finished := map[string]bool{}
 	// admitted polls everyone not finished and returns the jti of each
@@ -69,9 +69,9 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 			if finished[u] {
 				continue
 			}
-			s := call(t, http.MethodGet, n.URL()+"/events/checkout/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-			if tok := str(s.body, "admission_token"); tok != "" {
-				out[u] = str(payloadOf(t, tok), "jti")
+			s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/checkout/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+			if tok := nodetest.Str(s.Body, "admission_token"); tok != "" {
+				out[u] = nodetest.Str(payloadOf(t, tok), "jti")
 			}
 		}
 		if len(out) > 2 {
@@ -80,7 +80,7 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 		return out
 	}
 	var in map[string]string
-	waitFor(t, "two in checkout", 10*time.Second, func() bool { in = admitted(); return len(in) == 2 })
+	nodetest.WaitFor(t, "two in checkout", 10*time.Second, func() bool { in = admitted(); return len(in) == 2 })
 	var who, jti string
 	for u, j := range in {
 		who, jti = u, j
@@ -91,7 +91,7 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 	wantProblem(t, "wrong secret", shopCall(t, n, "not-the-shop-secret-0123456789", path, nil), http.StatusUnauthorized, "unauthenticated")
 	other := "/events/checkout/sessions/AAAAAAAAAAAAAAAAAAAAAA/finished"
 	forged := map[string]string{web.ShopSignatureHeader: web.SignShopCall(shopSecret, time.Now(), other, nil)}
-	wantProblem(t, "signature of another path", call(t, http.MethodPost, n.URL()+path, forged, nil), http.StatusUnauthorized, "unauthenticated")
+	wantProblem(t, "signature of another path", nodetest.Call(t, http.MethodPost, n.URL()+path, forged, nil), http.StatusUnauthorized, "unauthenticated")
 	wantProblem(t, "unknown jti", shopCall(t, n, shopSecret, other, nil), http.StatusNotFound, "unknown_session")
 	wantProblem(t, "malformed jti", shopCall(t, n, shopSecret, "/events/checkout/sessions/a.b/finished", nil), http.StatusBadRequest, "bad_request")
 	if k, _ := r.Client(t).Exists(t.Context(), "ar:{checkout}:fin").Result(); k != 0 {
@@ -104,13 +104,13 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 	})
 
 	f := shopCall(t, n, shopSecret, path, nil)
-	if f.status != http.StatusOK || f.body["replay"] != false || f.body["finished"] != true {
-		t.Fatalf("finished: %d %s", f.status, f.raw)
+	if f.Status != http.StatusOK || f.Body["replay"] != false || f.Body["finished"] != true {
+		t.Fatalf("finished: %d %s", f.Status, f.Raw)
 	}
 	finished[who] = true
-	waitFor(t, "the next person in checkout", 10*time.Second, func() bool { in = admitted(); return len(in) == 2 })
-	if again := shopCall(t, n, shopSecret, path, nil); again.status != http.StatusOK || again.body["replay"] != true {
-		t.Fatalf("replay: %d %s", again.status, again.raw)
+	nodetest.WaitFor(t, "the next person in checkout", 10*time.Second, func() bool { in = admitted(); return len(in) == 2 })
+	if again := shopCall(t, n, shopSecret, path, nil); again.Status != http.StatusOK || again.Body["replay"] != true {
+		t.Fatalf("replay: %d %s", again.Status, again.Raw)
 	}
 	throughTicks(t, n, "checkout", time.Second, func() {
 		if got := admitted(); len(got) != 2 {
@@ -119,9 +119,9 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 	})
 	// The finished person's token keeps working at the gate until it
 	// expires, but no longer counts: status still shows them admitted.
-	s := call(t, http.MethodGet, n.URL()+"/events/checkout/status", map[string]string{"Authorization": "Bearer " + tickets[who]}, nil)
-	if str(s.body, "state") != "admitted" {
-		t.Fatalf("finished shopper: %s", s.raw)
+	s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/checkout/status", map[string]string{"Authorization": "Bearer " + tickets[who]}, nil)
+	if nodetest.Str(s.Body, "state") != "admitted" {
+		t.Fatalf("finished shopper: %s", s.Raw)
 	}
 }
 
@@ -132,7 +132,7 @@ func throughTicks(t *testing.T, n *node.Node, ev string, d time.Duration, check 
 	t.Helper()
 	s, _ := n.Snapshots.Get(ev)
 	from := s.ServerTime
-	waitFor(t, "ticks to pass", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "ticks to pass", 30*time.Second, func() bool {
 		check()
 		s, _ := n.Snapshots.Get(ev)
 		return s.ServerTime.Sub(from) >= d
@@ -146,7 +146,7 @@ func afterTick(t *testing.T, n *node.Node, ev string) {
 	t.Helper()
 	now := time.Now()
 	var first time.Time
-	waitFor(t, "a refresh", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "a refresh", 10*time.Second, func() bool {
 		s, _ := n.Snapshots.Get(ev)
 		if first.IsZero() {
 			if s.Refreshed.After(now) {

@@ -71,7 +71,7 @@ func TestCaptchaOnJoin(t *testing.T) {
 	t.Cleanup(srv.Close)
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{
 		RedisURL: r.URL(), NATSURL: ns.URL(), CaptchaSiteverifyURL: srv.URL, CaptchaTimeout: 300 * time.Millisecond,
 	}))
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
@@ -85,48 +85,48 @@ func TestCaptchaOnJoin(t *testing.T) {
 	} {
 		sale["limits"] = map[string]any{"captcha": bad}
 		raw, _ := json.Marshal(sale)
-		a := call(t, http.MethodPut, n.URL()+"/admin/events/"+ev, admin, raw)
+		a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/"+ev, admin, raw)
 		problemOK(t, a, http.StatusBadRequest, "bad_request")
-		if !strings.Contains(str(a.body, "detail"), "limits.captcha.") {
-			t.Errorf("misconfiguration %v: detail %q does not name the field", bad, str(a.body, "detail"))
+		if !strings.Contains(nodetest.Str(a.Body, "detail"), "limits.captcha.") {
+			t.Errorf("misconfiguration %v: detail %q does not name the field", bad, nodetest.Str(a.Body, "detail"))
 		}
 	}
 	sale["limits"] = map[string]any{"captcha": map[string]any{"provider": "turnstile", "site_key": "1x00000000000000000000AA", "secret": stub.secret}}
-	createSale(t, n, ev, sale)
+	nodetest.CreateSale(t, n, ev, sale)
 
-	got := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev, admin, nil)
-	if strings.Contains(string(got.raw), stub.secret) || !strings.Contains(string(got.raw), `"secret_set":true`) {
-		t.Errorf("admin view shows the secret or hides that it is set: %s", got.raw)
+	got := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev, admin, nil)
+	if strings.Contains(string(got.Raw), stub.secret) || !strings.Contains(string(got.Raw), `"secret_set":true`) {
+		t.Errorf("admin view shows the secret or hides that it is set: %s", got.Raw)
 	}
-	pub := call(t, http.MethodGet, n.URL()+"/events/"+ev, nil, nil)
-	if c, _ := pub.body["captcha"].(map[string]any); str(c, "provider") != "turnstile" || str(c, "site_key") != "1x00000000000000000000AA" || strings.Contains(string(pub.raw), stub.secret) {
-		t.Errorf("public event captcha: %s", pub.raw)
+	pub := nodetest.Call(t, http.MethodGet, n.URL()+"/events/"+ev, nil, nil)
+	if c, _ := pub.Body["captcha"].(map[string]any); nodetest.Str(c, "provider") != "turnstile" || nodetest.Str(c, "site_key") != "1x00000000000000000000AA" || strings.Contains(string(pub.Raw), stub.secret) {
+		t.Errorf("public event captcha: %s", pub.Raw)
 	}
-	page := call(t, http.MethodGet, n.URL()+"/e/"+ev, nil, nil)
-	if csp := page.header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-src https://challenges.cloudflare.com") || !strings.Contains(csp, "script-src 'self' https://challenges.cloudflare.com") || strings.Contains(csp, "'unsafe-inline' https://challenges") {
+	page := nodetest.Call(t, http.MethodGet, n.URL()+"/e/"+ev, nil, nil)
+	if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-src https://challenges.cloudflare.com") || !strings.Contains(csp, "script-src 'self' https://challenges.cloudflare.com") || strings.Contains(csp, "'unsafe-inline' https://challenges") {
 		t.Errorf("page CSP %q does not allow the Turnstile widget", csp)
 	}
 
-	join := func(user, token string) answer {
+	join := func(user, token string) nodetest.Answer {
 		h := map[string]string{"X-User-ID": user}
 		if token != "" {
 			h[web.CaptchaHeader] = token
 		}
-		return call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", h, nil)
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", h, nil)
 	}
 	problemOK(t, join("a", ""), http.StatusForbidden, "captcha_required")
 	problemOK(t, join("a", "fail"), http.StatusForbidden, "captcha_failed")
-	if a := join("a", "pass-1"); a.status != http.StatusOK || str(a.body, "ticket") == "" {
-		t.Fatalf("join with a passed captcha: %d %s", a.status, a.raw)
+	if a := join("a", "pass-1"); a.Status != http.StatusOK || nodetest.Str(a.Body, "ticket") == "" {
+		t.Fatalf("join with a passed captcha: %d %s", a.Status, a.Raw)
 	}
 	replay := join("b", "pass-1")
 	problemOK(t, replay, http.StatusForbidden, "captcha_failed")
-	if !strings.Contains(str(replay.body, "detail"), "already used") {
-		t.Errorf("replayed token: detail %q", str(replay.body, "detail"))
+	if !strings.Contains(nodetest.Str(replay.Body, "detail"), "already used") {
+		t.Errorf("replayed token: detail %q", nodetest.Str(replay.Body, "detail"))
 	}
 	slow := join("c", "hang")
 	problemOK(t, slow, http.StatusServiceUnavailable, "captcha_unavailable")
-	if slow.header.Get("Retry-After") == "" {
+	if slow.Header.Get("Retry-After") == "" {
 		t.Error("captcha_unavailable without Retry-After")
 	}
 	stub.mu.Lock()
@@ -143,7 +143,7 @@ func TestCaptchaOnJoin(t *testing.T) {
 
 	want := []report.Refusal{{Reason: "join.captcha_failed", Count: 2}, {Reason: "join.captcha_required", Count: 1}, {Reason: "join.captcha_unavailable", Count: 1}}
 	var rep report.Report
-	waitFor(t, "the refusals in the report", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the refusals in the report", 10*time.Second, func() bool {
 		rep = getReport(t, n, ev)
 		return reflect.DeepEqual(rep.Refusals, want)
 	})

@@ -21,18 +21,18 @@ import (
 func TestWorkerAndReconcileCommands(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(10, 1, 0, 0, 1000)
 	sale["buckets"] = 2
-	createSale(t, n, "cli", sale)
+	nodetest.CreateSale(t, n, "cli", sale)
 	var ids []string
 	for _, u := range []string{"ann", "ben", "cat"} {
-		a := call(t, http.MethodPost, n.URL()+"/events/cli/claim",
-			map[string]string{"X-User-ID": u, "Authorization": "Bearer " + admit(t, n, "cli", u)}, nil)
-		if a.status != http.StatusCreated {
-			t.Fatalf("claim %s: %d %s", u, a.status, a.raw)
+		a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/cli/claim",
+			map[string]string{"X-User-ID": u, "Authorization": "Bearer " + nodetest.AdmitUser(t, n, "cli", u)}, nil)
+		if a.Status != http.StatusCreated {
+			t.Fatalf("claim %s: %d %s", u, a.Status, a.Raw)
 		}
-		ids = append(ids, str(a.body, "claim_id"))
+		ids = append(ids, nodetest.Str(a.Body, "claim_id"))
 	}
 	bin := buildAnteroom(t)
 	env := append(os.Environ(), "ANTEROOM_REDIS_URL="+r.URL(), "ANTEROOM_NATS_URL="+ns.URL(),
@@ -47,9 +47,9 @@ func TestWorkerAndReconcileCommands(t *testing.T) {
 	go func() { exited <- worker.Wait() }()
 	t.Cleanup(func() { _ = worker.Process.Kill() })
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	waitFor(t, "anteroom worker to confirm every claim", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "anteroom worker to confirm every claim", 20*time.Second, func() bool {
 		for _, id := range ids {
-			if str(call(t, http.MethodGet, n.URL()+"/events/cli/claims/"+id, admin, nil).body, "status") != "confirmed" {
+			if nodetest.Str(nodetest.Call(t, http.MethodGet, n.URL()+"/events/cli/claims/"+id, admin, nil).Body, "status") != "confirmed" {
 				return false
 			}
 		}
@@ -81,7 +81,7 @@ func TestWorkerAndReconcileCommands(t *testing.T) {
 		t.Errorf("reconcile report %s (%v), want 3 granted and confirmed, 7 available", out, err)
 	}
 	for _, id := range ids {
-		if s := str(call(t, http.MethodGet, n.URL()+"/events/cli/claims/"+id, admin, nil).body, "status"); s != "confirmed" {
+		if s := nodetest.Str(nodetest.Call(t, http.MethodGet, n.URL()+"/events/cli/claims/"+id, admin, nil).Body, "status"); s != "confirmed" {
 			t.Errorf("claim %s is %q after the rebuild, want confirmed", id, s)
 		}
 	}

@@ -20,53 +20,53 @@ import (
 func TestClaimLifecycleHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(10, 2, 0, 0, 1000)
 	sale["buckets"] = 2
-	createSale(t, n, "life", sale)
-	token := admit(t, n, "life", "alice")
+	nodetest.CreateSale(t, n, "life", sale)
+	token := nodetest.AdmitUser(t, n, "life", "alice")
 	ev := n.URL() + "/events/life"
 	alice := map[string]string{"X-User-ID": "alice"}
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	claimWith := func(key string) string {
 		t.Helper()
-		a := call(t, http.MethodPost, ev+"/claim", map[string]string{
+		a := nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{
 			"X-User-ID": "alice", "Authorization": "Bearer " + token, "Idempotency-Key": key}, nil)
-		if a.status != http.StatusCreated {
-			t.Fatalf("claim %s: %d %s", key, a.status, a.raw)
+		if a.Status != http.StatusCreated {
+			t.Fatalf("claim %s: %d %s", key, a.Status, a.Raw)
 		}
-		return str(a.body, "claim_id")
+		return nodetest.Str(a.Body, "claim_id")
 	}
-	release := func(id string, hdr map[string]string) answer {
-		return call(t, http.MethodPost, ev+"/claims/"+id+"/release", hdr, nil)
+	release := func(id string, hdr map[string]string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, ev+"/claims/"+id+"/release", hdr, nil)
 	}
 	status := func(id string) string {
-		return str(call(t, http.MethodGet, ev+"/claims/"+id, alice, nil).body, "status")
+		return nodetest.Str(nodetest.Call(t, http.MethodGet, ev+"/claims/"+id, alice, nil).Body, "status")
 	}
 
 	id1, id2 := claimWith("one"), claimWith("two")
-	a := call(t, http.MethodPost, ev+"/claim", map[string]string{
+	a := nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{
 		"X-User-ID": "alice", "Authorization": "Bearer " + token, "Idempotency-Key": "three"}, nil)
-	if a.status != http.StatusConflict || str(a.body, "code") != "limit_reached" {
-		t.Fatalf("third claim: %d %s, want 409 limit_reached", a.status, a.raw)
+	if a.Status != http.StatusConflict || nodetest.Str(a.Body, "code") != "limit_reached" {
+		t.Fatalf("third claim: %d %s, want 409 limit_reached", a.Status, a.Raw)
 	}
-	list := call(t, http.MethodGet, ev+"/claims", alice, nil)
-	if claims, _ := list.body["claims"].([]any); list.status != http.StatusOK || len(claims) != 2 {
-		t.Fatalf("list: %d %s, want alice's 2 claims", list.status, list.raw)
+	list := nodetest.Call(t, http.MethodGet, ev+"/claims", alice, nil)
+	if claims, _ := list.Body["claims"].([]any); list.Status != http.StatusOK || len(claims) != 2 {
+		t.Fatalf("list: %d %s, want alice's 2 claims", list.Status, list.Raw)
 	}
-	if a := call(t, http.MethodGet, ev+"/claims", map[string]string{"X-User-ID": "bob"}, nil); len(a.body["claims"].([]any)) != 0 {
-		t.Errorf("bob's list: %s, want empty", a.raw)
+	if a := nodetest.Call(t, http.MethodGet, ev+"/claims", map[string]string{"X-User-ID": "bob"}, nil); len(a.Body["claims"].([]any)) != 0 {
+		t.Errorf("bob's list: %s, want empty", a.Raw)
 	}
-	if a := call(t, http.MethodGet, ev+"/claims", nil, nil); a.status != http.StatusUnauthorized {
-		t.Errorf("list without identity: %d, want 401", a.status)
+	if a := nodetest.Call(t, http.MethodGet, ev+"/claims", nil, nil); a.Status != http.StatusUnauthorized {
+		t.Errorf("list without identity: %d, want 401", a.Status)
 	}
 
-	if a := release(id2, map[string]string{"X-User-ID": "bob"}); a.status != http.StatusNotFound {
-		t.Errorf("bob releasing alice's claim: %d %s, want 404", a.status, a.raw)
+	if a := release(id2, map[string]string{"X-User-ID": "bob"}); a.Status != http.StatusNotFound {
+		t.Errorf("bob releasing alice's claim: %d %s, want 404", a.Status, a.Raw)
 	}
 	for _, who := range []map[string]string{alice, alice, admin} {
-		if a := release(id2, who); a.status != http.StatusOK || str(a.body, "status") != "released" {
-			t.Fatalf("releasing %s: %d %s", id2, a.status, a.raw)
+		if a := release(id2, who); a.Status != http.StatusOK || nodetest.Str(a.Body, "status") != "released" {
+			t.Fatalf("releasing %s: %d %s", id2, a.Status, a.Raw)
 		}
 	}
 	id3 := claimWith("three") // the released claim freed a slot
@@ -74,20 +74,20 @@ func TestClaimLifecycleHTTP(t *testing.T) {
 	if err := n.StartWorker(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the order worker to confirm", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the order worker to confirm", 10*time.Second, func() bool {
 		return status(id1) == "confirmed" && status(id3) == "confirmed"
 	})
 	if got := status(id2); got != "released" {
 		t.Errorf("released claim %s is %s after the worker ran", id2, got)
 	}
-	if a := release(id1, alice); a.status != http.StatusConflict {
-		t.Errorf("releasing a confirmed claim: %d %s, want 409", a.status, a.raw)
+	if a := release(id1, alice); a.Status != http.StatusConflict {
+		t.Errorf("releasing a confirmed claim: %d %s, want 409", a.Status, a.Raw)
 	}
-	view := call(t, http.MethodGet, n.URL()+"/admin/events/life", admin, nil)
-	live, _ := view.body["live"].(map[string]any)
+	view := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/life", admin, nil)
+	live, _ := view.Body["live"].(map[string]any)
 	lag, ok := live["order_lag"].(map[string]any)
 	if !ok {
-		t.Fatalf("admin view without order_lag: %s", view.raw)
+		t.Fatalf("admin view without order_lag: %s", view.Raw)
 	}
 	if _, ok := lag["pending"]; !ok {
 		t.Errorf("order_lag %v lacks pending", lag)
@@ -104,43 +104,43 @@ func TestClaimLifecycleHTTP(t *testing.T) {
 func TestPauseAndRebuildHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(20, 1, 0, 0, 1000)
 	sale["buckets"] = 2
 	sale["reserve_units"] = 2
-	createSale(t, n, "rb", sale)
+	nodetest.CreateSale(t, n, "rb", sale)
 	ev := n.URL() + "/events/rb"
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	claimAs := func(user, token string) answer {
-		return call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": user, "Authorization": "Bearer " + token}, nil)
+	claimAs := func(user, token string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": user, "Authorization": "Bearer " + token}, nil)
 	}
 	for _, u := range []string{"a", "b", "c"} {
-		if a := claimAs(u, admit(t, n, "rb", u)); a.status != http.StatusCreated {
-			t.Fatalf("claim %s: %d %s", u, a.status, a.raw)
+		if a := claimAs(u, nodetest.AdmitUser(t, n, "rb", u)); a.Status != http.StatusCreated {
+			t.Fatalf("claim %s: %d %s", u, a.Status, a.Raw)
 		}
 	}
-	late := admit(t, n, "rb", "d")
-	if a := call(t, http.MethodPost, n.URL()+"/admin/events/rb/pause", admin, nil); a.status != http.StatusOK {
-		t.Fatalf("pause: %d %s", a.status, a.raw)
+	late := nodetest.AdmitUser(t, n, "rb", "d")
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/rb/pause", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("pause: %d %s", a.Status, a.Raw)
 	}
 	paused := claimAs("d", late)
-	if paused.status != http.StatusServiceUnavailable || str(paused.body, "code") != "paused" || paused.header.Get("Retry-After") == "" {
-		t.Fatalf("claim while paused: %d %s, want 503 paused with Retry-After", paused.status, paused.raw)
+	if paused.Status != http.StatusServiceUnavailable || nodetest.Str(paused.Body, "code") != "paused" || paused.Header.Get("Retry-After") == "" {
+		t.Fatalf("claim while paused: %d %s, want 503 paused with Retry-After", paused.Status, paused.Raw)
 	}
-	rep := call(t, http.MethodPost, n.URL()+"/admin/events/rb/rebuild", admin, nil)
-	if rep.status != http.StatusOK || rep.body["granted"] != float64(3) || rep.body["available"] != float64(15) {
-		t.Fatalf("rebuild: %d %s, want 3 granted and 15 available", rep.status, rep.raw)
+	rep := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/rb/rebuild", admin, nil)
+	if rep.Status != http.StatusOK || rep.Body["granted"] != float64(3) || rep.Body["available"] != float64(15) {
+		t.Fatalf("rebuild: %d %s, want 3 granted and 15 available", rep.Status, rep.Raw)
 	}
-	if a := claimAs("d", late); a.status != http.StatusServiceUnavailable {
-		t.Fatalf("claim after a rebuild of a paused sale: %d, want still paused", a.status)
+	if a := claimAs("d", late); a.Status != http.StatusServiceUnavailable {
+		t.Fatalf("claim after a rebuild of a paused sale: %d, want still paused", a.Status)
 	}
-	if a := call(t, http.MethodPost, n.URL()+"/admin/events/rb/resume", admin, nil); a.status != http.StatusOK {
-		t.Fatalf("resume: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/rb/resume", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("resume: %d %s", a.Status, a.Raw)
 	}
-	if a := claimAs("d", late); a.status != http.StatusCreated {
-		t.Fatalf("claim after resume: %d %s", a.status, a.raw)
+	if a := claimAs("d", late); a.Status != http.StatusCreated {
+		t.Fatalf("claim after resume: %d %s", a.Status, a.Raw)
 	}
-	if a := call(t, http.MethodPost, n.URL()+"/admin/events/rb/rebuild", nil, nil); a.status != http.StatusUnauthorized {
-		t.Errorf("rebuild without the admin token: %d, want 401", a.status)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/rb/rebuild", nil, nil); a.Status != http.StatusUnauthorized {
+		t.Errorf("rebuild without the admin token: %d, want 401", a.Status)
 	}
 }

@@ -29,12 +29,12 @@ func TestSkewedClockTokens(t *testing.T) {
 	keyDir := t.TempDir()
 	const iss, aud = "https://queue.shop.test", "shop-claim"
 	start := func(skew time.Duration) *node.Node {
-		return startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir,
+		return nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir,
 			Issuer: iss, Audience: aud, ClockSkew: skew}))
 	}
 	behind, ahead := start(-30*time.Second), start(30*time.Second)
-	createSale(t, behind, "skew", openSale(100, 1, 0, 0, 1000))
-	waitFor(t, "the other node to see the sale", 10*time.Second, func() bool { _, ok := ahead.Snapshots.Get("skew"); return ok })
+	nodetest.CreateSale(t, behind, "skew", openSale(100, 1, 0, 0, 1000))
+	nodetest.WaitFor(t, "the other node to see the sale", 10*time.Second, func() bool { _, ok := ahead.Snapshots.Get("skew"); return ok })
 
 	keys, err := tokens.OpenKeyDir(keyDir)
 	if err != nil {
@@ -48,27 +48,27 @@ func TestSkewedClockTokens(t *testing.T) {
 			"iat": iat.Unix(), "nbf": nbf.Unix(), "exp": exp.Unix(),
 		})
 	}
-	claimOn := func(n *node.Node, user, tok string) answer {
-		return call(t, http.MethodPost, n.URL()+"/events/skew/claim", map[string]string{"X-User-ID": user, "Authorization": "Bearer " + tok}, nil)
+	claimOn := func(n *node.Node, user, tok string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/skew/claim", map[string]string{"X-User-ID": user, "Authorization": "Bearer " + tok}, nil)
 	}
 	now := time.Now()
 	beyond := skewLeeway + 5*time.Second
 	for name, n := range map[string]*node.Node{"behind": behind, "ahead": ahead} {
 		expired := mint(name+"-expired", now.Add(-time.Minute), now.Add(-time.Minute), now.Add(-beyond))
-		if a := claimOn(n, name+"-expired", expired); a.status != http.StatusUnauthorized {
-			t.Errorf("node %s accepted a token expired %s ago: %d %s", name, beyond, a.status, a.raw)
+		if a := claimOn(n, name+"-expired", expired); a.Status != http.StatusUnauthorized {
+			t.Errorf("node %s accepted a token expired %s ago: %d %s", name, beyond, a.Status, a.Raw)
 		}
 		// The gate (a proxy's per-request check) verifies by the clock alone.
-		if a := call(t, http.MethodGet, n.URL()+"/events/skew/gate", map[string]string{"Authorization": "Bearer " + expired}, nil); a.status != http.StatusUnauthorized {
-			t.Errorf("node %s's gate let in a token expired %s ago: %d", name, beyond, a.status)
+		if a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/skew/gate", map[string]string{"Authorization": "Bearer " + expired}, nil); a.Status != http.StatusUnauthorized {
+			t.Errorf("node %s's gate let in a token expired %s ago: %d", name, beyond, a.Status)
 		}
 		early := mint(name+"-early", now, now.Add(beyond), now.Add(5*time.Minute))
-		if a := claimOn(n, name+"-early", early); a.status != http.StatusUnauthorized {
-			t.Errorf("node %s accepted a token valid only %s from now: %d %s", name, beyond, a.status, a.raw)
+		if a := claimOn(n, name+"-early", early); a.Status != http.StatusUnauthorized {
+			t.Errorf("node %s accepted a token valid only %s from now: %d %s", name, beyond, a.Status, a.Raw)
 		}
 		valid := mint(name+"-valid", now, now, now.Add(5*time.Minute))
-		if a := claimOn(n, name+"-valid", valid); a.status != http.StatusCreated {
-			t.Errorf("node %s refused a valid token: %d %s", name, a.status, a.raw)
+		if a := claimOn(n, name+"-valid", valid); a.Status != http.StatusCreated {
+			t.Errorf("node %s refused a valid token: %d %s", name, a.Status, a.Raw)
 		}
 	}
 
@@ -76,8 +76,8 @@ func TestSkewedClockTokens(t *testing.T) {
 	// spent on the other one.
 	for i, pair := range [][2]*node.Node{{ahead, behind}, {behind, ahead}} {
 		user := fmt.Sprint("shopper", i)
-		j := call(t, http.MethodPost, pair[0].URL()+"/events/skew/join", map[string]string{"X-User-ID": user}, nil)
-		tok := pollAdmission(t, pair[0], "skew", str(j.body, "ticket"))
+		j := nodetest.Call(t, http.MethodPost, pair[0].URL()+"/events/skew/join", map[string]string{"X-User-ID": user}, nil)
+		tok := pollAdmission(t, pair[0], "skew", nodetest.Str(j.Body, "ticket"))
 		p := payloadOf(t, tok)
 		for _, c := range []string{"iat", "nbf"} {
 			v, _ := p[c].(float64)
@@ -85,8 +85,8 @@ func TestSkewedClockTokens(t *testing.T) {
 				t.Errorf("token %d from a skewed node has %s %s off the real time: more than the leeway", i, c, off)
 			}
 		}
-		if a := claimOn(pair[1], user, tok); a.status != http.StatusCreated {
-			t.Errorf("token %d issued by a skewed node refused by the other: %d %s", i, a.status, a.raw)
+		if a := claimOn(pair[1], user, tok); a.Status != http.StatusCreated {
+			t.Errorf("token %d issued by a skewed node refused by the other: %d %s", i, a.Status, a.Raw)
 		}
 	}
 }
@@ -97,18 +97,18 @@ func TestSkewedClockTokens(t *testing.T) {
 func TestSkewedClockAdmitsAtRate(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), ClockSkew: 30 * time.Second}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), ClockSkew: 30 * time.Second}))
 	const rate = 10.0
 	sale := openSale(100, 1, 2*time.Second, 0, rate)
-	createSale(t, n, "pace", sale)
+	nodetest.CreateSale(t, n, "pace", sale)
 	startsAt := sale["starts_at"].(time.Time)
 	for i := range 60 {
-		if a := call(t, http.MethodPost, n.URL()+"/events/pace/join", map[string]string{"X-User-ID": fmt.Sprint("p", i)}, nil); a.status != http.StatusOK {
-			t.Fatalf("join %d: %d %s", i, a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/pace/join", map[string]string{"X-User-ID": fmt.Sprint("p", i)}, nil); a.Status != http.StatusOK {
+			t.Fatalf("join %d: %d %s", i, a.Status, a.Raw)
 		}
 	}
 	views := 0
-	waitFor(t, "20 admitted", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "20 admitted", 20*time.Second, func() bool {
 		s, ok := n.Snapshots.Get("pace")
 		if !ok {
 			return false

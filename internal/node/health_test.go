@@ -28,7 +28,7 @@ func (h *stubHealth) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // healthOf reads the sale's health hold and pause from the admin view.
 func healthOf(t *testing.T, n *node.Node, ev string) (held, paused bool, frontier float64) {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev, map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
 	var v struct {
 		Config struct {
 			Paused bool `json:"paused"`
@@ -40,8 +40,8 @@ func healthOf(t *testing.T, n *node.Node, ev string) (held, paused bool, frontie
 			} `json:"health"`
 		} `json:"live"`
 	}
-	if err := json.Unmarshal(a.raw, &v); err != nil || v.Live.Health == nil {
-		t.Fatalf("admin view: %d %s", a.status, a.raw)
+	if err := json.Unmarshal(a.Raw, &v); err != nil || v.Live.Health == nil {
+		t.Fatalf("admin view: %d %s", a.Status, a.Raw)
 	}
 	return v.Live.Health.Held, v.Config.Paused, v.Live.Frontier
 }
@@ -50,15 +50,15 @@ func healthOf(t *testing.T, n *node.Node, ev string) (held, paused bool, frontie
 // "type/reason", newest first.
 func lifecycleOf(t *testing.T, n *node.Node, ev string) []string {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/lifecycle", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/lifecycle", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
 	var v struct {
 		Events []struct {
 			Type string         `json:"type"`
 			Data map[string]any `json:"data"`
 		} `json:"events"`
 	}
-	if err := json.Unmarshal(a.raw, &v); err != nil {
-		t.Fatalf("lifecycle: %d %s", a.status, a.raw)
+	if err := json.Unmarshal(a.Raw, &v); err != nil {
+		t.Fatalf("lifecycle: %d %s", a.Status, a.Raw)
 	}
 	var out []string
 	for _, e := range v.Events {
@@ -88,7 +88,7 @@ func count(xs []string, x string) int {
 func TestShopHealthPausesAndResumes(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true}))
 	stub := &stubHealth{}
 	stub.status.Store(http.StatusOK)
 	srv := httptest.NewServer(stub)
@@ -97,46 +97,46 @@ func TestShopHealthPausesAndResumes(t *testing.T) {
 	sale["shop"] = map[string]any{"secret": shopSecret, "health": map[string]any{
 		"url": srv.URL + "/healthz", "interval_seconds": 1, "timeout_seconds": 1, "fail_after": 2, "recover_after": 2, "max_error_rate": 0.2,
 	}}
-	createSale(t, n, "healthy", sale)
+	nodetest.CreateSale(t, n, "healthy", sale)
 	var last string
 	for _, u := range []string{"h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8", "h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18", "h19", "h20"} {
-		j := call(t, http.MethodPost, n.URL()+"/events/healthy/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/healthy/join", map[string]string{"X-User-ID": u}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
-		last = str(j.body, "ticket")
+		last = nodetest.Str(j.Body, "ticket")
 	}
 	stateOfLast := func() string {
-		s := call(t, http.MethodGet, n.URL()+"/events/healthy/status", map[string]string{"Authorization": "Bearer " + last}, nil)
-		return str(s.body, "state")
+		s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/healthy/status", map[string]string{"Authorization": "Bearer " + last}, nil)
+		return nodetest.Str(s.Body, "state")
 	}
-	waitFor(t, "a probe", 10*time.Second, func() bool { return stub.probes.Load() > 0 })
+	nodetest.WaitFor(t, "a probe", 10*time.Second, func() bool { return stub.probes.Load() > 0 })
 
 	stub.status.Store(http.StatusServiceUnavailable)
-	waitFor(t, "the failing shop to hold admission", 20*time.Second, func() bool { held, _, _ := healthOf(t, n, "healthy"); return held })
-	waitFor(t, "a waiting shopper to see paused", 5*time.Second, func() bool { return stateOfLast() == "paused" })
+	nodetest.WaitFor(t, "the failing shop to hold admission", 20*time.Second, func() bool { held, _, _ := healthOf(t, n, "healthy"); return held })
+	nodetest.WaitFor(t, "a waiting shopper to see paused", 5*time.Second, func() bool { return stateOfLast() == "paused" })
 	_, _, f0 := healthOf(t, n, "healthy")
 	throughTicks(t, n, "healthy", time.Second, func() {
 		if _, _, f := healthOf(t, n, "healthy"); f != f0 {
 			t.Fatalf("frontier moved %.2f -> %.2f while the shop's health held admission", f0, f)
 		}
 	})
-	waitFor(t, "paused/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "healthy"), "paused/health") == 1 })
+	nodetest.WaitFor(t, "paused/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "healthy"), "paused/health") == 1 })
 
 	stub.status.Store(http.StatusOK)
-	waitFor(t, "the recovered shop to release admission", 20*time.Second, func() bool { held, _, _ := healthOf(t, n, "healthy"); return !held })
-	waitFor(t, "the frontier to move again", 10*time.Second, func() bool { _, _, f := healthOf(t, n, "healthy"); return f > f0 })
-	waitFor(t, "resumed/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "healthy"), "resumed/health") == 1 })
+	nodetest.WaitFor(t, "the recovered shop to release admission", 20*time.Second, func() bool { held, _, _ := healthOf(t, n, "healthy"); return !held })
+	nodetest.WaitFor(t, "the frontier to move again", 10*time.Second, func() bool { _, _, f := healthOf(t, n, "healthy"); return f > f0 })
+	nodetest.WaitFor(t, "resumed/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "healthy"), "resumed/health") == 1 })
 
 	// A staff pause is not undone by a health recovery.
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	if p := call(t, http.MethodPost, n.URL()+"/admin/events/healthy/pause", admin, nil); p.status != http.StatusOK {
-		t.Fatalf("pause: %d %s", p.status, p.raw)
+	if p := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/healthy/pause", admin, nil); p.Status != http.StatusOK {
+		t.Fatalf("pause: %d %s", p.Status, p.Raw)
 	}
 	stub.status.Store(http.StatusInternalServerError)
-	waitFor(t, "the second hold", 20*time.Second, func() bool { held, _, _ := healthOf(t, n, "healthy"); return held })
+	nodetest.WaitFor(t, "the second hold", 20*time.Second, func() bool { held, _, _ := healthOf(t, n, "healthy"); return held })
 	stub.status.Store(http.StatusNoContent)
-	waitFor(t, "the second recovery", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "the second recovery", 20*time.Second, func() bool {
 		return count(lifecycleOf(t, n, "healthy"), "resumed/health") == 2
 	})
 	_, paused, f1 := healthOf(t, n, "healthy")
@@ -157,7 +157,7 @@ func TestShopHealthPausesAndResumes(t *testing.T) {
 
 }
 
-func pushHealth(t *testing.T, n *node.Node, body string) answer {
+func pushHealth(t *testing.T, n *node.Node, body string) nodetest.Answer {
 	t.Helper()
 	return shopCall(t, n, shopSecret, "/events/pushed/health", []byte(body))
 }
@@ -169,24 +169,24 @@ func pushHealth(t *testing.T, n *node.Node, body string) answer {
 func TestShopHealthPush(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(1000, 1, 0, 0, 2)
 	sale["shop"] = map[string]any{"secret": shopSecret, "health": map[string]any{"fail_after": 2, "recover_after": 1, "max_error_rate": 0.2}}
-	createSale(t, n, "pushed", sale)
+	nodetest.CreateSale(t, n, "pushed", sale)
 	plain := openSale(10, 1, 0, 0, 2)
 	plain["shop"] = map[string]any{"health": map[string]any{"url": "http://127.0.0.1:1/healthz"}}
 	raw, _ := json.Marshal(plain)
-	a := call(t, http.MethodPut, n.URL()+"/admin/events/plain", map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw)
+	a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/plain", map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw)
 	wantProblem(t, "http health URL", a, http.StatusBadRequest, "bad_request")
 	wantProblem(t, "push to a refused sale", shopCall(t, n, shopSecret, "/events/plain/health", []byte(`{"healthy": false}`)), http.StatusNotFound, "unknown_event")
-	createSale(t, n, "nosecret", openSale(10, 1, 0, 0, 2))
+	nodetest.CreateSale(t, n, "nosecret", openSale(10, 1, 0, 0, 2))
 	wantProblem(t, "push to a sale without shop.secret", shopCall(t, n, shopSecret, "/events/nosecret/health", []byte(`{"healthy": false}`)), http.StatusForbidden, "forbidden")
 
 	push := func(body string, held bool) {
 		t.Helper()
 		p := pushHealth(t, n, body)
-		if p.status != http.StatusOK || p.body["held"] != held {
-			t.Fatalf("push %s: %d %s, want held %v", body, p.status, p.raw, held)
+		if p.Status != http.StatusOK || p.Body["held"] != held {
+			t.Fatalf("push %s: %d %s, want held %v", body, p.Status, p.Raw, held)
 		}
 	}
 	push(`{"error_rate": 0.9}`, false)
@@ -194,29 +194,29 @@ func TestShopHealthPush(t *testing.T) {
 		wantProblem(t, "push "+bad, pushHealth(t, n, bad), http.StatusBadRequest, "bad_request")
 	}
 	wantProblem(t, "unsigned push", shopCall(t, n, "", "/events/pushed/health", []byte(`{"healthy": false}`)), http.StatusUnauthorized, "unauthenticated")
-	wantProblem(t, "push with a stale signature", call(t, http.MethodPost, n.URL()+"/events/pushed/health", map[string]string{
+	wantProblem(t, "push with a stale signature", nodetest.Call(t, http.MethodPost, n.URL()+"/events/pushed/health", map[string]string{
 		web.ShopSignatureHeader: web.SignShopCall(shopSecret, time.Now().Add(-time.Hour), "/events/pushed/health", []byte(`{"healthy": false}`)),
 	}, []byte(`{"healthy": false}`)), http.StatusUnauthorized, "unauthenticated")
 	if held, _, _ := healthOf(t, n, "pushed"); held {
 		t.Fatal("refused pushes counted toward the hold")
 	}
 	push(`{"healthy": false}`, true) // the second failing reading in a row
-	waitFor(t, "paused/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "paused/health") == 1 })
+	nodetest.WaitFor(t, "paused/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "paused/health") == 1 })
 	push(`{"error_rate": 0.2}`, false)
-	waitFor(t, "resumed/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "resumed/health") == 1 })
+	nodetest.WaitFor(t, "resumed/health in the lifecycle", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "resumed/health") == 1 })
 
 	// Staff remove the check while it holds: the hold ends (a resumed
 	// event), and a check added again starts from no failures.
 	push(`{"healthy": false}`, false)
 	push(`{"healthy": false}`, true)
-	waitFor(t, "the second paused/health", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "paused/health") == 2 })
+	nodetest.WaitFor(t, "the second paused/health", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "paused/health") == 2 })
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	for _, body := range []string{`{"shop": {"health": null}}`, `{"shop": {"health": {"fail_after": 2, "recover_after": 1}}}`} {
-		if a := call(t, http.MethodPut, n.URL()+"/admin/events/pushed", admin, []byte(body)); a.status != http.StatusOK {
-			t.Fatalf("PUT %s: %d %s", body, a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/pushed", admin, []byte(body)); a.Status != http.StatusOK {
+			t.Fatalf("PUT %s: %d %s", body, a.Status, a.Raw)
 		}
 	}
-	waitFor(t, "the removed check's resumed/health", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "resumed/health") == 2 })
+	nodetest.WaitFor(t, "the removed check's resumed/health", 10*time.Second, func() bool { return count(lifecycleOf(t, n, "pushed"), "resumed/health") == 2 })
 	if held, _, _ := healthOf(t, n, "pushed"); held {
 		t.Fatal("a check added again starts held")
 	}

@@ -25,11 +25,11 @@ type identityMode struct {
 
 func identityModes(t *testing.T) []identityMode {
 	s := newShop(t)
-	joinWith := func(t *testing.T, n *node.Node, ev string, hdr map[string]string) answer {
+	joinWith := func(t *testing.T, n *node.Node, ev string, hdr map[string]string) nodetest.Answer {
 		t.Helper()
-		j := call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", hdr, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", hdr, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
 		return j
 	}
@@ -38,7 +38,7 @@ func identityModes(t *testing.T) []identityMode {
 		cfg:  func(_ *testing.T, c node.Config) node.Config { return nodetest.HeaderMode(c) },
 		enter: func(t *testing.T, n *node.Node, ev, user string) (map[string]string, string) {
 			who := map[string]string{"X-User-ID": user}
-			return who, str(joinWith(t, n, ev, who).body, "ticket")
+			return who, nodetest.Str(joinWith(t, n, ev, who).Body, "ticket")
 		},
 		invalid: map[string]string{"X-User-ID": "has space"},
 	}, {
@@ -51,9 +51,9 @@ func identityModes(t *testing.T) []identityMode {
 			j := joinWith(t, n, ev, nil)
 			v, _ := cookieOf(j, "anteroom_visitor")
 			if v == "" {
-				t.Fatalf("join set no visitor cookie: %v", j.header.Values("Set-Cookie"))
+				t.Fatalf("join set no visitor cookie: %v", j.Header.Values("Set-Cookie"))
 			}
-			return map[string]string{"Cookie": "anteroom_visitor=" + v}, str(j.body, "ticket")
+			return map[string]string{"Cookie": "anteroom_visitor=" + v}, nodetest.Str(j.Body, "ticket")
 		},
 		invalid: map[string]string{"Cookie": "anteroom_visitor=garbage"},
 	}, {
@@ -64,7 +64,7 @@ func identityModes(t *testing.T) []identityMode {
 		},
 		enter: func(t *testing.T, n *node.Node, ev, user string) (map[string]string, string) {
 			who := map[string]string{"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims(user, nil))}
-			return who, str(joinWith(t, n, ev, who).body, "ticket")
+			return who, nodetest.Str(joinWith(t, n, ev, who).Body, "ticket")
 		},
 		invalid: map[string]string{"X-User-Token": "garbage"},
 	}}
@@ -91,38 +91,38 @@ func TestClaimBoundToCaller(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	for _, m := range identityModes(t) {
 		t.Run(m.name, func(t *testing.T) {
-			n := startNode(t, m.cfg(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+			n := nodetest.Start(t, m.cfg(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 			ev := "bound-" + m.name
-			createSale(t, n, ev, openSale(10, 1, 0, 0, 1000))
+			nodetest.CreateSale(t, n, ev, openSale(10, 1, 0, 0, 1000))
 			base := n.URL() + "/events/" + ev
 			alice, ticket := m.enter(t, n, ev, "alice")
 			bob, _ := m.enter(t, n, ev, "bob")
 			bearer := "Bearer " + pollAdmission(t, n, ev, ticket)
 
-			problemOK(t, call(t, http.MethodPost, base+"/claim", map[string]string{"Authorization": bearer}, nil), http.StatusUnauthorized, "unauthenticated")
-			problemOK(t, call(t, http.MethodPost, base+"/claim", with(m.invalid, "Authorization", bearer), nil), http.StatusUnauthorized, "unauthenticated")
-			problemOK(t, call(t, http.MethodPost, base+"/claim", with(bob, "Authorization", bearer), nil), http.StatusForbidden, "forbidden")
+			problemOK(t, nodetest.Call(t, http.MethodPost, base+"/claim", map[string]string{"Authorization": bearer}, nil), http.StatusUnauthorized, "unauthenticated")
+			problemOK(t, nodetest.Call(t, http.MethodPost, base+"/claim", with(m.invalid, "Authorization", bearer), nil), http.StatusUnauthorized, "unauthenticated")
+			problemOK(t, nodetest.Call(t, http.MethodPost, base+"/claim", with(bob, "Authorization", bearer), nil), http.StatusForbidden, "forbidden")
 			if tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: ev, Buckets: 1}); err != nil || tot.Granted != 0 {
 				t.Fatalf("granted %d (%v) after refused claims, want 0", tot.Granted, err)
 			}
 
-			c := call(t, http.MethodPost, base+"/claim", with(alice, "Authorization", bearer), nil)
-			if c.status != http.StatusCreated {
-				t.Fatalf("alice's claim: %d %s", c.status, c.raw)
+			c := nodetest.Call(t, http.MethodPost, base+"/claim", with(alice, "Authorization", bearer), nil)
+			if c.Status != http.StatusCreated {
+				t.Fatalf("alice's claim: %d %s", c.Status, c.Raw)
 			}
-			id := str(c.body, "claim_id")
-			if a := call(t, http.MethodGet, base+"/claims/"+id, alice, nil); a.status != http.StatusOK {
-				t.Errorf("alice's lookup: %d %s", a.status, a.raw)
+			id := nodetest.Str(c.Body, "claim_id")
+			if a := nodetest.Call(t, http.MethodGet, base+"/claims/"+id, alice, nil); a.Status != http.StatusOK {
+				t.Errorf("alice's lookup: %d %s", a.Status, a.Raw)
 			}
-			problemOK(t, call(t, http.MethodGet, base+"/claims/"+id, bob, nil), http.StatusNotFound, "not_found")
-			problemOK(t, call(t, http.MethodGet, base+"/claims/"+id, nil, nil), http.StatusUnauthorized, "unauthenticated")
-			if a := call(t, http.MethodGet, base+"/claims", bob, nil); a.status != http.StatusOK || !emptyList(a.body["claims"]) {
-				t.Errorf("bob's list: %d %s, want no claims", a.status, a.raw)
+			problemOK(t, nodetest.Call(t, http.MethodGet, base+"/claims/"+id, bob, nil), http.StatusNotFound, "not_found")
+			problemOK(t, nodetest.Call(t, http.MethodGet, base+"/claims/"+id, nil, nil), http.StatusUnauthorized, "unauthenticated")
+			if a := nodetest.Call(t, http.MethodGet, base+"/claims", bob, nil); a.Status != http.StatusOK || !emptyList(a.Body["claims"]) {
+				t.Errorf("bob's list: %d %s, want no claims", a.Status, a.Raw)
 			}
-			problemOK(t, call(t, http.MethodPost, base+"/claims/"+id+"/release", bob, nil), http.StatusNotFound, "not_found")
-			problemOK(t, call(t, http.MethodPost, base+"/claims/"+id+"/release", m.invalid, nil), http.StatusUnauthorized, "unauthenticated")
-			if a := call(t, http.MethodGet, base+"/claims/"+id, alice, nil); str(a.body, "status") != "pending" {
-				t.Errorf("alice's claim after bob's release: %d %s, want pending", a.status, a.raw)
+			problemOK(t, nodetest.Call(t, http.MethodPost, base+"/claims/"+id+"/release", bob, nil), http.StatusNotFound, "not_found")
+			problemOK(t, nodetest.Call(t, http.MethodPost, base+"/claims/"+id+"/release", m.invalid, nil), http.StatusUnauthorized, "unauthenticated")
+			if a := nodetest.Call(t, http.MethodGet, base+"/claims/"+id, alice, nil); nodetest.Str(a.Body, "status") != "pending" {
+				t.Errorf("alice's claim after bob's release: %d %s, want pending", a.Status, a.Raw)
 			}
 		})
 	}

@@ -18,7 +18,7 @@ import (
 
 // callLines sends one request whose headers may repeat (each value of hdr
 // goes on its own header line) and decodes a JSON answer.
-func callLines(t *testing.T, method, url string, hdr http.Header) answer {
+func callLines(t *testing.T, method, url string, hdr http.Header) nodetest.Answer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
@@ -31,9 +31,9 @@ func callLines(t *testing.T, method, url string, hdr http.Header) answer {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	a := answer{status: resp.StatusCode, header: resp.Header, raw: raw}
+	a := nodetest.Answer{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
 	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &a.body); err != nil {
+		if err := json.Unmarshal(raw, &a.Body); err != nil {
 			t.Fatalf("%s %s: undecodable %q", method, url, raw)
 		}
 	}
@@ -46,21 +46,21 @@ func callLines(t *testing.T, method, url string, hdr http.Header) answer {
 func TestDefaultIdentityIsAnonymous(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
-	createSale(t, n, "dflt", openSale(10, 1, 0, 0, 1000))
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	nodetest.CreateSale(t, n, "dflt", openSale(10, 1, 0, 0, 1000))
 	ev := n.URL() + "/events/dflt"
-	a := call(t, http.MethodPost, ev+"/join", map[string]string{"X-User-ID": "alice"}, nil)
-	b := call(t, http.MethodPost, ev+"/join", map[string]string{"X-User-ID": "alice"}, nil)
-	if a.status != http.StatusOK || b.status != http.StatusOK {
-		t.Fatalf("joins: %d %s, %d %s", a.status, a.raw, b.status, b.raw)
+	a := nodetest.Call(t, http.MethodPost, ev+"/join", map[string]string{"X-User-ID": "alice"}, nil)
+	b := nodetest.Call(t, http.MethodPost, ev+"/join", map[string]string{"X-User-ID": "alice"}, nil)
+	if a.Status != http.StatusOK || b.Status != http.StatusOK {
+		t.Fatalf("joins: %d %s, %d %s", a.Status, a.Raw, b.Status, b.Raw)
 	}
 	if v, _ := cookieOf(a, "anteroom_visitor"); v == "" {
-		t.Errorf("join set no visitor cookie: %v", a.header.Values("Set-Cookie"))
+		t.Errorf("join set no visitor cookie: %v", a.Header.Values("Set-Cookie"))
 	}
-	if str(a.body, "ticket") == str(b.body, "ticket") {
+	if nodetest.Str(a.Body, "ticket") == nodetest.Str(b.Body, "ticket") {
 		t.Errorf("two callers sending X-User-ID alice share one queue place")
 	}
-	problemOK(t, call(t, http.MethodGet, ev+"/claims", map[string]string{"X-User-ID": "alice"}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, nodetest.Call(t, http.MethodGet, ev+"/claims", map[string]string{"X-User-ID": "alice"}, nil), http.StatusUnauthorized, "unauthenticated")
 }
 
 // TestHeaderIdentityTrustedPeerOnly: header mode needs trusted proxies to
@@ -73,12 +73,12 @@ func TestHeaderIdentityTrustedPeerOnly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TRUSTED_PROXIES") {
 		t.Fatalf("header mode without trusted proxies started (err %v), want a refusal naming ANTEROOM_TRUSTED_PROXIES", err)
 	}
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "header", TrustedProxies: []string{"192.0.2.10", "10.0.0.0/8"}})
-	createSale(t, n, "gw", openSale(10, 1, 0, 0, 1000))
-	a := call(t, http.MethodPost, n.URL()+"/events/gw/join", map[string]string{"X-User-ID": "alice"}, nil)
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "header", TrustedProxies: []string{"192.0.2.10", "10.0.0.0/8"}})
+	nodetest.CreateSale(t, n, "gw", openSale(10, 1, 0, 0, 1000))
+	a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/gw/join", map[string]string{"X-User-ID": "alice"}, nil)
 	problemOK(t, a, http.StatusUnauthorized, "unauthenticated")
-	if !strings.Contains(str(a.body, "detail"), "trusted proxy") {
-		t.Errorf("detail %q, want it to say X-User-ID is believed from trusted proxies only", str(a.body, "detail"))
+	if !strings.Contains(nodetest.Str(a.Body, "detail"), "trusted proxy") {
+		t.Errorf("detail %q, want it to say X-User-ID is believed from trusted proxies only", nodetest.Str(a.Body, "detail"))
 	}
 	if tot, err := n.Claims.Totals(context.Background(), claim.Sale{ID: "gw", Buckets: 1}); err != nil || tot.Granted != 0 {
 		t.Errorf("totals %+v (%v)", tot, err)
@@ -91,13 +91,13 @@ func TestHeaderIdentityTrustedPeerOnly(t *testing.T) {
 func TestIdentityHeaderOnce(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "once", openSale(10, 1, 0, 0, 1000))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "once", openSale(10, 1, 0, 0, 1000))
 	ev := n.URL() + "/events/once"
-	token := admit(t, n, "once", "alice")
-	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil)
-	if c.status != http.StatusCreated {
-		t.Fatalf("alice's claim: %d %s", c.status, c.raw)
+	token := nodetest.AdmitUser(t, n, "once", "alice")
+	c := nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil)
+	if c.Status != http.StatusCreated {
+		t.Fatalf("alice's claim: %d %s", c.Status, c.Raw)
 	}
 	twice := func(first, second string, kv ...string) http.Header {
 		h := http.Header{}
@@ -110,12 +110,12 @@ func TestIdentityHeaderOnce(t *testing.T) {
 	}
 	problemOK(t, callLines(t, http.MethodPost, ev+"/join", twice("mallory", "bob")), http.StatusBadRequest, "bad_request")
 	problemOK(t, callLines(t, http.MethodPost, ev+"/claim", twice("mallory", "alice", "Authorization", "Bearer "+token, "Idempotency-Key", "again")), http.StatusBadRequest, "bad_request")
-	problemOK(t, callLines(t, http.MethodGet, ev+"/claims/"+str(c.body, "claim_id"), twice("alice", "mallory")), http.StatusBadRequest, "bad_request")
+	problemOK(t, callLines(t, http.MethodGet, ev+"/claims/"+nodetest.Str(c.Body, "claim_id"), twice("alice", "mallory")), http.StatusBadRequest, "bad_request")
 	problemOK(t, callLines(t, http.MethodGet, ev+"/claims", twice("alice", "alice")), http.StatusBadRequest, "bad_request")
 
 	s := newShop(t)
-	jn := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file, UserIssuer: "https://shop.example", UserAudience: "anteroom"})
-	createSale(t, jn, "once-jwt", openSale(10, 1, 0, 0, 1000))
+	jn := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file, UserIssuer: "https://shop.example", UserAudience: "anteroom"})
+	nodetest.CreateSale(t, jn, "once-jwt", openSale(10, 1, 0, 0, 1000))
 	h := http.Header{}
 	h.Add("X-User-Token", sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("mallory", nil)))
 	h.Add("X-User-Token", sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("alice", nil)))
@@ -128,16 +128,16 @@ func TestIdentityHeaderOnce(t *testing.T) {
 func TestForwardedForLines(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "xff", limited(map[string]any{"join": map[string]any{"ip": rate(2)}}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "xff", limited(map[string]any{"join": map[string]any{"ip": rate(2)}}))
 	url := n.URL() + "/events/xff/join"
 	for i, forged := range []string{"203.0.113.1", "203.0.113.2"} {
 		h := http.Header{}
 		h.Set("X-User-ID", "x"+forged)
 		h.Add("X-Forwarded-For", forged) // the client's line
 		h.Add("X-Forwarded-For", "198.51.100.7")
-		if a := callLines(t, http.MethodPost, url, h); a.status != http.StatusOK {
-			t.Fatalf("join %d: %d %s", i, a.status, a.raw)
+		if a := callLines(t, http.MethodPost, url, h); a.Status != http.StatusOK {
+			t.Fatalf("join %d: %d %s", i, a.Status, a.Raw)
 		}
 	}
 	h := http.Header{}
@@ -146,7 +146,7 @@ func TestForwardedForLines(t *testing.T) {
 	h.Add("X-Forwarded-For", "198.51.100.7")
 	wantRateLimited(t, callLines(t, http.MethodPost, url, h), "join requests per ip")
 	wantRateLimited(t, join(t, n, "xff", map[string]string{"X-User-ID": "x4", "X-Forwarded-For": "203.0.113.4, 198.51.100.7"}), "join requests per ip")
-	if a := join(t, n, "xff", map[string]string{"X-User-ID": "x5", "X-Forwarded-For": "198.51.100.8"}); a.status != http.StatusOK {
-		t.Errorf("join from another address: %d %s", a.status, a.raw)
+	if a := join(t, n, "xff", map[string]string{"X-User-ID": "x5", "X-Forwarded-For": "198.51.100.8"}); a.Status != http.StatusOK {
+		t.Errorf("join from another address: %d %s", a.Status, a.Raw)
 	}
 }

@@ -21,8 +21,8 @@ func TestKeyRotationAudited(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
 	cfg := nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, KeyReload: 50 * time.Millisecond})
-	startNode(t, cfg)
-	startNode(t, cfg)
+	nodetest.Start(t, cfg)
+	nodetest.Start(t, cfg)
 	audit := staff.NewAudit(r.Client(t))
 	ctx := context.Background()
 	ks, err := tokens.OpenKeyDir(keyDir)
@@ -35,7 +35,7 @@ func TestKeyRotationAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rot []staff.Entry
-	waitFor(t, "the rotation in the audit", 5*time.Second, func() bool {
+	nodetest.WaitFor(t, "the rotation in the audit", 5*time.Second, func() bool {
 		all, err := audit.List(ctx, staff.Query{})
 		if err != nil {
 			t.Fatal(err)

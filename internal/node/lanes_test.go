@@ -37,8 +37,8 @@ func TestLaneByInvite(t *testing.T) {
 	if _, err := rand.Read(secret); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
-	createSale(t, n, "lanes", earlyLaneSale(map[string]any{"name": "members", "share": 0.5}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
+	nodetest.CreateSale(t, n, "lanes", earlyLaneSale(map[string]any{"name": "members", "share": 0.5}))
 	inv, _ := tokens.NewInvites(secret)
 	exp := time.Now().Add(time.Hour)
 	member := inv.SignLane("lanes", "alice", "members", exp)
@@ -61,33 +61,33 @@ func TestLaneByInvite(t *testing.T) {
 	}
 
 	a := join(t, n, "lanes", map[string]string{"X-User-ID": "alice", "X-Invite-Token": member})
-	if a.status != 200 || str(a.body, "lane") != "members" {
-		t.Fatalf("lane join: %d %s", a.status, a.raw)
+	if a.Status != 200 || nodetest.Str(a.Body, "lane") != "members" {
+		t.Fatalf("lane join: %d %s", a.Status, a.Raw)
 	}
 	b := join(t, n, "lanes", map[string]string{"X-User-ID": "bob"})
-	if b.status != 200 || b.body["lane"] != nil || str(b.body, "state") != "prequeue" {
-		t.Fatalf("plain join: %d %s", b.status, b.raw)
+	if b.Status != 200 || b.Body["lane"] != nil || nodetest.Str(b.Body, "state") != "prequeue" {
+		t.Fatalf("plain join: %d %s", b.Status, b.Raw)
 	}
-	tok := pollAdmission(t, n, "lanes", str(a.body, "ticket"))
+	tok := pollAdmission(t, n, "lanes", nodetest.Str(a.Body, "ticket"))
 	if pos := payloadOf(t, tok)["pos"].(float64); int64(pos) != queue.Laned(1, 1) {
 		t.Errorf("lane admission pos %v, want lane 1 position 1 (%d)", pos, queue.Laned(1, 1))
 	}
-	st := call(t, http.MethodGet, n.URL()+"/events/lanes/status", map[string]string{"Authorization": "Bearer " + str(a.body, "ticket")}, nil)
-	if st.body["position"] != 1.0 || str(st.body, "state") != "admitted" {
-		t.Errorf("lane status: %s, want admitted at position 1 of the lane", st.raw)
+	st := nodetest.Call(t, http.MethodGet, n.URL()+"/events/lanes/status", map[string]string{"Authorization": "Bearer " + nodetest.Str(a.Body, "ticket")}, nil)
+	if st.Body["position"] != 1.0 || nodetest.Str(st.Body, "state") != "admitted" {
+		t.Errorf("lane status: %s, want admitted at position 1 of the lane", st.Raw)
 	}
-	st = call(t, http.MethodGet, n.URL()+"/events/lanes/status", map[string]string{"Authorization": "Bearer " + str(b.body, "ticket")}, nil)
-	if str(st.body, "state") != "prequeue" {
-		t.Errorf("the default lane before the sale: %s, want prequeue", st.raw)
+	st = nodetest.Call(t, http.MethodGet, n.URL()+"/events/lanes/status", map[string]string{"Authorization": "Bearer " + nodetest.Str(b.Body, "ticket")}, nil)
+	if nodetest.Str(st.Body, "state") != "prequeue" {
+		t.Errorf("the default lane before the sale: %s, want prequeue", st.Raw)
 	}
-	v := call(t, http.MethodGet, n.URL()+"/admin/events/lanes", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
-	live, _ := v.body["live"].(map[string]any)
+	v := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/lanes", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	live, _ := v.Body["live"].(map[string]any)
 	if lanes, _ := live["lanes"].([]any); len(lanes) != 1 || lanes[0].(map[string]any)["joined"] != 1.0 || lanes[0].(map[string]any)["admit_rate_per_second"] != 5.0 {
-		t.Errorf("admin view of the lanes: %s", v.raw)
+		t.Errorf("admin view of the lanes: %s", v.Raw)
 	}
-	c := call(t, http.MethodPost, n.URL()+"/events/lanes/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + tok, "Idempotency-Key": "k1"}, nil)
-	if c.status != http.StatusCreated {
-		t.Fatalf("claim with a lane admission: %d %s", c.status, c.raw)
+	c := nodetest.Call(t, http.MethodPost, n.URL()+"/events/lanes/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + tok, "Idempotency-Key": "k1"}, nil)
+	if c.Status != http.StatusCreated {
+		t.Fatalf("claim with a lane admission: %d %s", c.Status, c.Raw)
 	}
 }
 
@@ -98,9 +98,9 @@ func TestLaneByUserTokenClaim(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	s := newShop(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file,
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file,
 		UserIssuer: "https://shop.example", UserAudience: "anteroom"})
-	createSale(t, n, "vip", earlyLaneSale(map[string]any{"name": "gold", "share": 0.3, "claim": map[string]string{"name": "tier", "value": "gold"}}))
+	nodetest.CreateSale(t, n, "vip", earlyLaneSale(map[string]any{"name": "gold", "share": 0.3, "claim": map[string]string{"name": "tier", "value": "gold"}}))
 	for _, tc := range []struct {
 		user string
 		tier any
@@ -116,12 +116,12 @@ func TestLaneByUserTokenClaim(t *testing.T) {
 			claims["tier"] = tc.tier
 		}
 		tok := sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims(tc.user, claims))
-		a := call(t, http.MethodPost, n.URL()+"/events/vip/join", map[string]string{"X-User-Token": tok}, nil)
-		if a.status != 200 || str(a.body, "lane") != tc.lane {
-			t.Fatalf("%s (tier %v) joins: %d %s, want lane %q", tc.user, tc.tier, a.status, a.raw, tc.lane)
+		a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/vip/join", map[string]string{"X-User-Token": tok}, nil)
+		if a.Status != 200 || nodetest.Str(a.Body, "lane") != tc.lane {
+			t.Fatalf("%s (tier %v) joins: %d %s, want lane %q", tc.user, tc.tier, a.Status, a.Raw, tc.lane)
 		}
 		if tc.user == "ann" {
-			pollAdmission(t, n, "vip", str(a.body, "ticket"))
+			pollAdmission(t, n, "vip", nodetest.Str(a.Body, "ticket"))
 		}
 	}
 }

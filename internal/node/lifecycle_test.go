@@ -70,7 +70,7 @@ func TestLifecycleWebhooksTwoNodes(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	cfg := nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true, DataDir: t.TempDir()}) // shared secrets and keys
-	n1, n2 := startNode(t, cfg), startNode(t, cfg)
+	n1, n2 := nodetest.Start(t, cfg), nodetest.Start(t, cfg)
 	if err := n1.StartWorker(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -82,34 +82,34 @@ func TestLifecycleWebhooksTwoNodes(t *testing.T) {
 	sale := openSale(1, 1, 1500*time.Millisecond, 1, 1000)
 	sale["webhooks"] = []map[string]any{{"url": srv.URL + "/anteroom", "secret": secret,
 		"events": []string{"sale_opened", "window_closed", "paused", "resumed", "sold_out", "your_turn"}}}
-	createSale(t, n1, "hooked", sale)
+	nodetest.CreateSale(t, n1, "hooked", sale)
 	admin := map[string]string{"Authorization": "Bearer " + n1.AdminToken}
-	got := call(t, http.MethodGet, n2.URL()+"/admin/events/hooked", admin, nil)
-	if strings.Contains(string(got.raw), secret) || !strings.Contains(string(got.raw), `"secret_set":true`) {
-		t.Fatalf("admin view shows the secret or hides that one is set: %s", got.raw)
+	got := nodetest.Call(t, http.MethodGet, n2.URL()+"/admin/events/hooked", admin, nil)
+	if strings.Contains(string(got.Raw), secret) || !strings.Contains(string(got.Raw), `"secret_set":true`) {
+		t.Fatalf("admin view shows the secret or hides that one is set: %s", got.Raw)
 	}
-	waitFor(t, "the second node to see the sale", 10*time.Second, func() bool {
-		return call(t, http.MethodGet, n2.URL()+"/events/hooked/", nil, nil).status == http.StatusOK
+	nodetest.WaitFor(t, "the second node to see the sale", 10*time.Second, func() bool {
+		return nodetest.Call(t, http.MethodGet, n2.URL()+"/events/hooked/", nil, nil).Status == http.StatusOK
 	})
 	users := []string{"ann", "bob", "cat"}
 	tickets := map[string]string{}
 	for _, u := range users {
-		j := call(t, http.MethodPost, n2.URL()+"/events/hooked/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join %s: %d %s", u, j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n2.URL()+"/events/hooked/join", map[string]string{"X-User-ID": u}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
 		}
-		tickets[u] = str(j.body, "ticket")
+		tickets[u] = nodetest.Str(j.Body, "ticket")
 	}
 	for _, step := range []struct {
 		n         *node.Node
 		path, typ string
 	}{{n1, "pause", "paused"}, {n2, "resume", "resumed"}} {
-		if a := call(t, http.MethodPost, step.n.URL()+"/admin/events/hooked/"+step.path, admin, nil); a.status != http.StatusOK {
-			t.Fatalf("%s: %d %s", step.path, a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodPost, step.n.URL()+"/admin/events/hooked/"+step.path, admin, nil); a.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", step.path, a.Status, a.Raw)
 		}
-		waitFor(t, step.typ+" delivered", 30*time.Second, func() bool { return len(hooks.byType(step.typ)) == 1 })
+		nodetest.WaitFor(t, step.typ+" delivered", 30*time.Second, func() bool { return len(hooks.byType(step.typ)) == 1 })
 	}
-	waitFor(t, "your_turn for every user", 30*time.Second, func() bool { return len(hooks.byType("your_turn")) == len(users) })
+	nodetest.WaitFor(t, "your_turn for every user", 30*time.Second, func() bool { return len(hooks.byType("your_turn")) == len(users) })
 	named := map[string]bool{}
 	for _, e := range hooks.byType("your_turn") {
 		u, _ := e.Data["user"].(string)
@@ -122,16 +122,16 @@ func TestLifecycleWebhooksTwoNodes(t *testing.T) {
 	}
 	// ann buys the only unit: sold out.
 	var token string
-	waitFor(t, "ann's admission", 20*time.Second, func() bool {
-		s := call(t, http.MethodGet, n1.URL()+"/events/hooked/status", map[string]string{"Authorization": "Bearer " + tickets["ann"]}, nil)
-		token = str(s.body, "admission_token")
+	nodetest.WaitFor(t, "ann's admission", 20*time.Second, func() bool {
+		s := nodetest.Call(t, http.MethodGet, n1.URL()+"/events/hooked/status", map[string]string{"Authorization": "Bearer " + tickets["ann"]}, nil)
+		token = nodetest.Str(s.Body, "admission_token")
 		return token != ""
 	})
-	if c := call(t, http.MethodPost, n1.URL()+"/events/hooked/claim", map[string]string{"X-User-ID": "ann", "Authorization": "Bearer " + token}, nil); c.status != http.StatusCreated {
-		t.Fatalf("claim: %d %s", c.status, c.raw)
+	if c := nodetest.Call(t, http.MethodPost, n1.URL()+"/events/hooked/claim", map[string]string{"X-User-ID": "ann", "Authorization": "Bearer " + token}, nil); c.Status != http.StatusCreated {
+		t.Fatalf("claim: %d %s", c.Status, c.Raw)
 	}
 	for _, typ := range []string{"sale_opened", "window_closed", "sold_out"} {
-		waitFor(t, typ+" delivered", 30*time.Second, func() bool { return len(hooks.byType(typ)) == 1 })
+		nodetest.WaitFor(t, typ+" delivered", 30*time.Second, func() bool { return len(hooks.byType(typ)) == 1 })
 	}
 	closed := hooks.byType("window_closed")[0]
 	seed, _ := hex.DecodeString(fmt.Sprint(closed.Data["seed"]))
@@ -164,9 +164,9 @@ func TestLifecycleWebhooksTwoNodes(t *testing.T) {
 	if n := info.State.Subjects[lifecycle.Subject("hooked", "your_turn")]; n != uint64(len(users)) {
 		t.Errorf("your_turn: %d messages on the stream, want %d", n, len(users))
 	}
-	list := call(t, http.MethodGet, n2.URL()+"/admin/events/hooked/lifecycle", admin, nil)
-	if evs, _ := list.body["events"].([]any); list.status != http.StatusOK || len(evs) < 8 {
-		t.Errorf("console list: %d with %d events, want at least 8: %s", list.status, len(evs), list.raw)
+	list := nodetest.Call(t, http.MethodGet, n2.URL()+"/admin/events/hooked/lifecycle", admin, nil)
+	if evs, _ := list.Body["events"].([]any); list.Status != http.StatusOK || len(evs) < 8 {
+		t.Errorf("console list: %d with %d events, want at least 8: %s", list.Status, len(evs), list.Raw)
 	}
 }
 
@@ -175,22 +175,22 @@ func TestLifecycleWebhooksTwoNodes(t *testing.T) {
 func TestWebhookSettings(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	sale := openSale(10, 1, 10*time.Minute, 0, 10)
 	sale["webhooks"] = []map[string]any{{"url": "http://127.0.0.1:9/hook", "secret": "0123456789abcdef"}}
 	raw, _ := json.Marshal(sale)
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/plain", admin, raw); a.status != http.StatusBadRequest || !strings.Contains(string(a.raw), "https") {
-		t.Fatalf("http webhook: %d %s, want 400 naming https", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/plain", admin, raw); a.Status != http.StatusBadRequest || !strings.Contains(string(a.Raw), "https") {
+		t.Fatalf("http webhook: %d %s, want 400 naming https", a.Status, a.Raw)
 	}
 	if _, err := n.Events.Get(t.Context(), "plain"); err == nil {
 		t.Fatal("a refused change was stored")
 	}
 	sale["webhooks"] = []map[string]any{{"url": "https://shop.example/hook", "secret": "0123456789abcdef"}}
-	createSale(t, n, "plain", sale)
+	nodetest.CreateSale(t, n, "plain", sale)
 	body := []byte(`{"name":"renamed","webhooks":[{"url":"https://shop.example/hook","events":["paused"]}]}`)
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/plain", admin, body); a.status != http.StatusOK {
-		t.Fatalf("update: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/plain", admin, body); a.Status != http.StatusOK {
+		t.Fatalf("update: %d %s", a.Status, a.Raw)
 	}
 	cfg, err := n.Events.Get(t.Context(), "plain")
 	if err != nil {

@@ -18,24 +18,24 @@ import (
 func TestClaimLimits(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "claim-rate", limited(map[string]any{"claim": map[string]any{"user": rate(2)}}))
-	createSale(t, n, "per-device", limited(map[string]any{"one_claim_per_device": true}))
-	createSale(t, n, "per-card", limited(map[string]any{"one_claim_per_payment": true}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "claim-rate", limited(map[string]any{"claim": map[string]any{"user": rate(2)}}))
+	nodetest.CreateSale(t, n, "per-device", limited(map[string]any{"one_claim_per_device": true}))
+	nodetest.CreateSale(t, n, "per-card", limited(map[string]any{"one_claim_per_payment": true}))
 
 	tokens := map[string]string{}
 	for _, ev := range []string{"claim-rate", "per-device", "per-card"} {
 		for _, u := range []string{"alice", "bob"} {
-			tokens[ev+"/"+u] = admit(t, n, ev, u)
+			tokens[ev+"/"+u] = nodetest.AdmitUser(t, n, ev, u)
 		}
 	}
-	claimAs := func(ev, user, key string, extra map[string]string) answer {
+	claimAs := func(ev, user, key string, extra map[string]string) nodetest.Answer {
 		t.Helper()
 		hdr := map[string]string{"Authorization": "Bearer " + tokens[ev+"/"+user], "X-User-ID": user, "Idempotency-Key": key}
 		for k, v := range extra {
 			hdr[k] = v
 		}
-		return call(t, http.MethodPost, n.URL()+"/events/"+ev+"/claim", hdr, nil)
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/claim", hdr, nil)
 	}
 	dev := func(d string) map[string]string { return map[string]string{"X-Device-ID": d} }
 	card := func(c string) map[string]string { return map[string]string{"X-Payment-Fingerprint": c} }
@@ -61,13 +61,13 @@ func TestClaimLimits(t *testing.T) {
 	}
 	for i, s := range steps {
 		a := claimAs(s.ev, s.user, s.key, s.extra)
-		if a.status != s.status || str(a.body, "code") != s.code {
-			t.Fatalf("step %d: %s claims in %s with %v: %d %s, want %d %s", i, s.user, s.ev, s.extra, a.status, a.raw, s.status, s.code)
+		if a.Status != s.status || nodetest.Str(a.Body, "code") != s.code {
+			t.Fatalf("step %d: %s claims in %s with %v: %d %s, want %d %s", i, s.user, s.ev, s.extra, a.Status, a.Raw, s.status, s.code)
 		}
-		if s.status == 409 && a.body["claim_ids"] != nil {
-			t.Fatalf("step %d: the refusal shows claim ids %v", i, a.body["claim_ids"])
+		if s.status == 409 && a.Body["claim_ids"] != nil {
+			t.Fatalf("step %d: the refusal shows claim ids %v", i, a.Body["claim_ids"])
 		}
-		if s.status == 429 && a.header.Get("Retry-After") == "" {
+		if s.status == 429 && a.Header.Get("Retry-After") == "" {
 			t.Fatalf("step %d: 429 without Retry-After", i)
 		}
 	}

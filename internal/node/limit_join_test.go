@@ -26,18 +26,18 @@ func rate(burst int) map[string]any { return map[string]any{"per_second": 0.001,
 
 // wantRateLimited checks an honest 429: code, Retry-After, and which
 // budget ran out.
-func wantRateLimited(t *testing.T, a answer, what string) {
+func wantRateLimited(t *testing.T, a nodetest.Answer, what string) {
 	t.Helper()
-	ra, err := strconv.Atoi(a.header.Get("Retry-After"))
-	if a.status != http.StatusTooManyRequests || str(a.body, "code") != "rate_limited" || err != nil || ra < 1 ||
-		!strings.Contains(str(a.body, "detail"), what) || a.header.Get("Content-Type") != "application/problem+json" {
-		t.Fatalf("got %d %s Retry-After %q, want 429 rate_limited about %q with Retry-After", a.status, a.raw, a.header.Get("Retry-After"), what)
+	ra, err := strconv.Atoi(a.Header.Get("Retry-After"))
+	if a.Status != http.StatusTooManyRequests || nodetest.Str(a.Body, "code") != "rate_limited" || err != nil || ra < 1 ||
+		!strings.Contains(nodetest.Str(a.Body, "detail"), what) || a.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("got %d %s Retry-After %q, want 429 rate_limited about %q with Retry-After", a.Status, a.Raw, a.Header.Get("Retry-After"), what)
 	}
 }
 
-func join(t *testing.T, n *node.Node, ev string, hdr map[string]string) answer {
+func join(t *testing.T, n *node.Node, ev string, hdr map[string]string) nodetest.Answer {
 	t.Helper()
-	return call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", hdr, nil)
+	return nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", hdr, nil)
 }
 
 // TestJoinLimitEachDimension spends each join budget of a node on a real
@@ -46,12 +46,12 @@ func join(t *testing.T, n *node.Node, ev string, hdr map[string]string) answer {
 func TestJoinLimitEachDimension(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}}))
 	off := map[string]any{"per_second": -1}
-	createSale(t, n, "by-user", limited(map[string]any{"join": map[string]any{"user": rate(2)}}))
-	createSale(t, n, "by-device", limited(map[string]any{"join": map[string]any{"user": off, "device": rate(2)}}))
-	createSale(t, n, "by-ip", limited(map[string]any{"join": map[string]any{"user": off, "ip": rate(2)}}))
-	createSale(t, n, "by-event", limited(map[string]any{"join": map[string]any{"user": off, "event": rate(3)}}))
+	nodetest.CreateSale(t, n, "by-user", limited(map[string]any{"join": map[string]any{"user": rate(2)}}))
+	nodetest.CreateSale(t, n, "by-device", limited(map[string]any{"join": map[string]any{"user": off, "device": rate(2)}}))
+	nodetest.CreateSale(t, n, "by-ip", limited(map[string]any{"join": map[string]any{"user": off, "ip": rate(2)}}))
+	nodetest.CreateSale(t, n, "by-event", limited(map[string]any{"join": map[string]any{"user": off, "event": rate(3)}}))
 	h := func(kv ...string) map[string]string {
 		m := map[string]string{}
 		for i := 0; i < len(kv); i += 2 {
@@ -86,8 +86,8 @@ func TestJoinLimitEachDimension(t *testing.T) {
 	for i, s := range steps {
 		a := join(t, n, s.ev, s.hdr)
 		if s.want == "" {
-			if a.status != http.StatusOK {
-				t.Fatalf("step %d %s %v: %d %s, want 200", i, s.ev, s.hdr, a.status, a.raw)
+			if a.Status != http.StatusOK {
+				t.Fatalf("step %d %s %v: %d %s, want 200", i, s.ev, s.hdr, a.Status, a.Raw)
 			}
 			continue
 		}
@@ -103,11 +103,11 @@ func TestJoinLimitEachDimension(t *testing.T) {
 func TestGlobalJoinLimit(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), GlobalJoinRate: 0.002})) // burst 1
-	createSale(t, n, "g1", openSale(10, 1, 0, 0, 1000))
-	createSale(t, n, "g2", openSale(10, 1, 0, 0, 1000))
-	if a := join(t, n, "g1", map[string]string{"X-User-ID": "first"}); a.status != http.StatusOK {
-		t.Fatalf("first join: %d %s", a.status, a.raw)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), GlobalJoinRate: 0.002})) // burst 1
+	nodetest.CreateSale(t, n, "g1", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "g2", openSale(10, 1, 0, 0, 1000))
+	if a := join(t, n, "g1", map[string]string{"X-User-ID": "first"}); a.Status != http.StatusOK {
+		t.Fatalf("first join: %d %s", a.Status, a.Raw)
 	}
 	wantRateLimited(t, join(t, n, "g2", map[string]string{"X-User-ID": "second"}), "join requests per global")
 }
@@ -117,12 +117,12 @@ func TestGlobalJoinLimit(t *testing.T) {
 func TestSpoofedForwardedFor(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}) // no trusted proxies; the default identity ignores X-User-ID
-	createSale(t, n, "spoof", limited(map[string]any{"join": map[string]any{"ip": rate(3)}}))
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}) // no trusted proxies; the default identity ignores X-User-ID
+	nodetest.CreateSale(t, n, "spoof", limited(map[string]any{"join": map[string]any{"ip": rate(3)}}))
 	for i := range 3 {
 		a := join(t, n, "spoof", map[string]string{"X-User-ID": fmt.Sprint("s", i), "X-Forwarded-For": fmt.Sprintf("203.0.113.%d", i)})
-		if a.status != http.StatusOK {
-			t.Fatalf("join %d: %d %s", i, a.status, a.raw)
+		if a.Status != http.StatusOK {
+			t.Fatalf("join %d: %d %s", i, a.Status, a.Raw)
 		}
 	}
 	wantRateLimited(t, join(t, n, "spoof", map[string]string{"X-User-ID": "s9", "X-Forwarded-For": "203.0.113.99"}), "join requests per ip")
@@ -135,40 +135,40 @@ func TestSpoofedForwardedFor(t *testing.T) {
 func TestLimitsHotUpdate(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n1 := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	n2 := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), AdminToken: n1.AdminToken}))
-	createSale(t, n1, "hot", limited(map[string]any{"join": map[string]any{"user": map[string]any{"per_second": -1}}}))
+	n1 := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n2 := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), AdminToken: n1.AdminToken}))
+	nodetest.CreateSale(t, n1, "hot", limited(map[string]any{"join": map[string]any{"user": map[string]any{"per_second": -1}}}))
 	admin := map[string]string{"Authorization": "Bearer " + n1.AdminToken}
 	for range 5 {
-		if a := join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}); a.status != http.StatusOK {
-			t.Fatalf("join without a user limit: %d %s", a.status, a.raw)
+		if a := join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}); a.Status != http.StatusOK {
+			t.Fatalf("join without a user limit: %d %s", a.Status, a.Raw)
 		}
 	}
 	put := func(body string) {
 		t.Helper()
-		if a := call(t, http.MethodPut, n1.URL()+"/admin/events/hot", admin, []byte(body)); a.status != http.StatusOK {
-			t.Fatalf("PUT %s: %d %s", body, a.status, a.raw)
+		if a := nodetest.Call(t, http.MethodPut, n1.URL()+"/admin/events/hot", admin, []byte(body)); a.Status != http.StatusOK {
+			t.Fatalf("PUT %s: %d %s", body, a.Status, a.Raw)
 		}
 	}
 	put(`{"limits":{"join":{"user":{"per_second":0.001,"burst":1}}}}`)
-	if a := join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}); a.status != http.StatusOK {
-		t.Fatalf("first join under the new limit: %d %s", a.status, a.raw)
+	if a := join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}); a.Status != http.StatusOK {
+		t.Fatalf("first join under the new limit: %d %s", a.Status, a.Raw)
 	}
 	wantRateLimited(t, join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}), "per user")
 	// The other node refreshes its view within a tick: the shared bucket
 	// is already spent there too.
-	waitFor(t, "node 2 to apply the limit", 5*time.Second, func() bool {
-		return join(t, n2, "hot", map[string]string{"X-User-ID": "eager"}).status == http.StatusTooManyRequests
+	nodetest.WaitFor(t, "node 2 to apply the limit", 5*time.Second, func() bool {
+		return join(t, n2, "hot", map[string]string{"X-User-ID": "eager"}).Status == http.StatusTooManyRequests
 	})
 	put(`{"limits":{"join":{"user":{"per_second":-1}}}}`)
-	if a := join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}); a.status != http.StatusOK {
-		t.Fatalf("join after the limit was turned off: %d %s", a.status, a.raw)
+	if a := join(t, n1, "hot", map[string]string{"X-User-ID": "eager"}); a.Status != http.StatusOK {
+		t.Fatalf("join after the limit was turned off: %d %s", a.Status, a.Raw)
 	}
-	got := call(t, http.MethodGet, n1.URL()+"/admin/events/hot", admin, nil)
-	if !strings.Contains(string(got.raw), `"user":{"per_second":-1,"burst":0}`) {
-		t.Errorf("admin view %s: want the user limit shown as off", got.raw)
+	got := nodetest.Call(t, http.MethodGet, n1.URL()+"/admin/events/hot", admin, nil)
+	if !strings.Contains(string(got.Raw), `"user":{"per_second":-1,"burst":0}`) {
+		t.Errorf("admin view %s: want the user limit shown as off", got.Raw)
 	}
-	if a := call(t, http.MethodPut, n1.URL()+"/admin/events/hot", admin, []byte(`{"limits":{"pow":{"bits":99}}}`)); a.status != http.StatusBadRequest {
-		t.Errorf("invalid limits: %d %s, want 400", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n1.URL()+"/admin/events/hot", admin, []byte(`{"limits":{"pow":{"bits":99}}}`)); a.Status != http.StatusBadRequest {
+		t.Errorf("invalid limits: %d %s, want 400", a.Status, a.Raw)
 	}
 }

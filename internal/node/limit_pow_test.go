@@ -28,15 +28,15 @@ func TestPoWAndInviteJoin(t *testing.T) {
 	if _, err := rand.Read(secret); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
-	createSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true, "bits": 12}}))
-	createSale(t, n, "vip", limited(map[string]any{"invite_only": true}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
+	nodetest.CreateSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true, "bits": 12}}))
+	nodetest.CreateSale(t, n, "vip", limited(map[string]any{"invite_only": true}))
 
-	ch := call(t, http.MethodGet, n.URL()+"/events/pow/challenge", map[string]string{"X-User-ID": "alice"}, nil)
-	if ch.status != http.StatusOK || ch.body["required"] != true || ch.body["bits"] != 12.0 {
-		t.Fatalf("challenge: %d %s", ch.status, ch.raw)
+	ch := nodetest.Call(t, http.MethodGet, n.URL()+"/events/pow/challenge", map[string]string{"X-User-ID": "alice"}, nil)
+	if ch.Status != http.StatusOK || ch.Body["required"] != true || ch.Body["bits"] != 12.0 {
+		t.Fatalf("challenge: %d %s", ch.Status, ch.Raw)
 	}
-	solved := str(ch.body, "challenge") + ":" + web.SolvePoW(str(ch.body, "challenge"), 12)
+	solved := nodetest.Str(ch.Body, "challenge") + ":" + web.SolvePoW(nodetest.Str(ch.Body, "challenge"), 12)
 	inv, err := tokens.NewInvites(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -59,11 +59,11 @@ func TestPoWAndInviteJoin(t *testing.T) {
 		{"vip", "alice", "X-Invite-Token", invite, 200, ""},
 	} {
 		a := join(t, n, s.ev, map[string]string{"X-User-ID": s.user, s.header: s.value})
-		if a.status != s.status || str(a.body, "code") != s.code {
-			t.Fatalf("step %d: %s joins %s: %d %s, want %d %s", i, s.user, s.ev, a.status, a.raw, s.status, s.code)
+		if a.Status != s.status || nodetest.Str(a.Body, "code") != s.code {
+			t.Fatalf("step %d: %s joins %s: %d %s, want %d %s", i, s.user, s.ev, a.Status, a.Raw, s.status, s.code)
 		}
 		if s.ev == "vip" && s.status == 200 {
-			tickets = append(tickets, str(a.body, "ticket"))
+			tickets = append(tickets, nodetest.Str(a.Body, "ticket"))
 		}
 	}
 	if tickets[0] != tickets[1] {
@@ -78,8 +78,8 @@ func TestPoWSolverInChromium(t *testing.T) {
 	chromium := testenv.Binary(t, "chromium")
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true}}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "pow", limited(map[string]any{"pow": map[string]any{"enabled": true}}))
 	resp, err := http.Get(n.URL() + "/assets/pow.js")
 	if err != nil {
 		t.Fatal(err)
@@ -118,8 +118,8 @@ func TestPoWSolverInChromium(t *testing.T) {
 		_, nonce, _ := strings.Cut(out.H, ":")
 		hashes, _ := strconv.Atoi(nonce)
 		t.Logf("solve %d in Chromium at 15 bits: %d hashes in %.0f ms (%.0f hashes/s)", i+1, hashes+1, out.Ms, float64(hashes+1)/out.Ms*1000)
-		if a := join(t, n, "pow", map[string]string{"X-User-ID": user, "X-PoW": out.H}); a.status != http.StatusOK {
-			t.Fatalf("join with the browser's answer %q: %d %s", out.H, a.status, a.raw)
+		if a := join(t, n, "pow", map[string]string{"X-User-ID": user, "X-PoW": out.H}); a.Status != http.StatusOK {
+			t.Fatalf("join with the browser's answer %q: %d %s", out.H, a.Status, a.Raw)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/web"
 )
@@ -23,14 +24,14 @@ func floodJoins(t *testing.T, nd *node.Node, ev string, n int) ([]registrant, ma
 	var in []registrant
 	refused := map[string]int{}
 	for range n {
-		j := call(t, http.MethodPost, nd.URL()+"/events/"+ev+"/join", nil, nil)
-		if j.status == http.StatusOK {
+		j := nodetest.Call(t, http.MethodPost, nd.URL()+"/events/"+ev+"/join", nil, nil)
+		if j.Status == http.StatusOK {
 			v, _ := cookieOf(j, "anteroom_visitor")
-			in = append(in, registrant{v, str(j.body, "ticket")})
+			in = append(in, registrant{v, nodetest.Str(j.Body, "ticket")})
 			continue
 		}
-		refused[fmt.Sprint(j.status, " ", str(j.body, "code"))]++
-		if j.status == http.StatusTooManyRequests {
+		refused[fmt.Sprint(j.Status, " ", nodetest.Str(j.Body, "code"))]++
+		if j.Status == http.StatusTooManyRequests {
 			wantRateLimited(t, j, "per ip")
 		}
 	}
@@ -42,24 +43,24 @@ func floodJoins(t *testing.T, nd *node.Node, ev string, n int) ([]registrant, ma
 func joinLikeThePage(t *testing.T, nd *node.Node, ev string) registrant {
 	t.Helper()
 	base := nd.URL() + "/events/" + ev
-	ch := call(t, http.MethodGet, base+"/challenge", nil, nil)
+	ch := nodetest.Call(t, http.MethodGet, base+"/challenge", nil, nil)
 	visitor, _ := cookieOf(ch, "anteroom_visitor")
 	hdr := map[string]string{}
 	if visitor != "" {
 		hdr["Cookie"] = "anteroom_visitor=" + visitor
 	}
-	if ch.body["required"] == true {
-		c := str(ch.body, "challenge")
-		hdr["X-PoW"] = c + ":" + web.SolvePoW(c, int(ch.body["bits"].(float64)))
+	if ch.Body["required"] == true {
+		c := nodetest.Str(ch.Body, "challenge")
+		hdr["X-PoW"] = c + ":" + web.SolvePoW(c, int(ch.Body["bits"].(float64)))
 	}
-	j := call(t, http.MethodPost, base+"/join", hdr, nil)
-	if j.status != http.StatusOK {
-		t.Fatalf("join like the page: %d %s", j.status, j.raw)
+	j := nodetest.Call(t, http.MethodPost, base+"/join", hdr, nil)
+	if j.Status != http.StatusOK {
+		t.Fatalf("join like the page: %d %s", j.Status, j.Raw)
 	}
 	if v, _ := cookieOf(j, "anteroom_visitor"); v != "" {
 		visitor = v
 	}
-	return registrant{visitor, str(j.body, "ticket")}
+	return registrant{visitor, nodetest.Str(j.Body, "ticket")}
 }
 
 // drawAndClaim polls every registrant's status until each knows the
@@ -68,17 +69,17 @@ func drawAndClaim(t *testing.T, nd *node.Node, ev string, rs []registrant) map[i
 	t.Helper()
 	base := nd.URL() + "/events/" + ev
 	won, done := map[int]bool{}, map[int]bool{}
-	waitFor(t, "every registrant to learn the outcome", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "every registrant to learn the outcome", 30*time.Second, func() bool {
 		for i, r := range rs {
 			if done[i] {
 				continue
 			}
 			cookie := "anteroom_visitor=" + r.visitor
-			s := call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + r.ticket, "Cookie": cookie}, nil)
-			switch str(s.body, "state") {
+			s := nodetest.Call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + r.ticket, "Cookie": cookie}, nil)
+			switch nodetest.Str(s.Body, "state") {
 			case "admitted":
-				c := call(t, http.MethodPost, base+"/claim", map[string]string{"Authorization": "Bearer " + str(s.body, "admission_token"), "Cookie": cookie}, nil)
-				won[i], done[i] = c.status == http.StatusCreated, true
+				c := nodetest.Call(t, http.MethodPost, base+"/claim", map[string]string{"Authorization": "Bearer " + nodetest.Str(s.Body, "admission_token"), "Cookie": cookie}, nil)
+				won[i], done[i] = c.Status == http.StatusCreated, true
 			case "not_selected", "sold_out":
 				done[i] = true
 			}
@@ -96,10 +97,10 @@ func drawAndClaim(t *testing.T, nd *node.Node, ev string, rs []registrant) map[i
 func TestSybilLotteryFlood(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous"})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous"})
 	sale := openSale(2, 1, 6*time.Second, 0, 100)
 	sale["mode"] = "lottery"
-	createSale(t, n, "draw", sale)
+	nodetest.CreateSale(t, n, "draw", sale)
 
 	sybils, refused := floodJoins(t, n, "draw", 20)
 	if len(sybils) > 0 || refused["403 pow_required"] != 20 {
@@ -128,8 +129,8 @@ func TestSybilLotteryFlood(t *testing.T) {
 func TestSybilJoinBudget(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous"})
-	createSale(t, n, "flash", openSale(10, 1, 0, 0, 1000))
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous"})
+	nodetest.CreateSale(t, n, "flash", openSale(10, 1, 0, 0, 1000))
 
 	in, refused := floodJoins(t, n, "flash", 20)
 	if len(in) == 0 || len(in) > 10 || refused["429 rate_limited"] != 20-len(in) {
@@ -138,21 +139,21 @@ func TestSybilJoinBudget(t *testing.T) {
 	t.Logf("default per-IP join budget: %d of 20 joins from one address got through", len(in))
 	// A repeated join with a cookie is also counted: the budget is per
 	// address, whoever the caller says they are.
-	if a := call(t, http.MethodPost, n.URL()+"/events/flash/join", map[string]string{"Cookie": "anteroom_visitor=" + in[0].visitor}, nil); a.status != http.StatusTooManyRequests {
-		t.Errorf("join with a cookie after the budget ran out: %d %s, want 429", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/flash/join", map[string]string{"Cookie": "anteroom_visitor=" + in[0].visitor}, nil); a.Status != http.StatusTooManyRequests {
+		t.Errorf("join with a cookie after the budget ran out: %d %s, want 429", a.Status, a.Raw)
 	}
 
 	// Staff turn the budget off: the flood gets through.
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	off := call(t, http.MethodPut, n.URL()+"/admin/events/flash", admin, []byte(`{"limits":{"join":{"ip":{"per_second":-1}}}}`))
-	if off.status != http.StatusOK {
-		t.Fatalf("turn the per-IP budget off: %d %s", off.status, off.raw)
+	off := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/flash", admin, []byte(`{"limits":{"join":{"ip":{"per_second":-1}}}}`))
+	if off.Status != http.StatusOK {
+		t.Fatalf("turn the per-IP budget off: %d %s", off.Status, off.Raw)
 	}
-	bad := call(t, http.MethodPut, n.URL()+"/admin/events/flash", admin, []byte(`{"limits":{"pow":{"enabled":"yes"}}}`))
-	if bad.status != http.StatusBadRequest || str(bad.body, "code") != "bad_request" || !strings.Contains(str(bad.body, "detail"), "limits.pow.enabled") {
-		t.Errorf("pow.enabled \"yes\": %d %s, want 400 naming limits.pow.enabled", bad.status, bad.raw)
+	bad := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/flash", admin, []byte(`{"limits":{"pow":{"enabled":"yes"}}}`))
+	if bad.Status != http.StatusBadRequest || nodetest.Str(bad.Body, "code") != "bad_request" || !strings.Contains(nodetest.Str(bad.Body, "detail"), "limits.pow.enabled") {
+		t.Errorf("pow.enabled \"yes\": %d %s, want 400 naming limits.pow.enabled", bad.Status, bad.Raw)
 	}
-	fr, _ := off.body["friction"].(map[string]any)
+	fr, _ := off.Body["friction"].(map[string]any)
 	if ip, _ := fr["join_ip"].(map[string]any); fr["anonymous_visitors"] != true || ip["per_second"] != -1.0 {
 		t.Errorf("admin view of the budget turned off: friction %v", fr)
 	}
@@ -164,13 +165,13 @@ func TestSybilJoinBudget(t *testing.T) {
 	sale := openSale(2, 1, 30*time.Minute, 0, 100)
 	sale["mode"] = "lottery"
 	sale["limits"] = map[string]any{"pow": map[string]any{"enabled": false}, "join": map[string]any{"ip": map[string]any{"per_second": -1}}}
-	createSale(t, n, "open-draw", sale)
+	nodetest.CreateSale(t, n, "open-draw", sale)
 	if in, refused := floodJoins(t, n, "open-draw", 20); len(in) != 20 {
 		t.Errorf("proof of work and budget off: %d of 20 joined, refused %v", len(in), refused)
 	}
-	a := call(t, http.MethodGet, n.URL()+"/events/open-draw/challenge", nil, nil)
-	if a.status != http.StatusOK || a.body["required"] != false {
-		t.Errorf("challenge of a lottery with the proof of work off: %d %s, want required false", a.status, a.raw)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/open-draw/challenge", nil, nil)
+	if a.Status != http.StatusOK || a.Body["required"] != false {
+		t.Errorf("challenge of a lottery with the proof of work off: %d %s, want required false", a.Status, a.Raw)
 	}
 }
 
@@ -180,8 +181,8 @@ func TestSybilJoinBudget(t *testing.T) {
 func TestJoinLimitPerIPv6Prefix(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "header", TrustedProxies: []string{"127.0.0.1"}})
-	createSale(t, n, "v6", limited(map[string]any{"join": map[string]any{"ip": rate(2)}}))
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "header", TrustedProxies: []string{"127.0.0.1"}})
+	nodetest.CreateSale(t, n, "v6", limited(map[string]any{"join": map[string]any{"ip": rate(2)}}))
 	for i, s := range []struct {
 		xff     string
 		limited bool
@@ -200,8 +201,8 @@ func TestJoinLimitPerIPv6Prefix(t *testing.T) {
 		switch {
 		case s.limited:
 			wantRateLimited(t, a, "per ip")
-		case a.status != http.StatusOK:
-			t.Errorf("step %d: join from %s: %d %s, want 200", i, s.xff, a.status, a.raw)
+		case a.Status != http.StatusOK:
+			t.Errorf("step %d: join from %s: %d %s, want 200", i, s.xff, a.Status, a.Raw)
 		}
 	}
 }

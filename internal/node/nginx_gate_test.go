@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
 )
@@ -98,15 +99,15 @@ func TestNginxGate(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: "anteroom", Audience: "shop"})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: "anteroom", Audience: "shop"})
 	shop := &origin{}
 	srv := httptest.NewServer(shop)
 	t.Cleanup(srv.Close)
 	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
 	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(srv.URL, "http://"), 1)
 	gw := testenv.StartNginx(t, conf)
-	createSale(t, n, "drop", openSale(10, 1, 0, 0, 1000))
-	createSale(t, n, "other", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "drop", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "other", openSale(10, 1, 0, 0, 1000))
 
 	const item = "/drop/item?a=1&b=2"
 	mallory := map[string]string{"X-User-ID": "mallory"}
@@ -133,7 +134,7 @@ func TestNginxGate(t *testing.T) {
 			t.Fatalf("join %s: %d %s", ev, resp.StatusCode, body)
 		}
 		var tok string
-		waitFor(t, "admission to "+ev, 30*time.Second, func() bool {
+		nodetest.WaitFor(t, "admission to "+ev, 30*time.Second, func() bool {
 			resp, body := getVia(t, c, gw.URL()+"/events/"+ev+"/status", nil)
 			var st struct {
 				State string `json:"state"`
@@ -196,9 +197,9 @@ func TestNginxGate(t *testing.T) {
 
 	// A return address off this site is dropped, not redirected to.
 	for _, foreign := range []string{"https://evil.example/", "//evil.example/x", "/\\evil.example"} {
-		a := call(t, http.MethodGet, n.URL()+"/events/drop/gate", map[string]string{"X-Original-URI": foreign}, nil)
-		if a.status != http.StatusUnauthorized || a.header.Get("X-Anteroom-Redirect") != "/e/drop" {
-			t.Errorf("return %q: %d to %q, want 401 to /e/drop", foreign, a.status, a.header.Get("X-Anteroom-Redirect"))
+		a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/drop/gate", map[string]string{"X-Original-URI": foreign}, nil)
+		if a.Status != http.StatusUnauthorized || a.Header.Get("X-Anteroom-Redirect") != "/e/drop" {
+			t.Errorf("return %q: %d to %q, want 401 to /e/drop", foreign, a.Status, a.Header.Get("X-Anteroom-Redirect"))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // TestCloseTwice: Close right after Start returns (the listener was not
@@ -14,7 +15,7 @@ import (
 // and does nothing more (it waited forever for a second serve result).
 // The cleanup of startNode closes the node a third time.
 func TestCloseTwice(t *testing.T) {
-	n := startNode(t, node.Config{})
+	n := nodetest.Start(t, node.Config{})
 	done := make(chan [2]error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/nodetest"
 )
 
 // opsRemote is a node known only by its URL: a process started by a test.
@@ -19,9 +21,9 @@ type opsRemote struct {
 func (n *opsRemote) create(t *testing.T, id string, sale map[string]any) {
 	t.Helper()
 	raw, _ := json.Marshal(sale)
-	a := call(t, http.MethodPut, n.url+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.admin}, raw)
-	if a.status != http.StatusCreated {
-		t.Fatalf("create %s: %d %s", id, a.status, a.raw)
+	a := nodetest.Call(t, http.MethodPut, n.url+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.admin}, raw)
+	if a.Status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", id, a.Status, a.Raw)
 	}
 }
 
@@ -29,15 +31,15 @@ func (n *opsRemote) create(t *testing.T, id string, sale map[string]any) {
 // to call from several goroutines.
 func (n *opsRemote) admit(t *testing.T, ev, user string) string {
 	base := n.url + "/events/" + ev
-	j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
-	if j.status != http.StatusOK {
-		t.Errorf("join %s: %d %s", user, j.status, j.raw)
+	j := nodetest.Call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
+	if j.Status != http.StatusOK {
+		t.Errorf("join %s: %d %s", user, j.Status, j.Raw)
 		return ""
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		s := call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + str(j.body, "ticket")}, nil)
-		if token := str(s.body, "admission_token"); token != "" {
+		s := nodetest.Call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + nodetest.Str(j.Body, "ticket")}, nil)
+		if token := nodetest.Str(s.Body, "admission_token"); token != "" {
 			return token
 		}
 		time.Sleep(20 * time.Millisecond)

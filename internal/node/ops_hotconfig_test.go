@@ -32,9 +32,9 @@ func opsWithin(t *testing.T, from time.Time, what string, cond func() bool) {
 func opsPut(t *testing.T, n *node.Node, id string, change map[string]any) time.Time {
 	t.Helper()
 	raw, _ := json.Marshal(change)
-	a := call(t, http.MethodPut, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw)
-	if a.status != http.StatusOK {
-		t.Fatalf("put %s %s: %d %s", id, raw, a.status, a.raw)
+	a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/"+id, map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw)
+	if a.Status != http.StatusOK {
+		t.Fatalf("put %s %s: %d %s", id, raw, a.Status, a.Raw)
 	}
 	return time.Now()
 }
@@ -46,28 +46,28 @@ func opsPut(t *testing.T, n *node.Node, id string, change map[string]any) time.T
 func TestOpsHotConfigReachesEveryNode(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	a := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	b := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, a, "hot", openSale(100, 1, 0, 0, 1)) // one admission a second
-	waitFor(t, "node B to see the sale", 5*time.Second, func() bool {
-		return call(t, http.MethodGet, b.URL()+"/events/hot", nil, nil).status == http.StatusOK
+	a := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	b := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, a, "hot", openSale(100, 1, 0, 0, 1)) // one admission a second
+	nodetest.WaitFor(t, "node B to see the sale", 5*time.Second, func() bool {
+		return nodetest.Call(t, http.MethodGet, b.URL()+"/events/hot", nil, nil).Status == http.StatusOK
 	})
 
 	// Everyone joins on B; at one a second the last would wait ~30 s.
 	base := b.URL() + "/events/hot"
 	var ticket string
 	for i := range 30 {
-		j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": fmt.Sprintf("u%d", i)}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": fmt.Sprintf("u%d", i)}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
-		ticket = str(j.body, "ticket")
+		ticket = nodetest.Str(j.Body, "ticket")
 	}
-	status := func() answer {
-		return call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+	status := func() nodetest.Answer {
+		return nodetest.Call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
 	}
-	if s := status(); str(s.body, "state") != "waiting" {
-		t.Fatalf("last joiner: %s, want waiting", s.raw)
+	if s := status(); nodetest.Str(s.Body, "state") != "waiting" {
+		t.Fatalf("last joiner: %s, want waiting", s.Raw)
 	}
 
 	// Rate: B's own view carries the new rate, and the queue moves.
@@ -77,19 +77,19 @@ func TestOpsHotConfigReachesEveryNode(t *testing.T) {
 	})
 	var token string
 	opsWithin(t, at, "last joiner admitted on B", func() bool {
-		token = str(status().body, "admission_token")
+		token = nodetest.Str(status().Body, "admission_token")
 		return token != ""
 	})
 
 	// Pause: B's public JSON shows it, and B refuses claims.
 	at = opsPut(t, a, "hot", map[string]any{"paused": true})
 	opsWithin(t, at, "pause on B's public JSON", func() bool {
-		paused, _ := call(t, http.MethodGet, base, nil, nil).body["paused"].(bool)
+		paused, _ := nodetest.Call(t, http.MethodGet, base, nil, nil).Body["paused"].(bool)
 		return paused
 	})
 	claimHdr := map[string]string{"X-User-ID": "u29", "Authorization": "Bearer " + token, "Idempotency-Key": "hot-1"}
-	if c := call(t, http.MethodPost, base+"/claim", claimHdr, nil); c.status != http.StatusServiceUnavailable || str(c.body, "code") != "paused" {
-		t.Errorf("claim on B while paused: %d %s, want 503 paused", c.status, c.raw)
+	if c := nodetest.Call(t, http.MethodPost, base+"/claim", claimHdr, nil); c.Status != http.StatusServiceUnavailable || nodetest.Str(c.Body, "code") != "paused" {
+		t.Errorf("claim on B while paused: %d %s, want 503 paused", c.Status, c.Raw)
 	}
 	if opsSeries(opsScrape(t, b), `anteroom_sale_paused{event="hot"}`) != "1" {
 		t.Error("B's metrics do not show the pause")
@@ -98,6 +98,6 @@ func TestOpsHotConfigReachesEveryNode(t *testing.T) {
 	// Resume: B takes claims again.
 	at = opsPut(t, a, "hot", map[string]any{"paused": false})
 	opsWithin(t, at, "resume on B", func() bool {
-		return call(t, http.MethodPost, base+"/claim", claimHdr, nil).status == http.StatusCreated
+		return nodetest.Call(t, http.MethodPost, base+"/claim", claimHdr, nil).Status == http.StatusCreated
 	})
 }

@@ -47,15 +47,15 @@ func opsSeries(text, prefix string) string {
 func TestOpsMetrics(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "metered", openSale(10, 1, 0, 0, 1000))
-	token := admit(t, n, "metered", "alice")
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "metered", openSale(10, 1, 0, 0, 1000))
+	token := nodetest.AdmitUser(t, n, "metered", "alice")
 	hdr := map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token, "Idempotency-Key": "k1"}
-	if a := call(t, http.MethodPost, n.URL()+"/events/metered/claim", hdr, nil); a.status != http.StatusCreated {
-		t.Fatalf("claim: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/metered/claim", hdr, nil); a.Status != http.StatusCreated {
+		t.Fatalf("claim: %d %s", a.Status, a.Raw)
 	}
 	var text string
-	waitFor(t, "the view to count the grant", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the view to count the grant", 10*time.Second, func() bool {
 		text = opsScrape(t, n)
 		return opsSeries(text, `anteroom_stock_remaining{event="metered"}`) == "9"
 	})
@@ -99,21 +99,21 @@ func TestOpsMetrics(t *testing.T) {
 func TestOpsDrainFailsReadiness(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "lame", openSale(10, 1, 0, 0, 1000))
-	if a := call(t, http.MethodGet, n.URL()+"/readyz", nil, nil); a.status != http.StatusOK {
-		t.Fatalf("ready before draining: %d %s", a.status, a.raw)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "lame", openSale(10, 1, 0, 0, 1000))
+	if a := nodetest.Call(t, http.MethodGet, n.URL()+"/readyz", nil, nil); a.Status != http.StatusOK {
+		t.Fatalf("ready before draining: %d %s", a.Status, a.Raw)
 	}
 	n.Drain()
 	n.Drain() // idempotent
-	a := call(t, http.MethodGet, n.URL()+"/readyz", nil, nil)
-	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || str(a.body, "request_id") == "" {
-		t.Errorf("ready while draining: %d %s, want 503 with Retry-After and a request id", a.status, a.raw)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/readyz", nil, nil)
+	if a.Status != http.StatusServiceUnavailable || a.Header.Get("Retry-After") == "" || nodetest.Str(a.Body, "request_id") == "" {
+		t.Errorf("ready while draining: %d %s, want 503 with Retry-After and a request id", a.Status, a.Raw)
 	}
-	if a := call(t, http.MethodGet, n.URL()+"/events/lame", nil, nil); a.status != http.StatusOK {
-		t.Errorf("public event while draining: %d, want 200: still serving", a.status)
+	if a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/lame", nil, nil); a.Status != http.StatusOK {
+		t.Errorf("public event while draining: %d, want 200: still serving", a.Status)
 	}
-	if token := admit(t, n, "lame", "bob"); token == "" {
+	if token := nodetest.AdmitUser(t, n, "lame", "bob"); token == "" {
 		t.Error("no admission while draining")
 	}
 }

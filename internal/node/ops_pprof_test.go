@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestPprofOffByDefault(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
 	if n.PprofURL() != "" {
 		t.Errorf("pprof URL %q without PprofAddr, want none", n.PprofURL())
 	}
@@ -30,7 +31,7 @@ func TestPprofOffByDefault(t *testing.T) {
 func TestPprofOwnAddress(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), PprofAddr: "127.0.0.1:0"})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), PprofAddr: "127.0.0.1:0"})
 	if n.PprofURL() == "" || n.PprofURL() == n.URL() {
 		t.Fatalf("pprof URL %q beside %q: want a listener of its own", n.PprofURL(), n.URL())
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -77,7 +78,7 @@ func TestOpsSIGTERMKeepsEvery201(t *testing.T) {
 		t.Fatalf(format+"\nserve log:\n%s", append(a, log)...)
 	}
 	base := "http://" + addr
-	waitFor(t, "serve to be ready", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "serve to be ready", 30*time.Second, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
@@ -141,7 +142,7 @@ func TestOpsSIGTERMKeepsEvery201(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "claims under way", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "claims under way", 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(granted) >= 200 || len(bad) > 0

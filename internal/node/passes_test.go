@@ -20,14 +20,14 @@ func staffKey(t *testing.T, n *node.Node, name, role string) string {
 	t.Helper()
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	body, _ := json.Marshal(map[string]string{"name": name, "role": role, "password": "a long enough password " + name})
-	if a := call(t, http.MethodPost, n.URL()+"/admin/accounts", admin, body); a.status != http.StatusCreated {
-		t.Fatalf("create %s: %d %s", name, a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/accounts", admin, body); a.Status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", name, a.Status, a.Raw)
 	}
-	a := call(t, http.MethodPost, n.URL()+"/admin/accounts/"+name+"/keys", admin, nil)
-	if a.status != http.StatusCreated {
-		t.Fatalf("key of %s: %d %s", name, a.status, a.raw)
+	a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/accounts/"+name+"/keys", admin, nil)
+	if a.Status != http.StatusCreated {
+		t.Fatalf("key of %s: %d %s", name, a.Status, a.Raw)
 	}
-	return str(a.body, "key")
+	return nodetest.Str(a.Body, "key")
 }
 
 // TestBypassPasses: an operator mints passes for one event; a pass admits
@@ -38,18 +38,18 @@ func staffKey(t *testing.T, n *node.Node, name, role string) string {
 func TestBypassPasses(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	later := openSale(5, 1, 30*time.Minute, 0, 1) // the queue admits nobody during the test
-	createSale(t, n, "drop", later)
-	createSale(t, n, "other", later)
+	nodetest.CreateSale(t, n, "drop", later)
+	nodetest.CreateSale(t, n, "other", later)
 	op := map[string]string{"Authorization": "Bearer " + staffKey(t, n, "olga", "operator")}
 	viewer := map[string]string{"Authorization": "Bearer " + staffKey(t, n, "vic", "viewer")}
 	passes := n.URL() + "/admin/events/drop/passes"
-	mint := func(hdr map[string]string, body string) answer {
+	mint := func(hdr map[string]string, body string) nodetest.Answer {
 		t.Helper()
-		return call(t, http.MethodPost, passes, hdr, []byte(body))
+		return nodetest.Call(t, http.MethodPost, passes, hdr, []byte(body))
 	}
-	redeem := func(ev, user, pass string) answer {
+	redeem := func(ev, user, pass string) nodetest.Answer {
 		t.Helper()
 		return join(t, n, ev, map[string]string{"X-User-ID": user, tokens.PassHeader: pass})
 	}
@@ -74,12 +74,12 @@ func TestBypassPasses(t *testing.T) {
 		{op, `{"note":"a\nb"}`, 400},
 		{viewer, `{}`, 403},
 	} {
-		if a := mint(bad.hdr, bad.body); a.status != bad.status || a.header.Get("Content-Type") != "application/problem+json" {
-			t.Fatalf("mint %s: %d %s, want %d problem+json", bad.body, a.status, a.raw, bad.status)
+		if a := mint(bad.hdr, bad.body); a.Status != bad.status || a.Header.Get("Content-Type") != "application/problem+json" {
+			t.Fatalf("mint %s: %d %s, want %d problem+json", bad.body, a.Status, a.Raw, bad.status)
 		}
 	}
-	if a := call(t, http.MethodPost, n.URL()+"/admin/events/nope/passes", op, nil); a.status != 404 {
-		t.Fatalf("mint for no event: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/nope/passes", op, nil); a.Status != 404 {
+		t.Fatalf("mint for no event: %d %s", a.Status, a.Raw)
 	}
 	if c := counts(); c != (admission.PassCounts{}) {
 		t.Fatalf("refused mints counted: %+v", c)
@@ -87,21 +87,21 @@ func TestBypassPasses(t *testing.T) {
 
 	// A pass of two uses admits two people at once, and no third.
 	a := mint(op, `{"uses":2,"ttl_seconds":600,"note":"qa run"}`)
-	if a.status != http.StatusCreated {
-		t.Fatalf("mint: %d %s", a.status, a.raw)
+	if a.Status != http.StatusCreated {
+		t.Fatalf("mint: %d %s", a.Status, a.Raw)
 	}
-	two := str(a.body, "pass")
-	if st := redeem("drop", "nobody", ""); st.status != 200 || str(st.body, "state") == "admitted" {
-		t.Fatalf("plain join: %d %s, want a queue ticket", st.status, st.raw)
+	two := nodetest.Str(a.Body, "pass")
+	if st := redeem("drop", "nobody", ""); st.Status != 200 || nodetest.Str(st.Body, "state") == "admitted" {
+		t.Fatalf("plain join: %d %s, want a queue ticket", st.Status, st.Raw)
 	}
 	var tok string
 	for _, user := range []string{"alice", "bob"} {
 		got := redeem("drop", user, two)
-		if got.status != 200 || str(got.body, "state") != "admitted" || str(got.body, "admission_token") == "" || got.body["ticket"] != nil {
-			t.Fatalf("%s redeems: %d %s", user, got.status, got.raw)
+		if got.Status != 200 || nodetest.Str(got.Body, "state") != "admitted" || nodetest.Str(got.Body, "admission_token") == "" || got.Body["ticket"] != nil {
+			t.Fatalf("%s redeems: %d %s", user, got.Status, got.Raw)
 		}
 		if user == "alice" {
-			tok = str(got.body, "admission_token")
+			tok = nodetest.Str(got.Body, "admission_token")
 		}
 	}
 	problemOK(t, redeem("drop", "carol", two), 403, "pass_used_up")
@@ -110,57 +110,57 @@ func TestBypassPasses(t *testing.T) {
 
 	// The admission is an admission like any other: one claim per user.
 	for i, want := range []int{201, 409} {
-		c := call(t, http.MethodPost, n.URL()+"/events/drop/claim", map[string]string{"X-User-ID": "alice",
+		c := nodetest.Call(t, http.MethodPost, n.URL()+"/events/drop/claim", map[string]string{"X-User-ID": "alice",
 			"Authorization": "Bearer " + tok, "Idempotency-Key": "k" + string(rune('0'+i))}, nil)
-		if c.status != want {
-			t.Fatalf("claim %d with a pass admission: %d %s, want %d", i, c.status, c.raw, want)
+		if c.Status != want {
+			t.Fatalf("claim %d with a pass admission: %d %s, want %d", i, c.Status, c.Raw, want)
 		}
 	}
 
 	// Expired: refused, and counted.
 	a = mint(op, `{"ttl_seconds":1}`)
-	short, exp := str(a.body, "pass"), time.Now().Add(2*time.Second)
-	waitFor(t, "the short pass to expire", 5*time.Second, func() bool { return time.Now().After(exp) })
+	short, exp := nodetest.Str(a.Body, "pass"), time.Now().Add(2*time.Second)
+	nodetest.WaitFor(t, "the short pass to expire", 5*time.Second, func() bool { return time.Now().After(exp) })
 	problemOK(t, redeem("drop", "dave", short), 403, "pass_invalid")
 
 	// Revoked: refused on redeem; revoking twice is one audited change.
 	a = mint(op, `{"uses":0}`)
-	unlimited := str(a.body, "pass")
-	rec, _ := a.body["record"].(map[string]any)
-	id := str(rec, "id")
-	if got := redeem("drop", "erin", unlimited); got.status != 200 {
-		t.Fatalf("unlimited pass: %d %s", got.status, got.raw)
+	unlimited := nodetest.Str(a.Body, "pass")
+	rec, _ := a.Body["record"].(map[string]any)
+	id := nodetest.Str(rec, "id")
+	if got := redeem("drop", "erin", unlimited); got.Status != 200 {
+		t.Fatalf("unlimited pass: %d %s", got.Status, got.Raw)
 	}
-	problemOK(t, call(t, http.MethodDelete, passes+"/"+id, viewer, nil), 403, "forbidden")
+	problemOK(t, nodetest.Call(t, http.MethodDelete, passes+"/"+id, viewer, nil), 403, "forbidden")
 	for range 2 {
-		if d := call(t, http.MethodDelete, passes+"/"+id, op, nil); d.status != 200 || d.body["revoked_at"] == nil || str(d.body, "revoked_by") != "olga" {
-			t.Fatalf("revoke: %d %s", d.status, d.raw)
+		if d := nodetest.Call(t, http.MethodDelete, passes+"/"+id, op, nil); d.Status != 200 || d.Body["revoked_at"] == nil || nodetest.Str(d.Body, "revoked_by") != "olga" {
+			t.Fatalf("revoke: %d %s", d.Status, d.Raw)
 		}
 	}
-	problemOK(t, call(t, http.MethodDelete, passes+"/0000000000000000", op, nil), 404, "not_found")
+	problemOK(t, nodetest.Call(t, http.MethodDelete, passes+"/0000000000000000", op, nil), 404, "not_found")
 	problemOK(t, redeem("drop", "erin", unlimited), 403, "pass_revoked")
 
 	want := admission.PassCounts{Minted: 3, Redeemed: 3, Revoked: 1, Refused: 3}
 	if c := counts(); c != want {
 		t.Errorf("counts: got %+v, want %+v", c, want)
 	}
-	l := call(t, http.MethodGet, passes, viewer, nil)
-	if list, _ := l.body["passes"].([]any); l.status != 200 || len(list) != 3 || strings.Contains(string(l.raw), "ps1.") {
-		t.Errorf("list: %d %s", l.status, l.raw)
+	l := nodetest.Call(t, http.MethodGet, passes, viewer, nil)
+	if list, _ := l.Body["passes"].([]any); l.Status != 200 || len(list) != 3 || strings.Contains(string(l.Raw), "ps1.") {
+		t.Errorf("list: %d %s", l.Status, l.Raw)
 	}
-	au := call(t, http.MethodGet, n.URL()+"/admin/audit?event=drop", op, nil)
+	au := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/audit?event=drop", op, nil)
 	actions := map[string]int{}
-	entries, _ := au.body["entries"].([]any)
+	entries, _ := au.Body["entries"].([]any)
 	for _, e := range entries {
 		m, _ := e.(map[string]any)
-		if strings.HasPrefix(str(m, "action"), "pass.") {
-			actions[str(m, "action")]++
-			if str(m, "who") != "olga" {
-				t.Errorf("audit entry by %q, want olga: %v", str(m, "who"), m)
+		if strings.HasPrefix(nodetest.Str(m, "action"), "pass.") {
+			actions[nodetest.Str(m, "action")]++
+			if nodetest.Str(m, "who") != "olga" {
+				t.Errorf("audit entry by %q, want olga: %v", nodetest.Str(m, "who"), m)
 			}
 		}
 	}
-	if actions["pass.mint"] != 3 || actions["pass.revoke"] != 1 || strings.Contains(string(au.raw), "ps1.") {
-		t.Errorf("audit: %v %s", actions, au.raw)
+	if actions["pass.mint"] != 3 || actions["pass.revoke"] != 1 || strings.Contains(string(au.Raw), "ps1.") {
+		t.Errorf("audit: %v %s", actions, au.Raw)
 	}
 }

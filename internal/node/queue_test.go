@@ -19,12 +19,12 @@ import (
 func TestStatusIsFree(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
-	createSale(t, n, "free", openSale(100, 1, 0, 0, 5))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
+	nodetest.CreateSale(t, n, "free", openSale(100, 1, 0, 0, 5))
 	var tickets []string
 	for i := range 20 {
-		j := call(t, http.MethodPost, n.URL()+"/events/free/join", map[string]string{"X-User-ID": fmt.Sprint("u", i)}, nil)
-		tickets = append(tickets, str(j.body, "ticket"))
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/free/join", map[string]string{"X-User-ID": fmt.Sprint("u", i)}, nil)
+		tickets = append(tickets, nodetest.Str(j.Body, "ticket"))
 	}
 	time.Sleep(1100 * time.Millisecond) // let about 5 positions be admitted at 5/s
 	if err := n.Snapshots.Refresh(context.Background()); err != nil {
@@ -33,11 +33,11 @@ func TestStatusIsFree(t *testing.T) {
 	before := r.CommandCount(t)
 	states := map[string]int{}
 	for i := range 1000 {
-		a := call(t, http.MethodGet, n.URL()+"/events/free/status", map[string]string{"Authorization": "Bearer " + tickets[i%len(tickets)]}, nil)
-		if a.status != http.StatusOK {
-			t.Fatalf("status: %d %s", a.status, a.raw)
+		a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/free/status", map[string]string{"Authorization": "Bearer " + tickets[i%len(tickets)]}, nil)
+		if a.Status != http.StatusOK {
+			t.Fatalf("status: %d %s", a.Status, a.Raw)
 		}
-		states[str(a.body, "state")]++
+		states[nodetest.Str(a.Body, "state")]++
 	}
 	if after := r.CommandCount(t); after != before {
 		t.Fatalf("1,000 status calls ran %d Redis commands, want 0", after-before)
@@ -53,35 +53,35 @@ func TestStatusIsFree(t *testing.T) {
 func TestShuffleWindowAndVerify(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	sale := openSale(10, 1, time.Second, 1, 1)
-	createSale(t, n, "shuffle", sale)
-	pub := call(t, http.MethodGet, n.URL()+"/events/shuffle", nil, nil)
-	if str(pub.body, "seed") != "" || len(str(pub.body, "seed_commitment")) != 64 {
-		t.Fatalf("before the window closes: %s", pub.raw)
+	nodetest.CreateSale(t, n, "shuffle", sale)
+	pub := nodetest.Call(t, http.MethodGet, n.URL()+"/events/shuffle", nil, nil)
+	if nodetest.Str(pub.Body, "seed") != "" || len(nodetest.Str(pub.Body, "seed_commitment")) != 64 {
+		t.Fatalf("before the window closes: %s", pub.Raw)
 	}
 	const members = 40
 	tickets := map[int64]string{}
 	for i := range members {
-		j := call(t, http.MethodPost, n.URL()+"/events/shuffle/join", map[string]string{"X-User-ID": fmt.Sprint("w", i)}, nil)
-		if j.status != http.StatusOK || str(j.body, "state") != "prequeue" || j.body["position"] != nil {
-			t.Fatalf("join in window: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/shuffle/join", map[string]string{"X-User-ID": fmt.Sprint("w", i)}, nil)
+		if j.Status != http.StatusOK || nodetest.Str(j.Body, "state") != "prequeue" || j.Body["position"] != nil {
+			t.Fatalf("join in window: %d %s", j.Status, j.Raw)
 		}
-		again := call(t, http.MethodPost, n.URL()+"/events/shuffle/join", map[string]string{"X-User-ID": fmt.Sprint("w", i)}, nil)
-		if str(again.body, "ticket") != str(j.body, "ticket") {
+		again := nodetest.Call(t, http.MethodPost, n.URL()+"/events/shuffle/join", map[string]string{"X-User-ID": fmt.Sprint("w", i)}, nil)
+		if nodetest.Str(again.Body, "ticket") != nodetest.Str(j.Body, "ticket") {
 			t.Fatalf("repeated join gave another ticket")
 		}
-		tickets[int64(j.body["seq"].(float64))] = str(j.body, "ticket")
+		tickets[int64(j.Body["seq"].(float64))] = nodetest.Str(j.Body, "ticket")
 	}
-	waitFor(t, "the window to close", 10*time.Second, func() bool {
-		pub = call(t, http.MethodGet, n.URL()+"/events/shuffle", nil, nil)
-		return str(pub.body, "seed") != ""
+	nodetest.WaitFor(t, "the window to close", 10*time.Second, func() bool {
+		pub = nodetest.Call(t, http.MethodGet, n.URL()+"/events/shuffle", nil, nil)
+		return nodetest.Str(pub.Body, "seed") != ""
 	})
-	seed, err := queue.ParseSeedHex(str(pub.body, "seed"))
-	if err != nil || queue.Commitment(seed) != str(pub.body, "seed_commitment") {
+	seed, err := queue.ParseSeedHex(nodetest.Str(pub.Body, "seed"))
+	if err != nil || queue.Commitment(seed) != nodetest.Str(pub.Body, "seed_commitment") {
 		t.Fatalf("revealed seed does not match its commitment: %v", err)
 	}
-	w := int64(pub.body["window_size"].(float64))
+	w := int64(pub.Body["window_size"].(float64))
 	if w != members {
 		t.Fatalf("window size %d, want %d", w, members)
 	}
@@ -92,8 +92,8 @@ func TestShuffleWindowAndVerify(t *testing.T) {
 	seen := map[int64]bool{}
 	moved := 0
 	for seq, ticket := range tickets {
-		s := call(t, http.MethodGet, n.URL()+"/events/shuffle/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-		pos := int64(s.body["position"].(float64))
+		s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/shuffle/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+		pos := int64(s.Body["position"].(float64))
 		if want := queue.Position(perm, seq); pos != want {
 			t.Errorf("seq %d: API position %d, verify computes %d", seq, pos, want)
 		}
@@ -108,9 +108,9 @@ func TestShuffleWindowAndVerify(t *testing.T) {
 	if moved < members/2 {
 		t.Errorf("only %d of %d window members moved: the window is not shuffled", moved, members)
 	}
-	late := call(t, http.MethodPost, n.URL()+"/events/shuffle/join", map[string]string{"X-User-ID": "late"}, nil)
-	if seq := late.body["seq"].(float64); late.body["position"] != seq {
-		t.Errorf("late joiner: position %v, want its seq %v", late.body["position"], seq)
+	late := nodetest.Call(t, http.MethodPost, n.URL()+"/events/shuffle/join", map[string]string{"X-User-ID": "late"}, nil)
+	if seq := late.Body["seq"].(float64); late.Body["position"] != seq {
+		t.Errorf("late joiner: position %v, want its seq %v", late.Body["position"], seq)
 	}
 }
 
@@ -120,25 +120,25 @@ func TestShuffleWindowAndVerify(t *testing.T) {
 func TestLottery(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	const entrants = 12
 	tickets := registerLottery(t, n, "draw", 3, entrants, "l")
 	// Admitted people claim at once; the rest wait for the outcome.
 	final := map[string]string{}
 	positions := map[string]int64{}
-	waitFor(t, "every entrant to learn the outcome", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "every entrant to learn the outcome", 20*time.Second, func() bool {
 		for u, ticket := range tickets {
 			if final[u] != "" {
 				continue
 			}
-			s := call(t, http.MethodGet, n.URL()+"/events/draw/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-			if p, ok := s.body["position"].(float64); ok {
+			s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/draw/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+			if p, ok := s.Body["position"].(float64); ok {
 				positions[u] = int64(p)
 			}
-			switch st := str(s.body, "state"); st {
+			switch st := nodetest.Str(s.Body, "state"); st {
 			case "admitted":
-				c := call(t, http.MethodPost, n.URL()+"/events/draw/claim", map[string]string{"X-User-ID": u, "Authorization": "Bearer " + str(s.body, "admission_token")}, nil)
-				if c.status == http.StatusCreated {
+				c := nodetest.Call(t, http.MethodPost, n.URL()+"/events/draw/claim", map[string]string{"X-User-ID": u, "Authorization": "Bearer " + nodetest.Str(s.Body, "admission_token")}, nil)
+				if c.Status == http.StatusCreated {
 					final[u] = "won"
 				}
 			case "not_selected", "sold_out":
@@ -162,9 +162,9 @@ func TestLottery(t *testing.T) {
 	if won != 3 {
 		t.Errorf("%d winners, want 3", won)
 	}
-	late := call(t, http.MethodPost, n.URL()+"/events/draw/join", map[string]string{"X-User-ID": "late"}, nil)
-	if late.status != http.StatusForbidden {
-		t.Errorf("registration after the start: %d %s, want 403", late.status, late.raw)
+	late := nodetest.Call(t, http.MethodPost, n.URL()+"/events/draw/join", map[string]string{"X-User-ID": "late"}, nil)
+	if late.Status != http.StatusForbidden {
+		t.Errorf("registration after the start: %d %s, want 403", late.Status, late.Raw)
 	}
 }
 
@@ -173,27 +173,27 @@ func TestLottery(t *testing.T) {
 func TestModeLocksWhenWindowCloses(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "toggle", openSale(3, 1, time.Second, 1, 100))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "toggle", openSale(3, 1, time.Second, 1, 100))
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	put := func(body map[string]any) answer {
+	put := func(body map[string]any) nodetest.Answer {
 		raw, _ := json.Marshal(body)
-		return call(t, http.MethodPut, n.URL()+"/admin/events/toggle", admin, raw)
+		return nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/toggle", admin, raw)
 	}
-	if a := put(map[string]any{"mode": "lottery"}); a.status != http.StatusOK {
-		t.Fatalf("toggle before the window closes: %d %s", a.status, a.raw)
+	if a := put(map[string]any{"mode": "lottery"}); a.Status != http.StatusOK {
+		t.Fatalf("toggle before the window closes: %d %s", a.Status, a.Raw)
 	}
-	if a := put(map[string]any{"mode": "fcfs", "random_window_seconds": 1}); a.status != http.StatusOK {
-		t.Fatalf("toggle back: %d %s", a.status, a.raw)
+	if a := put(map[string]any{"mode": "fcfs", "random_window_seconds": 1}); a.Status != http.StatusOK {
+		t.Fatalf("toggle back: %d %s", a.Status, a.Raw)
 	}
-	waitFor(t, "the window to close", 10*time.Second, func() bool {
-		return str(call(t, http.MethodGet, n.URL()+"/events/toggle", nil, nil).body, "seed") != ""
+	nodetest.WaitFor(t, "the window to close", 10*time.Second, func() bool {
+		return nodetest.Str(nodetest.Call(t, http.MethodGet, n.URL()+"/events/toggle", nil, nil).Body, "seed") != ""
 	})
 	a := put(map[string]any{"mode": "lottery"})
-	if a.status != http.StatusConflict || str(a.body, "code") != "locked" {
-		t.Fatalf("toggle after the window closed: %d %s, want 409 locked", a.status, a.raw)
+	if a.Status != http.StatusConflict || nodetest.Str(a.Body, "code") != "locked" {
+		t.Fatalf("toggle after the window closed: %d %s, want 409 locked", a.Status, a.Raw)
 	}
-	if a := put(map[string]any{"admit_rate_per_second": 7}); a.status != http.StatusOK {
-		t.Errorf("rate change after the window closed: %d %s, want 200", a.status, a.raw)
+	if a := put(map[string]any{"admit_rate_per_second": 7}); a.Status != http.StatusOK {
+		t.Errorf("rate change after the window closed: %d %s, want 200", a.Status, a.Raw)
 	}
 }

@@ -26,45 +26,45 @@ func TestReadmeCheckoutCapacity(t *testing.T) {
 	}
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true}))
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(srv.Close)
 	sale := openSale(100, 1, 0, 0, 1000)
 	sale["no_show_grace_seconds"] = 60
-	createSale(t, n, "readme", sale)
+	nodetest.CreateSale(t, n, "readme", sale)
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	conf := strings.Replace(readmeBlock(t, "checkout-config"), "https://shop.example", srv.URL, 1)
 	for _, body := range []string{conf, `{"max_active": 1}`} {
-		if a := call(t, http.MethodPut, n.URL()+"/admin/events/readme", admin, []byte(body)); a.status != http.StatusOK {
-			t.Fatalf("README configuration: %d %s", a.status, a.raw)
-		} else if strings.Contains(string(a.raw), "shopsec-change-me") {
+		if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/readme", admin, []byte(body)); a.Status != http.StatusOK {
+			t.Fatalf("README configuration: %d %s", a.Status, a.Raw)
+		} else if strings.Contains(string(a.Raw), "shopsec-change-me") {
 			t.Fatal("the admin API returned the shop secret")
 		}
 	}
 	tickets := map[string]string{}
 	for _, u := range []string{"r1", "r2", "r3"} {
-		j := call(t, http.MethodPost, n.URL()+"/events/readme/join", map[string]string{"X-User-ID": u}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/readme/join", map[string]string{"X-User-ID": u}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
-		tickets[u] = str(j.body, "ticket")
+		tickets[u] = nodetest.Str(j.Body, "ticket")
 	}
 	// next waits for the one person in checkout and returns their jti.
 	done := map[string]bool{}
 	next := func() (string, string) {
 		var who, jti string
-		waitFor(t, "one person in checkout", 10*time.Second, func() bool {
+		nodetest.WaitFor(t, "one person in checkout", 10*time.Second, func() bool {
 			who, jti = "", ""
 			for u, ticket := range tickets {
 				if done[u] {
 					continue
 				}
-				s := call(t, http.MethodGet, n.URL()+"/events/readme/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-				if tok := str(s.body, "admission_token"); tok != "" {
+				s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/readme/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+				if tok := nodetest.Str(s.Body, "admission_token"); tok != "" {
 					if who != "" {
 						t.Fatalf("%s and %s in checkout at once, max_active 1", who, u)
 					}
-					who, jti = u, str(payloadOf(t, tok), "jti")
+					who, jti = u, nodetest.Str(payloadOf(t, tok), "jti")
 				}
 			}
 			return who != ""

@@ -48,7 +48,7 @@ func TestReadmeShopIntegration(t *testing.T) {
 	}
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), WebhookAllowHTTP: true}))
 	var mu sync.Mutex
 	var body []byte
 	var sig string
@@ -62,20 +62,20 @@ func TestReadmeShopIntegration(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	createSale(t, n, "readme", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "readme", openSale(10, 1, 0, 0, 1000))
 	conf := strings.Replace(readmeBlock(t, "webhooks"), "https://shop.example", srv.URL, 1)
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/readme", admin, []byte(conf)); a.status != http.StatusOK {
-		t.Fatalf("README webhooks: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/readme", admin, []byte(conf)); a.Status != http.StatusOK {
+		t.Fatalf("README webhooks: %d %s", a.Status, a.Raw)
 	}
-	waitFor(t, "the node to see the webhook", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the node to see the webhook", 10*time.Second, func() bool {
 		s, ok := n.Snapshots.Get("readme")
 		return ok && s.Config.WantsYourTurn()
 	})
-	if j := call(t, http.MethodPost, n.URL()+"/events/readme/join", map[string]string{"X-User-ID": "shopper-42"}, nil); j.status != http.StatusOK {
-		t.Fatalf("join: %d %s", j.status, j.raw)
+	if j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/readme/join", map[string]string{"X-User-ID": "shopper-42"}, nil); j.Status != http.StatusOK {
+		t.Fatalf("join: %d %s", j.Status, j.Raw)
 	}
-	waitFor(t, "your_turn at the README's URL", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "your_turn at the README's URL", 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return body != nil

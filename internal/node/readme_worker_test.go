@@ -49,7 +49,7 @@ func TestReadmeEdgeWorker(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
 	const issuer = "https://queue.shop.example"
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: issuer}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: issuer}))
 	var mu sync.Mutex
 	var users []string
 	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -59,17 +59,17 @@ func TestReadmeEdgeWorker(t *testing.T) {
 		_, _ = io.WriteString(w, "shop page")
 	}))
 	t.Cleanup(shop.Close)
-	createSale(t, n, "spring-sale", openSale(10, 1, 0, 0, 1000))
-	createSale(t, n, "other", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "spring-sale", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "other", openSale(10, 1, 0, 0, 1000))
 	admitted := func(ev, user string) string {
-		j := call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", map[string]string{"X-User-ID": user}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", map[string]string{"X-User-ID": user}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
 		var tok string
-		waitFor(t, "admission", 30*time.Second, func() bool {
-			s := call(t, http.MethodGet, n.URL()+"/events/"+ev+"/status", map[string]string{"Authorization": "Bearer " + str(j.body, "ticket")}, nil)
-			tok = str(s.body, "admission_token")
+		nodetest.WaitFor(t, "admission", 30*time.Second, func() bool {
+			s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/"+ev+"/status", map[string]string{"Authorization": "Bearer " + nodetest.Str(j.Body, "ticket")}, nil)
+			tok = nodetest.Str(s.Body, "admission_token")
 			return tok != ""
 		})
 		return tok

@@ -36,56 +36,56 @@ func TestReportOfLanesAndPasses(t *testing.T) {
 	const ev = "replanes"
 	sale := openSale(10, 1, time.Second, 0, 1000)
 	sale["lanes"] = []any{map[string]any{"name": "members", "share": 0.5, "starts_at": time.Now().UTC().Truncate(time.Second).Add(-time.Second)}}
-	createSale(t, n, ev, sale)
+	nodetest.CreateSale(t, n, ev, sale)
 	base := n.URL() + "/events/" + ev
 	inv, _ := tokens.NewInvites(secret)
 
 	claimAs := func(user, tok string) {
 		t.Helper()
-		a := call(t, http.MethodPost, base+"/claim", map[string]string{"X-User-ID": user, "Authorization": "Bearer " + tok}, nil)
-		if a.status != http.StatusCreated {
-			t.Fatalf("claim %s: %d %s", user, a.status, a.raw)
+		a := nodetest.Call(t, http.MethodPost, base+"/claim", map[string]string{"X-User-ID": user, "Authorization": "Bearer " + tok}, nil)
+		if a.Status != http.StatusCreated {
+			t.Fatalf("claim %s: %d %s", user, a.Status, a.Raw)
 		}
 	}
 	for i := range 4 {
 		u := fmt.Sprint("u", i)
 		j := join(t, n, ev, map[string]string{"X-User-ID": u})
-		if j.status != http.StatusOK || j.body["lane"] != nil {
-			t.Fatalf("join %s: %d %s", u, j.status, j.raw)
+		if j.Status != http.StatusOK || j.Body["lane"] != nil {
+			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
 		}
-		if tok := pollAdmission(t, n, ev, str(j.body, "ticket")); i < 2 {
+		if tok := pollAdmission(t, n, ev, nodetest.Str(j.Body, "ticket")); i < 2 {
 			claimAs(u, tok)
 		}
 	}
 	for i := range 3 {
 		u := fmt.Sprint("m", i)
 		j := join(t, n, ev, map[string]string{"X-User-ID": u, tokens.InviteHeader: inv.SignLane(ev, u, "members", time.Now().Add(time.Hour))})
-		if j.status != http.StatusOK || str(j.body, "lane") != "members" {
-			t.Fatalf("lane join %s: %d %s", u, j.status, j.raw)
+		if j.Status != http.StatusOK || nodetest.Str(j.Body, "lane") != "members" {
+			t.Fatalf("lane join %s: %d %s", u, j.Status, j.Raw)
 		}
-		if tok := pollAdmission(t, n, ev, str(j.body, "ticket")); i == 0 {
+		if tok := pollAdmission(t, n, ev, nodetest.Str(j.Body, "ticket")); i == 0 {
 			claimAs(u, tok)
 		}
 	}
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
-	mint := func() answer {
+	mint := func() nodetest.Answer {
 		t.Helper()
-		a := call(t, http.MethodPost, n.URL()+"/admin/events/"+ev+"/passes", admin, []byte(`{"uses":1,"ttl_seconds":600}`))
-		if a.status != http.StatusCreated {
-			t.Fatalf("mint: %d %s", a.status, a.raw)
+		a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/"+ev+"/passes", admin, []byte(`{"uses":1,"ttl_seconds":600}`))
+		if a.Status != http.StatusCreated {
+			t.Fatalf("mint: %d %s", a.Status, a.Raw)
 		}
 		return a
 	}
-	pass := str(mint().body, "pass")
+	pass := nodetest.Str(mint().Body, "pass")
 	p := join(t, n, ev, map[string]string{"X-User-ID": "p0", tokens.PassHeader: pass})
-	if p.status != http.StatusOK || str(p.body, "admission_token") == "" {
-		t.Fatalf("pass redeem: %d %s", p.status, p.raw)
+	if p.Status != http.StatusOK || nodetest.Str(p.Body, "admission_token") == "" {
+		t.Fatalf("pass redeem: %d %s", p.Status, p.Raw)
 	}
-	claimAs("p0", str(p.body, "admission_token"))
+	claimAs("p0", nodetest.Str(p.Body, "admission_token"))
 	problemOK(t, join(t, n, ev, map[string]string{"X-User-ID": "p1", tokens.PassHeader: pass}), http.StatusForbidden, "pass_used_up")
-	rec, _ := mint().body["record"].(map[string]any)
-	if d := call(t, http.MethodDelete, n.URL()+"/admin/events/"+ev+"/passes/"+str(rec, "id"), admin, nil); d.status != http.StatusOK {
-		t.Fatalf("revoke: %d %s", d.status, d.raw)
+	rec, _ := mint().Body["record"].(map[string]any)
+	if d := nodetest.Call(t, http.MethodDelete, n.URL()+"/admin/events/"+ev+"/passes/"+nodetest.Str(rec, "id"), admin, nil); d.Status != http.StatusOK {
+		t.Fatalf("revoke: %d %s", d.Status, d.Raw)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -101,7 +101,7 @@ func TestReportOfLanesAndPasses(t *testing.T) {
 	}
 	wantPasses := admission.PassCounts{Minted: 2, Redeemed: 1, Revoked: 1, Refused: 1}
 	var got report.Report
-	waitFor(t, "the report to show the whole sale", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "the report to show the whole sale", 20*time.Second, func() bool {
 		got = getReport(t, n, ev)
 		return got.Funnel == wantFunnel && reflect.DeepEqual(got.Lanes, wantLanes)
 	})
@@ -121,9 +121,9 @@ func TestReportOfLanesAndPasses(t *testing.T) {
 
 	// Every figure is durable: a new node gives the same report.
 	stop()
-	n2 := startNode(t, cfg)
+	n2 := nodetest.Start(t, cfg)
 	var again report.Report
-	waitFor(t, "the new node's report", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the new node's report", 10*time.Second, func() bool {
 		again = getReport(t, n2, ev)
 		return again.Event == ev
 	})

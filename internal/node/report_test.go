@@ -36,23 +36,23 @@ func TestReportOfASale(t *testing.T) {
 	sale := openSale(5, 1, time.Second, 0, 1000)
 	sale["no_show_grace_seconds"] = 2
 	sale["limits"] = map[string]any{"pow": map[string]any{"enabled": true, "bits": 1}}
-	createSale(t, n, ev, sale)
+	nodetest.CreateSale(t, n, ev, sale)
 	base := n.URL() + "/events/" + ev
 
 	for i := range 2 { // no proof of work: refused
-		a := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": fmt.Sprint("bot", i)}, nil)
+		a := nodetest.Call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": fmt.Sprint("bot", i)}, nil)
 		problemOK(t, a, http.StatusForbidden, "pow_required")
 	}
 	tickets := map[string]string{}
 	for i := range 12 {
 		u := fmt.Sprint("u", i)
-		ch := call(t, http.MethodGet, base+"/challenge", map[string]string{"X-User-ID": u}, nil)
-		c := str(ch.body, "challenge")
-		j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": u, web.PoWHeader: c + ":" + web.SolvePoW(c, 1)}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join %s: %d %s", u, j.status, j.raw)
+		ch := nodetest.Call(t, http.MethodGet, base+"/challenge", map[string]string{"X-User-ID": u}, nil)
+		c := nodetest.Str(ch.Body, "challenge")
+		j := nodetest.Call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": u, web.PoWHeader: c + ":" + web.SolvePoW(c, 1)}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
 		}
-		tickets[u] = str(j.body, "ticket")
+		tickets[u] = nodetest.Str(j.Body, "ticket")
 	}
 	// Every admission is fetched before the first claim: once the five
 	// units are gone the node's view says sold out, and a late poll would
@@ -64,19 +64,19 @@ func TestReportOfASale(t *testing.T) {
 	var claims []string
 	for i, tok := range toks {
 		u := fmt.Sprint("u", i)
-		a := call(t, http.MethodPost, base+"/claim", map[string]string{"X-User-ID": u, "Authorization": "Bearer " + tok}, nil)
+		a := nodetest.Call(t, http.MethodPost, base+"/claim", map[string]string{"X-User-ID": u, "Authorization": "Bearer " + tok}, nil)
 		switch {
-		case i < 5 && a.status == http.StatusCreated:
-			claims = append(claims, str(a.body, "claim_id"))
+		case i < 5 && a.Status == http.StatusCreated:
+			claims = append(claims, nodetest.Str(a.Body, "claim_id"))
 		case i >= 5:
 			problemOK(t, a, http.StatusGone, "sold_out")
 		default:
-			t.Fatalf("claim %s: %d %s", u, a.status, a.raw)
+			t.Fatalf("claim %s: %d %s", u, a.Status, a.Raw)
 		}
 	}
-	rel := call(t, http.MethodPost, base+"/claims/"+claims[0]+"/release", map[string]string{"X-User-ID": "u0"}, nil)
-	if rel.status != http.StatusOK {
-		t.Fatalf("release: %d %s", rel.status, rel.raw)
+	rel := nodetest.Call(t, http.MethodPost, base+"/claims/"+claims[0]+"/release", map[string]string{"X-User-ID": "u0"}, nil)
+	if rel.Status != http.StatusOK {
+		t.Fatalf("release: %d %s", rel.Status, rel.Raw)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -86,7 +86,7 @@ func TestReportOfASale(t *testing.T) {
 
 	want := report.Funnel{Joined: 12, Admitted: 12, Present: 7, NoShows: 5, Granted: 5, Released: 1, Confirmed: 4, Buyers: 5, UnitsGranted: 5, UnitsReleased: 1}
 	var got report.Report
-	waitFor(t, "the report to show the whole sale", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "the report to show the whole sale", 20*time.Second, func() bool {
 		got = getReport(t, n, ev)
 		return got.Funnel == want
 	})
@@ -117,9 +117,9 @@ func TestReportOfASale(t *testing.T) {
 	// The node stops; a new one on the same Redis and JetStream gives the
 	// same report.
 	stop()
-	n2 := startNode(t, cfg)
+	n2 := nodetest.Start(t, cfg)
 	var again report.Report
-	waitFor(t, "the new node's report", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the new node's report", 10*time.Second, func() bool {
 		again = getReport(t, n2, ev)
 		return again.Event == ev
 	})
@@ -165,15 +165,15 @@ func sum(xs []int64) (n int64) {
 // event yet) answers the zero report.
 func getReport(t *testing.T, n *node.Node, ev string) report.Report {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/report", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/report", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
 	var r report.Report
-	if a.status == http.StatusServiceUnavailable {
+	if a.Status == http.StatusServiceUnavailable {
 		return r
 	}
-	if a.status != http.StatusOK {
-		t.Fatalf("report: %d %s", a.status, a.raw)
+	if a.Status != http.StatusOK {
+		t.Fatalf("report: %d %s", a.Status, a.Raw)
 	}
-	if err := json.Unmarshal(a.raw, &r); err != nil {
+	if err := json.Unmarshal(a.Raw, &r); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -182,11 +182,11 @@ func getReport(t *testing.T, n *node.Node, ev string) report.Report {
 // reportCSV reads the CSV report into "section/metric" → value.
 func reportCSV(t *testing.T, n *node.Node, ev string) map[string]string {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/report.csv", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
-	if a.status != http.StatusOK || a.header.Get("Content-Type") != "text/csv; charset=utf-8" {
-		t.Fatalf("report.csv: %d %s %s", a.status, a.header.Get("Content-Type"), a.raw)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/report.csv", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	if a.Status != http.StatusOK || a.Header.Get("Content-Type") != "text/csv; charset=utf-8" {
+		t.Fatalf("report.csv: %d %s %s", a.Status, a.Header.Get("Content-Type"), a.Raw)
 	}
-	recs, err := csv.NewReader(bytes.NewReader(a.raw)).ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(a.Raw)).ReadAll()
 	if err != nil {
 		t.Fatalf("report.csv does not parse: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -45,14 +46,14 @@ func jarCookie(t *testing.T, c *http.Client, u, name string) string {
 // lifecycleTypes lists the types of a sale's recent lifecycle events.
 func lifecycleTypes(t *testing.T, n *node.Node, ev string) []string {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/lifecycle", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/"+ev+"/lifecycle", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
 	var out struct {
 		Events []struct {
 			Type string `json:"type"`
 		} `json:"events"`
 	}
-	if err := json.Unmarshal(a.raw, &out); err != nil {
-		t.Fatalf("lifecycle: %d %s", a.status, a.raw)
+	if err := json.Unmarshal(a.Raw, &out); err != nil {
+		t.Fatalf("lifecycle: %d %s", a.Status, a.Raw)
 	}
 	var types []string
 	for _, e := range out.Events {
@@ -97,14 +98,14 @@ func TestSafetyNetNginx(t *testing.T) {
 	room["no_show_grace_seconds"] = 2
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
 	shop := &origin{}
 	srv := httptest.NewServer(shop)
 	t.Cleanup(srv.Close)
 	conf := strings.Replace(site, "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
 	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(srv.URL, "http://"), 1)
 	gw := testenv.StartNginx(t, conf)
-	createSale(t, n, "site", room)
+	nodetest.CreateSale(t, n, "site", room)
 
 	const page = "/products/42?color=red"
 	mallory := map[string]string{"X-User-ID": "mallory"}
@@ -161,11 +162,11 @@ func TestSafetyNetNginx(t *testing.T) {
 	if err := json.Unmarshal(raw, &joined); err != nil || code != http.StatusOK || joined.State != "waiting" || joined.Position != 4 || joined.Token != "" {
 		t.Fatalf("fourth visitor's join: %d %s, want waiting at position 4", code, raw)
 	}
-	waitFor(t, "queueing_started", 20*time.Second, func() bool { return contains(lifecycleTypes(t, n, "site"), "queueing_started") })
+	nodetest.WaitFor(t, "queueing_started", 20*time.Second, func() bool { return contains(lifecycleTypes(t, n, "site"), "queueing_started") })
 
 	// The first three never come back: their admissions expire (10 s)
 	// and the queued visitor is admitted.
-	waitFor(t, "the third visitor's admission", 40*time.Second, func() bool {
+	nodetest.WaitFor(t, "the third visitor's admission", 40*time.Second, func() bool {
 		resp, body := getVia(t, third, gw.URL()+"/events/site/status", nil)
 		var st struct {
 			Token string `json:"admission_token"`
@@ -176,7 +177,7 @@ func TestSafetyNetNginx(t *testing.T) {
 	if resp, body := getVia(t, third, gw.URL()+page, nil); resp.StatusCode != http.StatusOK || string(body) != "shop page" {
 		t.Fatalf("third visitor once admitted: %d %q, want the site", resp.StatusCode, body)
 	}
-	waitFor(t, "queueing_stopped", 20*time.Second, func() bool { return contains(lifecycleTypes(t, n, "site"), "queueing_stopped") })
+	nodetest.WaitFor(t, "queueing_stopped", 20*time.Second, func() bool { return contains(lifecycleTypes(t, n, "site"), "queueing_stopped") })
 
 	// The visitor who joined through the page: once the admission TTL and
 	// the grace have passed since its admission, its ticket no longer
@@ -184,7 +185,7 @@ func TestSafetyNetNginx(t *testing.T) {
 	// entry while its admission is still active (polls that fetched a
 	// token before the 401 renewed it), else a new entry (it left), here
 	// admitted at once either way: only the fourth visitor is active.
-	waitFor(t, "the left visitor's ticket to go stale", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "the left visitor's ticket to go stale", 30*time.Second, func() bool {
 		resp, _ := getVia(t, paged, gw.URL()+"/events/site/status", nil)
 		return resp.StatusCode == http.StatusUnauthorized
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
 )
@@ -24,57 +25,57 @@ func TestSafetyNetRoom(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true, SigningKeys: keyDir, Issuer: "anteroom", Audience: "shop"})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true, SigningKeys: keyDir, Issuer: "anteroom", Audience: "shop"})
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 
 	bad := safetyNet(1, 60, 100)
 	bad["supply"] = 5
 	raw, _ := json.Marshal(bad)
-	a := call(t, http.MethodPut, n.URL()+"/admin/events/net", admin, raw)
-	if a.status != http.StatusBadRequest || !strings.HasPrefix(a.header.Get("Content-Type"), "application/problem+json") || !strings.Contains(str(a.body, "detail"), "supply") {
-		t.Fatalf("safety_net with supply: %d %s %s, want a problem+json 400 naming supply", a.status, a.header.Get("Content-Type"), a.raw)
+	a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/net", admin, raw)
+	if a.Status != http.StatusBadRequest || !strings.HasPrefix(a.Header.Get("Content-Type"), "application/problem+json") || !strings.Contains(nodetest.Str(a.Body, "detail"), "supply") {
+		t.Fatalf("safety_net with supply: %d %s %s, want a problem+json 400 naming supply", a.Status, a.Header.Get("Content-Type"), a.Raw)
 	}
-	if a := call(t, http.MethodGet, n.URL()+"/admin/events/net", admin, nil); a.status != http.StatusNotFound {
-		t.Fatalf("the refused room exists: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/net", admin, nil); a.Status != http.StatusNotFound {
+		t.Fatalf("the refused room exists: %d %s", a.Status, a.Raw)
 	}
-	createSale(t, n, "net", safetyNet(1, 60, 100))
+	nodetest.CreateSale(t, n, "net", safetyNet(1, 60, 100))
 	toSale, _ := json.Marshal(map[string]any{"mode": "fcfs", "supply": 10})
-	if a := call(t, http.MethodPut, n.URL()+"/admin/events/net", admin, toSale); a.status != http.StatusConflict || str(a.body, "code") != "locked" {
-		t.Fatalf("switching a running room to fcfs: %d %s, want 409 locked", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/net", admin, toSale); a.Status != http.StatusConflict || nodetest.Str(a.Body, "code") != "locked" {
+		t.Fatalf("switching a running room to fcfs: %d %s, want 409 locked", a.Status, a.Raw)
 	}
-	if a := call(t, http.MethodGet, n.URL()+"/events/net", nil, nil); str(a.body, "mode") != "safety_net" || str(a.body, "state") != "open" {
-		t.Fatalf("public view: %s, want an open safety_net room", a.raw)
+	if a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/net", nil, nil); nodetest.Str(a.Body, "mode") != "safety_net" || nodetest.Str(a.Body, "state") != "open" {
+		t.Fatalf("public view: %s, want an open safety_net room", a.Raw)
 	}
 
 	var tickets []string
 	for i := range 3 {
-		j := call(t, http.MethodPost, n.URL()+"/events/net/join", nil, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join %d: %d %s", i, j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/net/join", nil, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join %d: %d %s", i, j.Status, j.Raw)
 		}
-		admitted := str(j.body, "state") == "admitted" && str(j.body, "admission_token") != ""
+		admitted := nodetest.Str(j.Body, "state") == "admitted" && nodetest.Str(j.Body, "admission_token") != ""
 		if admitted != (i == 0) {
-			t.Fatalf("join %d: %s, want only the first admitted at once", i, j.raw)
+			t.Fatalf("join %d: %s, want only the first admitted at once", i, j.Raw)
 		}
 		if i == 0 {
-			if c := jarless(j.header, "anteroom_a_net"); c == "" {
-				t.Fatalf("the admitted join set no admission cookie: %v", j.header)
+			if c := jarless(j.Header, "anteroom_a_net"); c == "" {
+				t.Fatalf("the admitted join set no admission cookie: %v", j.Header)
 			}
-			claimed := call(t, http.MethodPost, n.URL()+"/events/net/claim", map[string]string{"Authorization": "Bearer " + str(j.body, "admission_token")}, nil)
-			if claimed.status != http.StatusForbidden || !strings.HasPrefix(claimed.header.Get("Content-Type"), "application/problem+json") {
-				t.Fatalf("claim in a safety-net room: %d %s, want 403", claimed.status, claimed.raw)
+			claimed := nodetest.Call(t, http.MethodPost, n.URL()+"/events/net/claim", map[string]string{"Authorization": "Bearer " + nodetest.Str(j.Body, "admission_token")}, nil)
+			if claimed.Status != http.StatusForbidden || !strings.HasPrefix(claimed.Header.Get("Content-Type"), "application/problem+json") {
+				t.Fatalf("claim in a safety-net room: %d %s, want 403", claimed.Status, claimed.Raw)
 			}
 		}
-		tickets = append(tickets, str(j.body, "ticket"))
+		tickets = append(tickets, nodetest.Str(j.Body, "ticket"))
 	}
 	if err := n.Snapshots.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	before := r.CommandCount(t)
 	for i := range 200 {
-		s := call(t, http.MethodGet, n.URL()+"/events/net/status", map[string]string{"Authorization": "Bearer " + tickets[1+i%2]}, nil)
-		if s.status != http.StatusOK || str(s.body, "state") != "waiting" {
-			t.Fatalf("status of a waiting person: %d %s", s.status, s.raw)
+		s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/net/status", map[string]string{"Authorization": "Bearer " + tickets[1+i%2]}, nil)
+		if s.Status != http.StatusOK || nodetest.Str(s.Body, "state") != "waiting" {
+			t.Fatalf("status of a waiting person: %d %s", s.Status, s.Raw)
 		}
 	}
 	if after := r.CommandCount(t); after != before {
@@ -83,17 +84,17 @@ func TestSafetyNetRoom(t *testing.T) {
 
 	// The gate: a room with a credit of one admission admits the first
 	// visitor at once and sends the second to the waiting page.
-	createSale(t, n, "slow", safetyNet(100, 60, 0.01))
+	nodetest.CreateSale(t, n, "slow", safetyNet(100, 60, 0.01))
 	if err := n.Snapshots.RefreshOne(context.Background(), "slow"); err != nil {
 		t.Fatal(err)
 	}
-	first := call(t, http.MethodGet, n.URL()+"/events/slow/gate", nil, nil)
-	if first.status != http.StatusNoContent || first.header.Get("X-Anteroom-User") == "" || jarless(first.header, "anteroom_a_slow") == "" {
-		t.Fatalf("gate under the thresholds: %d %v, want 204 with a user and the admission cookie", first.status, first.header)
+	first := nodetest.Call(t, http.MethodGet, n.URL()+"/events/slow/gate", nil, nil)
+	if first.Status != http.StatusNoContent || first.Header.Get("X-Anteroom-User") == "" || jarless(first.Header, "anteroom_a_slow") == "" {
+		t.Fatalf("gate under the thresholds: %d %v, want 204 with a user and the admission cookie", first.Status, first.Header)
 	}
-	second := call(t, http.MethodGet, n.URL()+"/events/slow/gate", map[string]string{"X-Original-URI": "/home"}, nil)
-	if second.status != http.StatusUnauthorized || second.header.Get("X-Anteroom-Redirect") != "/e/slow?return=%2Fhome" {
-		t.Fatalf("gate past the rate: %d %v, want 401 to the waiting page", second.status, second.header)
+	second := nodetest.Call(t, http.MethodGet, n.URL()+"/events/slow/gate", map[string]string{"X-Original-URI": "/home"}, nil)
+	if second.Status != http.StatusUnauthorized || second.Header.Get("X-Anteroom-Redirect") != "/e/slow?return=%2Fhome" {
+		t.Fatalf("gate past the rate: %d %v, want 401 to the waiting page", second.Status, second.Header)
 	}
 
 	// Renewal: an admission with less than half its life left comes back
@@ -107,13 +108,13 @@ func TestSafetyNetRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewed := call(t, http.MethodGet, n.URL()+"/events/slow/gate", map[string]string{"Cookie": "anteroom_a_slow=" + old}, nil)
-	if c := jarless(renewed.header, "anteroom_a_slow"); renewed.status != http.StatusNoContent || c == "" || c == old || tokenSub(t, c) != "v-1" {
-		t.Fatalf("gate with an old admission: %d %v, want 204 with a renewed cookie for v-1", renewed.status, renewed.header)
+	renewed := nodetest.Call(t, http.MethodGet, n.URL()+"/events/slow/gate", map[string]string{"Cookie": "anteroom_a_slow=" + old}, nil)
+	if c := jarless(renewed.Header, "anteroom_a_slow"); renewed.Status != http.StatusNoContent || c == "" || c == old || tokenSub(t, c) != "v-1" {
+		t.Fatalf("gate with an old admission: %d %v, want 204 with a renewed cookie for v-1", renewed.Status, renewed.Header)
 	}
-	fresh := jarless(first.header, "anteroom_a_slow")
-	if again := call(t, http.MethodGet, n.URL()+"/events/slow/gate", map[string]string{"Cookie": "anteroom_a_slow=" + fresh}, nil); again.status != http.StatusNoContent || jarless(again.header, "anteroom_a_slow") != "" {
-		t.Fatalf("gate with a fresh admission: %d %v, want 204 without a new cookie", again.status, again.header)
+	fresh := jarless(first.Header, "anteroom_a_slow")
+	if again := nodetest.Call(t, http.MethodGet, n.URL()+"/events/slow/gate", map[string]string{"Cookie": "anteroom_a_slow=" + fresh}, nil); again.Status != http.StatusNoContent || jarless(again.Header, "anteroom_a_slow") != "" {
+		t.Fatalf("gate with a fresh admission: %d %v, want 204 without a new cookie", again.Status, again.Header)
 	}
 }
 

@@ -29,14 +29,14 @@ func TestWholeSale(t *testing.T) {
 	}
 	for name, cfg := range backends {
 		t.Run(name, func(t *testing.T) {
-			n := startNode(t, cfg(t))
+			n := nodetest.Start(t, cfg(t))
 			const users, units = 5000, 1000
 			sale := openSale(units, 1, 2*time.Second, 1, 4000)
 			// The crowd comes from one loopback address: the per-IP join
 			// budget, on by default for anonymous visitors, is turned off
 			// as staff would for a sale behind one trusted edge.
 			sale["limits"] = map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}}
-			createSale(t, n, "whole", sale)
+			nodetest.CreateSale(t, n, "whole", sale)
 
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -65,7 +65,7 @@ func TestWholeSale(t *testing.T) {
 				t.Errorf("replays %d, mismatched %d: want some replays, all naming the first claim", res.Replays, res.ReplayMismatch)
 			}
 			var totals claim.Totals
-			waitFor(t, "outbox to drain", 10*time.Second, func() bool {
+			nodetest.WaitFor(t, "outbox to drain", 10*time.Second, func() bool {
 				totals, err = n.Claims.Totals(ctx, claim.Sale{ID: "whole", Buckets: 1})
 				return err == nil && totals.Outbox == 0
 			})
@@ -99,56 +99,39 @@ func TestWholeSale(t *testing.T) {
 func TestClaimReplay(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "replay", openSale(10, 1, 0, 0, 1000))
-	token := admit(t, n, "replay", "alice")
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "replay", openSale(10, 1, 0, 0, 1000))
+	token := nodetest.AdmitUser(t, n, "replay", "alice")
 
 	ev := n.URL() + "/events/replay"
 	hdr := map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token, "Idempotency-Key": "order-1"}
-	first := call(t, http.MethodPost, ev+"/claim", hdr, nil)
-	if first.status != http.StatusCreated {
-		t.Fatalf("first claim: %d %s", first.status, first.raw)
+	first := nodetest.Call(t, http.MethodPost, ev+"/claim", hdr, nil)
+	if first.Status != http.StatusCreated {
+		t.Fatalf("first claim: %d %s", first.Status, first.Raw)
 	}
-	again := call(t, http.MethodPost, ev+"/claim", hdr, nil)
-	if again.status != http.StatusOK || str(again.body, "claim_id") != str(first.body, "claim_id") {
-		t.Fatalf("replay: %d %s, want 200 with claim %s", again.status, again.raw, str(first.body, "claim_id"))
+	again := nodetest.Call(t, http.MethodPost, ev+"/claim", hdr, nil)
+	if again.Status != http.StatusOK || nodetest.Str(again.Body, "claim_id") != nodetest.Str(first.Body, "claim_id") {
+		t.Fatalf("replay: %d %s, want 200 with claim %s", again.Status, again.Raw, nodetest.Str(first.Body, "claim_id"))
 	}
 	hdr["Idempotency-Key"] = "order-2"
-	other := call(t, http.MethodPost, ev+"/claim", hdr, nil)
-	if other.status != http.StatusConflict || str(other.body, "code") != "limit_reached" {
-		t.Fatalf("second key: %d %s, want 409 limit_reached", other.status, other.raw)
+	other := nodetest.Call(t, http.MethodPost, ev+"/claim", hdr, nil)
+	if other.Status != http.StatusConflict || nodetest.Str(other.Body, "code") != "limit_reached" {
+		t.Fatalf("second key: %d %s, want 409 limit_reached", other.Status, other.Raw)
 	}
-	held, _ := other.body["claim_ids"].([]any)
-	if len(held) != 1 || held[0] != str(first.body, "claim_id") {
-		t.Errorf("held claim ids %v, want [%s]", held, str(first.body, "claim_id"))
+	held, _ := other.Body["claim_ids"].([]any)
+	if len(held) != 1 || held[0] != nodetest.Str(first.Body, "claim_id") {
+		t.Errorf("held claim ids %v, want [%s]", held, nodetest.Str(first.Body, "claim_id"))
 	}
-	look := call(t, http.MethodGet, ev+"/claims/"+str(first.body, "claim_id"), map[string]string{"X-User-ID": "alice"}, nil)
-	if look.status != http.StatusOK || str(look.body, "status") != "pending" {
-		t.Errorf("lookup: %d %s", look.status, look.raw)
+	look := nodetest.Call(t, http.MethodGet, ev+"/claims/"+nodetest.Str(first.Body, "claim_id"), map[string]string{"X-User-ID": "alice"}, nil)
+	if look.Status != http.StatusOK || nodetest.Str(look.Body, "status") != "pending" {
+		t.Errorf("lookup: %d %s", look.Status, look.Raw)
 	}
-	mallory := call(t, http.MethodGet, ev+"/claims/"+str(first.body, "claim_id"), map[string]string{"X-User-ID": "mallory"}, nil)
-	if mallory.status != http.StatusNotFound {
-		t.Errorf("another user's lookup: %d, want 404", mallory.status)
+	mallory := nodetest.Call(t, http.MethodGet, ev+"/claims/"+nodetest.Str(first.Body, "claim_id"), map[string]string{"X-User-ID": "mallory"}, nil)
+	if mallory.Status != http.StatusNotFound {
+		t.Errorf("another user's lookup: %d, want 404", mallory.Status)
 	}
 	totals, err := n.Claims.Totals(context.Background(), claim.Sale{ID: "replay", Buckets: 1})
 	if err != nil || totals.Granted != 1 {
 		t.Errorf("granted %d (%v), want 1", totals.Granted, err)
 	}
-}
-
-// admit joins user to ev and polls until an admission token arrives.
-func admit(t *testing.T, n *node.Node, ev, user string) string {
-	t.Helper()
-	base := n.URL() + "/events/" + ev
-	j := call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": user}, nil)
-	if j.status != http.StatusOK {
-		t.Fatalf("join: %d %s", j.status, j.raw)
-	}
-	var token string
-	waitFor(t, "admission", 10*time.Second, func() bool {
-		s := call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + str(j.body, "ticket")}, nil)
-		token = str(s.body, "admission_token")
-		return token != ""
-	})
-	return token
 }

@@ -29,49 +29,49 @@ func TestShardedQueueAcrossNodes(t *testing.T) {
 	}
 	var nodes []*node.Node
 	for range 3 {
-		nodes = append(nodes, startNode(t, nodetest.HeaderMode(node.Config{RedisClusterAddrs: rc.Addrs(), NATSURL: ns.URL(), TicketSecret: secret})))
+		nodes = append(nodes, nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisClusterAddrs: rc.Addrs(), NATSURL: ns.URL(), TicketSecret: secret})))
 	}
 	const shards, members, later = 16, 40, 60
 	sale := openSale(1000, 1, 2*time.Second, 1, 5)
 	sale["join_shards"] = shards
-	createSale(t, nodes[0], "spread", sale)
+	nodetest.CreateSale(t, nodes[0], "spread", sale)
 	for _, n := range nodes {
-		waitFor(t, "every node to know the sale", 10*time.Second, func() bool {
-			return call(t, http.MethodGet, n.URL()+"/events/spread", nil, nil).status == http.StatusOK
+		nodetest.WaitFor(t, "every node to know the sale", 10*time.Second, func() bool {
+			return nodetest.Call(t, http.MethodGet, n.URL()+"/events/spread", nil, nil).Status == http.StatusOK
 		})
 	}
 	tickets := map[string]string{} // user -> ticket
 	seqs := map[string]int64{}
 	join := func(i int, user, wantState string) {
 		n := nodes[i%len(nodes)]
-		j := call(t, http.MethodPost, n.URL()+"/events/spread/join", map[string]string{"X-User-ID": user}, nil)
-		if j.status != http.StatusOK || (wantState != "" && str(j.body, "state") != wantState) {
-			t.Fatalf("join %s: %d %s", user, j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/spread/join", map[string]string{"X-User-ID": user}, nil)
+		if j.Status != http.StatusOK || (wantState != "" && nodetest.Str(j.Body, "state") != wantState) {
+			t.Fatalf("join %s: %d %s", user, j.Status, j.Raw)
 		}
-		again := call(t, http.MethodPost, nodes[(i+1)%len(nodes)].URL()+"/events/spread/join", map[string]string{"X-User-ID": user}, nil)
-		if str(again.body, "ticket") != str(j.body, "ticket") {
-			t.Fatalf("%s joined again on another node and got another ticket: %s", user, again.raw)
+		again := nodetest.Call(t, http.MethodPost, nodes[(i+1)%len(nodes)].URL()+"/events/spread/join", map[string]string{"X-User-ID": user}, nil)
+		if nodetest.Str(again.Body, "ticket") != nodetest.Str(j.Body, "ticket") {
+			t.Fatalf("%s joined again on another node and got another ticket: %s", user, again.Raw)
 		}
-		tickets[user] = str(j.body, "ticket")
-		seqs[user] = int64(j.body["seq"].(float64))
+		tickets[user] = nodetest.Str(j.Body, "ticket")
+		seqs[user] = int64(j.Body["seq"].(float64))
 	}
 	for i := range members {
 		join(i, fmt.Sprint("w", i), "prequeue")
 	}
-	var pub answer
-	waitFor(t, "the window to close", 10*time.Second, func() bool {
-		pub = call(t, http.MethodGet, nodes[0].URL()+"/events/spread", nil, nil)
-		return str(pub.body, "seed") != ""
+	var pub nodetest.Answer
+	nodetest.WaitFor(t, "the window to close", 10*time.Second, func() bool {
+		pub = nodetest.Call(t, http.MethodGet, nodes[0].URL()+"/events/spread", nil, nil)
+		return nodetest.Str(pub.Body, "seed") != ""
 	})
 	for i := range later {
 		join(i, fmt.Sprint("l", i), "")
 	}
-	seed, err := queue.ParseSeedHex(str(pub.body, "seed"))
+	seed, err := queue.ParseSeedHex(nodetest.Str(pub.Body, "seed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes, _ := pub.body["shard_window_sizes"].([]any)
-	if w := int64(pub.body["window_size"].(float64)); w != members || len(sizes) != shards {
+	sizes, _ := pub.Body["shard_window_sizes"].([]any)
+	if w := int64(pub.Body["window_size"].(float64)); w != members || len(sizes) != shards {
 		t.Fatalf("window size %d, shard sizes %v: want %d over %d shards", w, sizes, members, shards)
 	}
 	perm, err := queue.NewPermutation(seed, members)
@@ -79,12 +79,12 @@ func TestShardedQueueAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	positions := map[string]int64{}
-	waitFor(t, "every later joiner's second to settle on every node", 20*time.Second, func() bool {
+	nodetest.WaitFor(t, "every later joiner's second to settle on every node", 20*time.Second, func() bool {
 		for user, ticket := range tickets {
 			var pos int64
 			for _, n := range nodes {
-				s := call(t, http.MethodGet, n.URL()+"/events/spread/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-				p, ok := s.body["position"].(float64)
+				s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/spread/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+				p, ok := s.Body["position"].(float64)
 				if !ok {
 					return false
 				}
@@ -126,19 +126,19 @@ func TestShardedQueueAcrossNodes(t *testing.T) {
 func TestShardedStatusIsFree(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
 	sale := openSale(100, 1, 0, 0, 5)
 	sale["join_shards"] = 8
-	createSale(t, n, "freeshards", sale)
+	nodetest.CreateSale(t, n, "freeshards", sale)
 	var tickets []string
 	for i := range 20 {
-		j := call(t, http.MethodPost, n.URL()+"/events/freeshards/join", map[string]string{"X-User-ID": fmt.Sprint("u", i)}, nil)
-		if j.status != http.StatusOK {
-			t.Fatalf("join: %d %s", j.status, j.raw)
+		j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/freeshards/join", map[string]string{"X-User-ID": fmt.Sprint("u", i)}, nil)
+		if j.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", j.Status, j.Raw)
 		}
-		tickets = append(tickets, str(j.body, "ticket"))
+		tickets = append(tickets, nodetest.Str(j.Body, "ticket"))
 	}
-	waitFor(t, "the joiners' second to settle", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the joiners' second to settle", 10*time.Second, func() bool {
 		if err := n.Snapshots.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -147,9 +147,9 @@ func TestShardedStatusIsFree(t *testing.T) {
 	})
 	before := r.CommandCount(t)
 	for i := range 400 {
-		a := call(t, http.MethodGet, n.URL()+"/events/freeshards/status", map[string]string{"Authorization": "Bearer " + tickets[i%len(tickets)]}, nil)
-		if a.status != http.StatusOK || a.body["position"] == nil {
-			t.Fatalf("status: %d %s", a.status, a.raw)
+		a := nodetest.Call(t, http.MethodGet, n.URL()+"/events/freeshards/status", map[string]string{"Authorization": "Bearer " + tickets[i%len(tickets)]}, nil)
+		if a.Status != http.StatusOK || a.Body["position"] == nil {
+			t.Fatalf("status: %d %s", a.Status, a.Raw)
 		}
 	}
 	if after := r.CommandCount(t); after != before {

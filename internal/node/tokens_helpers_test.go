@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/golang-jwt/jwt/v5"
 )
 
@@ -105,16 +106,16 @@ func signingKey(t *testing.T, dir, kid string) ed25519.PrivateKey {
 // jwksOf fetches the node's JWKS and returns its kids in order.
 func jwksOf(t *testing.T, n *node.Node) []string {
 	t.Helper()
-	a := call(t, http.MethodGet, n.URL()+"/.well-known/jwks.json", nil, nil)
-	if a.status != http.StatusOK {
-		t.Fatalf("jwks: %d %s", a.status, a.raw)
+	a := nodetest.Call(t, http.MethodGet, n.URL()+"/.well-known/jwks.json", nil, nil)
+	if a.Status != http.StatusOK {
+		t.Fatalf("jwks: %d %s", a.Status, a.Raw)
 	}
 	var set struct {
 		Keys []struct {
 			Kid string `json:"kid"`
 		} `json:"keys"`
 	}
-	if err := json.Unmarshal(a.raw, &set); err != nil {
+	if err := json.Unmarshal(a.Raw, &set); err != nil {
 		t.Fatalf("jwks: %v", err)
 	}
 	var kids []string
@@ -169,8 +170,8 @@ func anteroomFails(t *testing.T, bin string, args ...string) string {
 
 // cookieOf returns the value of the cookie name set by an answer, and the
 // whole Set-Cookie line.
-func cookieOf(a answer, name string) (value, line string) {
-	for _, l := range a.header.Values("Set-Cookie") {
+func cookieOf(a nodetest.Answer, name string) (value, line string) {
+	for _, l := range a.Header.Values("Set-Cookie") {
 		if strings.HasPrefix(l, name+"=") {
 			v, _, _ := strings.Cut(strings.TrimPrefix(l, name+"="), ";")
 			return v, l
@@ -180,12 +181,12 @@ func cookieOf(a answer, name string) (value, line string) {
 }
 
 // problemOK reports whether an answer is problem+json with status and code.
-func problemOK(t *testing.T, a answer, status int, code string) {
+func problemOK(t *testing.T, a nodetest.Answer, status int, code string) {
 	t.Helper()
-	if a.status != status || str(a.body, "code") != code {
-		t.Errorf("got %d %s, want %d %s", a.status, a.raw, status, code)
+	if a.Status != status || nodetest.Str(a.Body, "code") != code {
+		t.Errorf("got %d %s, want %d %s", a.Status, a.Raw, status, code)
 	}
-	if ct := a.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
+	if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/problem+json") {
 		t.Errorf("content type %q, want application/problem+json", ct)
 	}
 }
@@ -194,9 +195,9 @@ func problemOK(t *testing.T, a answer, status int, code string) {
 func pollAdmission(t *testing.T, n *node.Node, ev, ticket string) string {
 	t.Helper()
 	var token string
-	waitFor(t, "admission", 10*time.Second, func() bool {
-		s := call(t, http.MethodGet, n.URL()+"/events/"+ev+"/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
-		token = str(s.body, "admission_token")
+	nodetest.WaitFor(t, "admission", 10*time.Second, func() bool {
+		s := nodetest.Call(t, http.MethodGet, n.URL()+"/events/"+ev+"/status", map[string]string{"Authorization": "Bearer " + ticket}, nil)
+		token = nodetest.Str(s.Body, "admission_token")
 		return token != ""
 	})
 	return token

@@ -26,31 +26,31 @@ import (
 func TestIdentityHeader(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	createSale(t, n, "hdr", openSale(10, 1, 0, 0, 1000))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "hdr", openSale(10, 1, 0, 0, 1000))
 	ev := n.URL() + "/events/hdr"
 
-	alice := admit(t, n, "hdr", "alice")
-	if sub := str(payloadOf(t, alice), "sub"); sub != "alice" {
+	alice := nodetest.AdmitUser(t, n, "hdr", "alice")
+	if sub := nodetest.Str(payloadOf(t, alice), "sub"); sub != "alice" {
 		t.Fatalf("admission sub %q, want alice", sub)
 	}
-	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + alice}, nil)
-	if c.status != http.StatusCreated {
-		t.Fatalf("claim: %d %s", c.status, c.raw)
+	c := nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + alice}, nil)
+	if c.Status != http.StatusCreated {
+		t.Fatalf("claim: %d %s", c.Status, c.Raw)
 	}
-	id := str(c.body, "claim_id")
-	again := admit(t, n, "hdr", "alice") // a new token, the same user
-	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + again, "Idempotency-Key": "second"}, nil), http.StatusConflict, "limit_reached")
-	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "bob", "Authorization": "Bearer " + again}, nil), http.StatusForbidden, "forbidden")
-	if a := call(t, http.MethodGet, ev+"/claims/"+id, map[string]string{"X-User-ID": "alice"}, nil); a.status != http.StatusOK {
-		t.Errorf("alice's lookup: %d %s", a.status, a.raw)
+	id := nodetest.Str(c.Body, "claim_id")
+	again := nodetest.AdmitUser(t, n, "hdr", "alice") // a new token, the same user
+	problemOK(t, nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + again, "Idempotency-Key": "second"}, nil), http.StatusConflict, "limit_reached")
+	problemOK(t, nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "bob", "Authorization": "Bearer " + again}, nil), http.StatusForbidden, "forbidden")
+	if a := nodetest.Call(t, http.MethodGet, ev+"/claims/"+id, map[string]string{"X-User-ID": "alice"}, nil); a.Status != http.StatusOK {
+		t.Errorf("alice's lookup: %d %s", a.Status, a.Raw)
 	}
-	problemOK(t, call(t, http.MethodGet, ev+"/claims/"+id, map[string]string{"X-User-ID": "bob"}, nil), http.StatusNotFound, "not_found")
-	problemOK(t, call(t, http.MethodGet, ev+"/claims/"+id, nil, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, nodetest.Call(t, http.MethodGet, ev+"/claims/"+id, map[string]string{"X-User-ID": "bob"}, nil), http.StatusNotFound, "not_found")
+	problemOK(t, nodetest.Call(t, http.MethodGet, ev+"/claims/"+id, nil, nil), http.StatusUnauthorized, "unauthenticated")
 
 	// Discovery without a URL issuer: not published (jwks_uri would have
 	// to come from the client's Host); see TestDiscoveryIgnoresHost.
-	d := call(t, http.MethodGet, n.URL()+"/.well-known/openid-configuration", nil, nil)
+	d := nodetest.Call(t, http.MethodGet, n.URL()+"/.well-known/openid-configuration", nil, nil)
 	problemOK(t, d, http.StatusNotFound, "not_found")
 }
 
@@ -59,17 +59,17 @@ func TestIdentityHeader(t *testing.T) {
 func TestIdentityAnonymous(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous", TrustedProxies: []string{"127.0.0.1"}})
-	createSale(t, n, "anon", openSale(10, 1, 0, 0, 1000))
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "anonymous", TrustedProxies: []string{"127.0.0.1"}})
+	nodetest.CreateSale(t, n, "anon", openSale(10, 1, 0, 0, 1000))
 	ev := n.URL() + "/events/anon"
 
-	j := call(t, http.MethodPost, ev+"/join", nil, nil)
-	if j.status != http.StatusOK {
-		t.Fatalf("join: %d %s", j.status, j.raw)
+	j := nodetest.Call(t, http.MethodPost, ev+"/join", nil, nil)
+	if j.Status != http.StatusOK {
+		t.Fatalf("join: %d %s", j.Status, j.Raw)
 	}
 	visitor, line := cookieOf(j, "anteroom_visitor")
 	if visitor == "" {
-		t.Fatalf("join set no visitor cookie: %v", j.header.Values("Set-Cookie"))
+		t.Fatalf("join set no visitor cookie: %v", j.Header.Values("Set-Cookie"))
 	}
 	low := strings.ToLower(line)
 	for _, attr := range []string{"httponly", "samesite=lax", "path=/", "max-age="} {
@@ -83,53 +83,53 @@ func TestIdentityAnonymous(t *testing.T) {
 	mine := map[string]string{"Cookie": "anteroom_visitor=" + visitor}
 
 	// The cookie brings back the same queue place and is not replaced.
-	again := call(t, http.MethodPost, ev+"/join", mine, nil)
-	if again.status != http.StatusOK || str(again.body, "ticket") != str(j.body, "ticket") {
-		t.Errorf("second join: %d %s, want the same ticket", again.status, again.raw)
+	again := nodetest.Call(t, http.MethodPost, ev+"/join", mine, nil)
+	if again.Status != http.StatusOK || nodetest.Str(again.Body, "ticket") != nodetest.Str(j.Body, "ticket") {
+		t.Errorf("second join: %d %s, want the same ticket", again.Status, again.Raw)
 	}
 	if v, _ := cookieOf(again, "anteroom_visitor"); v != "" {
 		t.Errorf("second join replaced a valid visitor cookie")
 	}
 	// Behind a TLS-terminating proxy the cookie is Secure.
-	tls := call(t, http.MethodPost, ev+"/join", map[string]string{"X-Forwarded-Proto": "https"}, nil)
+	tls := nodetest.Call(t, http.MethodPost, ev+"/join", map[string]string{"X-Forwarded-Proto": "https"}, nil)
 	if _, l := cookieOf(tls, "anteroom_visitor"); !strings.Contains(strings.ToLower(l), "secure") {
 		t.Errorf("visitor cookie under TLS %q is not Secure", l)
 	}
 	// A tampered cookie on join: a fresh visitor, not the victim.
 	tampered := flip(visitor, 0)
-	fresh := call(t, http.MethodPost, ev+"/join", map[string]string{"Cookie": "anteroom_visitor=" + tampered}, nil)
+	fresh := nodetest.Call(t, http.MethodPost, ev+"/join", map[string]string{"Cookie": "anteroom_visitor=" + tampered}, nil)
 	other, _ := cookieOf(fresh, "anteroom_visitor")
-	if fresh.status != http.StatusOK || other == "" || other == visitor || str(fresh.body, "ticket") == str(j.body, "ticket") {
-		t.Fatalf("join with a tampered cookie: %d %s cookie %q, want a new visitor", fresh.status, fresh.raw, other)
+	if fresh.Status != http.StatusOK || other == "" || other == visitor || nodetest.Str(fresh.Body, "ticket") == nodetest.Str(j.Body, "ticket") {
+		t.Fatalf("join with a tampered cookie: %d %s cookie %q, want a new visitor", fresh.Status, fresh.Raw, other)
 	}
 	theirs := map[string]string{"Cookie": "anteroom_visitor=" + other}
 
 	// Status with the ticket cookie, then the claim with the visitor cookie.
-	ticketCookie := "anteroom_t_anon=" + str(j.body, "ticket")
+	ticketCookie := "anteroom_t_anon=" + nodetest.Str(j.Body, "ticket")
 	var token string
-	waitFor(t, "admission", 10*time.Second, func() bool {
-		s := call(t, http.MethodGet, ev+"/status", map[string]string{"Cookie": ticketCookie + "; anteroom_visitor=" + visitor}, nil)
-		token = str(s.body, "admission_token")
+	nodetest.WaitFor(t, "admission", 10*time.Second, func() bool {
+		s := nodetest.Call(t, http.MethodGet, ev+"/status", map[string]string{"Cookie": ticketCookie + "; anteroom_visitor=" + visitor}, nil)
+		token = nodetest.Str(s.Body, "admission_token")
 		return token != ""
 	})
-	if sub := str(payloadOf(t, token), "sub"); sub != strings.Split(visitor, ".")[0] {
+	if sub := nodetest.Str(payloadOf(t, token), "sub"); sub != strings.Split(visitor, ".")[0] {
 		t.Fatalf("admission sub %q, want the visitor id of %q", sub, visitor)
 	}
-	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": theirs["Cookie"]}, nil), http.StatusForbidden, "forbidden")
-	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": mine["Cookie"]}, nil)
-	if c.status != http.StatusCreated {
-		t.Fatalf("claim: %d %s", c.status, c.raw)
+	problemOK(t, nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": theirs["Cookie"]}, nil), http.StatusForbidden, "forbidden")
+	c := nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": mine["Cookie"]}, nil)
+	if c.Status != http.StatusCreated {
+		t.Fatalf("claim: %d %s", c.Status, c.Raw)
 	}
-	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": mine["Cookie"], "Idempotency-Key": "another"}, nil), http.StatusConflict, "limit_reached")
+	problemOK(t, nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "Cookie": mine["Cookie"], "Idempotency-Key": "another"}, nil), http.StatusConflict, "limit_reached")
 
-	look := ev + "/claims/" + str(c.body, "claim_id")
-	if a := call(t, http.MethodGet, look, mine, nil); a.status != http.StatusOK || str(a.body, "claim_id") != str(c.body, "claim_id") {
-		t.Errorf("own lookup: %d %s", a.status, a.raw)
+	look := ev + "/claims/" + nodetest.Str(c.Body, "claim_id")
+	if a := nodetest.Call(t, http.MethodGet, look, mine, nil); a.Status != http.StatusOK || nodetest.Str(a.Body, "claim_id") != nodetest.Str(c.Body, "claim_id") {
+		t.Errorf("own lookup: %d %s", a.Status, a.Raw)
 	}
-	problemOK(t, call(t, http.MethodGet, look, theirs, nil), http.StatusNotFound, "not_found")
-	problemOK(t, call(t, http.MethodGet, look, map[string]string{"Cookie": "anteroom_visitor=" + tampered}, nil), http.StatusUnauthorized, "unauthenticated")
-	problemOK(t, call(t, http.MethodGet, look, map[string]string{"Cookie": "anteroom_visitor=garbage"}, nil), http.StatusUnauthorized, "unauthenticated")
-	problemOK(t, call(t, http.MethodGet, look, map[string]string{"X-User-ID": strings.Split(visitor, ".")[0]}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, nodetest.Call(t, http.MethodGet, look, theirs, nil), http.StatusNotFound, "not_found")
+	problemOK(t, nodetest.Call(t, http.MethodGet, look, map[string]string{"Cookie": "anteroom_visitor=" + tampered}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, nodetest.Call(t, http.MethodGet, look, map[string]string{"Cookie": "anteroom_visitor=garbage"}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, nodetest.Call(t, http.MethodGet, look, map[string]string{"X-User-ID": strings.Split(visitor, ".")[0]}, nil), http.StatusUnauthorized, "unauthenticated")
 }
 
 // flip changes the character at i of s to another base64url character.
@@ -209,32 +209,34 @@ func TestIdentityJWT(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	s := newShop(t)
-	n := startNode(t, node.Config{
+	n := nodetest.Start(t, node.Config{
 		RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: s.file,
 		UserIssuer: "https://shop.example", UserAudience: "anteroom", KeyReload: 50 * time.Millisecond,
 	})
-	createSale(t, n, "jwt", openSale(10, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "jwt", openSale(10, 1, 0, 0, 1000))
 	ev := n.URL() + "/events/jwt"
-	join := func(hdr map[string]string) answer { return call(t, http.MethodPost, ev+"/join", hdr, nil) }
+	join := func(hdr map[string]string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, ev+"/join", hdr, nil)
+	}
 
 	alice := sign(t, jwt.SigningMethodRS256, s.rsa, "rsa-1", userClaims("alice", nil))
 	bob := sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("bob", nil))
 
 	ja := join(map[string]string{"X-User-Token": alice})
-	if ja.status != http.StatusOK {
-		t.Fatalf("join with an RS256 user token: %d %s", ja.status, ja.raw)
+	if ja.Status != http.StatusOK {
+		t.Fatalf("join with an RS256 user token: %d %s", ja.Status, ja.Raw)
 	}
 	jb := join(map[string]string{"X-User-Token": "Bearer " + bob})
-	if jb.status != http.StatusOK || str(jb.body, "ticket") == str(ja.body, "ticket") {
-		t.Fatalf("join with an ES256 user token: %d %s", jb.status, jb.raw)
+	if jb.Status != http.StatusOK || nodetest.Str(jb.Body, "ticket") == nodetest.Str(ja.Body, "ticket") {
+		t.Fatalf("join with an ES256 user token: %d %s", jb.Status, jb.Raw)
 	}
 	// A spoofed X-User-ID counts for nothing: alone it is 401, next to
 	// alice's token the caller is alice.
 	spoof := join(map[string]string{"X-User-ID": "alice"})
 	problemOK(t, spoof, http.StatusUnauthorized, "unauthenticated")
 	mixed := join(map[string]string{"X-User-Token": alice, "X-User-ID": "bob"})
-	if mixed.status != http.StatusOK || str(mixed.body, "ticket") != str(ja.body, "ticket") {
-		t.Errorf("alice's token with X-User-ID bob: %d %s, want alice's ticket", mixed.status, mixed.raw)
+	if mixed.Status != http.StatusOK || nodetest.Str(mixed.Body, "ticket") != nodetest.Str(ja.Body, "ticket") {
+		t.Errorf("alice's token with X-User-ID bob: %d %s, want alice's ticket", mixed.Status, mixed.Raw)
 	}
 
 	_, _, foreign := mustEd25519(t)
@@ -249,7 +251,7 @@ func TestIdentityJWT(t *testing.T) {
 		"alg none":                 {"X-User-Token": unsignedJWT(t, map[string]any{"alg": "none", "kid": "rsa-1"}, userClaims("alice", nil))},
 		"tampered":                 {"X-User-Token": alice[:strings.LastIndex(alice, ".")] + "." + strings.Repeat("A", 342)},
 		"garbage":                  {"X-User-Token": "garbage"},
-		"an anteroom queue ticket": {"X-User-Token": str(ja.body, "ticket")},
+		"an anteroom queue ticket": {"X-User-Token": nodetest.Str(ja.Body, "ticket")},
 		"sub unusable as a user":   {"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("has space", nil))},
 	}
 	for name, hdr := range rejected {
@@ -258,24 +260,24 @@ func TestIdentityJWT(t *testing.T) {
 
 	// The admission token carries the verified user; claims and lookups
 	// check the caller against it.
-	token := pollAdmission(t, n, "jwt", str(ja.body, "ticket"))
-	if sub := str(payloadOf(t, token), "sub"); sub != "alice" {
+	token := pollAdmission(t, n, "jwt", nodetest.Str(ja.Body, "ticket"))
+	if sub := nodetest.Str(payloadOf(t, token), "sub"); sub != "alice" {
 		t.Fatalf("admission sub %q, want alice", sub)
 	}
-	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "X-User-Token": bob}, nil), http.StatusForbidden, "forbidden")
-	c := call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "X-User-Token": alice, "X-User-ID": "bob"}, nil)
-	if c.status != http.StatusCreated {
-		t.Fatalf("alice's claim: %d %s", c.status, c.raw)
+	problemOK(t, nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "X-User-Token": bob}, nil), http.StatusForbidden, "forbidden")
+	c := nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + token, "X-User-Token": alice, "X-User-ID": "bob"}, nil)
+	if c.Status != http.StatusCreated {
+		t.Fatalf("alice's claim: %d %s", c.Status, c.Raw)
 	}
 	// The per-user limit binds alice, whatever token she comes back with.
-	second := pollAdmission(t, n, "jwt", str(mixed.body, "ticket"))
-	problemOK(t, call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + second, "X-User-Token": alice, "Idempotency-Key": "again"}, nil), http.StatusConflict, "limit_reached")
-	look := ev + "/claims/" + str(c.body, "claim_id")
-	if a := call(t, http.MethodGet, look, map[string]string{"X-User-Token": alice}, nil); a.status != http.StatusOK {
-		t.Errorf("alice's lookup: %d %s", a.status, a.raw)
+	second := pollAdmission(t, n, "jwt", nodetest.Str(mixed.Body, "ticket"))
+	problemOK(t, nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"Authorization": "Bearer " + second, "X-User-Token": alice, "Idempotency-Key": "again"}, nil), http.StatusConflict, "limit_reached")
+	look := ev + "/claims/" + nodetest.Str(c.Body, "claim_id")
+	if a := nodetest.Call(t, http.MethodGet, look, map[string]string{"X-User-Token": alice}, nil); a.Status != http.StatusOK {
+		t.Errorf("alice's lookup: %d %s", a.Status, a.Raw)
 	}
-	problemOK(t, call(t, http.MethodGet, look, map[string]string{"X-User-Token": bob}, nil), http.StatusNotFound, "not_found")
-	problemOK(t, call(t, http.MethodGet, look, map[string]string{"X-User-ID": "alice"}, nil), http.StatusUnauthorized, "unauthenticated")
+	problemOK(t, nodetest.Call(t, http.MethodGet, look, map[string]string{"X-User-Token": bob}, nil), http.StatusNotFound, "not_found")
+	problemOK(t, nodetest.Call(t, http.MethodGet, look, map[string]string{"X-User-ID": "alice"}, nil), http.StatusUnauthorized, "unauthenticated")
 
 	// The shop rotates its keys: the node picks up the new file.
 	ek2, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -288,8 +290,8 @@ func TestIdentityJWT(t *testing.T) {
 		jose.JSONWebKey{Key: &s.ec.PublicKey, KeyID: "ec-1", Algorithm: "ES256", Use: "sig"},
 		jose.JSONWebKey{Key: &ek2.PublicKey, KeyID: "ec-2", Algorithm: "ES256", Use: "sig"},
 	)
-	waitFor(t, "the node to reload the shop's keys", 5*time.Second, func() bool {
-		return join(map[string]string{"X-User-Token": carol}).status == http.StatusOK
+	nodetest.WaitFor(t, "the node to reload the shop's keys", 5*time.Second, func() bool {
+		return join(map[string]string{"X-User-Token": carol}).Status == http.StatusOK
 	})
 	problemOK(t, join(map[string]string{"X-User-Token": alice}), http.StatusUnauthorized, "unauthenticated") // rsa-1 was dropped
 }

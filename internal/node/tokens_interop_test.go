@@ -23,26 +23,26 @@ func TestAdmissionInteropOverHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	const iss, aud = "https://queue.shop.test", "shop-claim"
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Issuer: iss, Audience: aud}))
-	createSale(t, n, "interop", openSale(5, 1, 0, 0, 1000))
-	token := admit(t, n, "interop", "alice")
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Issuer: iss, Audience: aud}))
+	nodetest.CreateSale(t, n, "interop", openSale(5, 1, 0, 0, 1000))
+	token := nodetest.AdmitUser(t, n, "interop", "alice")
 
-	d := call(t, http.MethodGet, n.URL()+"/.well-known/openid-configuration", nil, nil)
-	if d.status != http.StatusOK {
-		t.Fatalf("discovery: %d %s", d.status, d.raw)
+	d := nodetest.Call(t, http.MethodGet, n.URL()+"/.well-known/openid-configuration", nil, nil)
+	if d.Status != http.StatusOK {
+		t.Fatalf("discovery: %d %s", d.Status, d.Raw)
 	}
 	var doc struct {
 		Issuer  string   `json:"issuer"`
 		JWKSURI string   `json:"jwks_uri"`
 		Algs    []string `json:"id_token_signing_alg_values_supported"`
 	}
-	if err := json.Unmarshal(d.raw, &doc); err != nil {
+	if err := json.Unmarshal(d.Raw, &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.Issuer != iss || doc.JWKSURI != iss+"/.well-known/jwks.json" || len(doc.Algs) != 1 || doc.Algs[0] != "EdDSA" {
-		t.Fatalf("discovery: got %s, want issuer %s, its jwks_uri and [EdDSA]", d.raw, iss)
+		t.Fatalf("discovery: got %s, want issuer %s, its jwks_uri and [EdDSA]", d.Raw, iss)
 	}
-	if cc := d.header.Get("Cache-Control"); !strings.Contains(cc, "max-age") {
+	if cc := d.Header.Get("Cache-Control"); !strings.Contains(cc, "max-age") {
 		t.Errorf("discovery with a URL issuer: Cache-Control %q, want cacheable", cc)
 	}
 	if iat := payloadOf(t, token); iat["iss"] != doc.Issuer {
@@ -54,12 +54,12 @@ func TestAdmissionInteropOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := call(t, http.MethodGet, n.URL()+u.Path, nil, nil)
-	if k.status != http.StatusOK || k.header.Get("Content-Type") != "application/jwk-set+json" {
-		t.Fatalf("jwks: %d %q %s", k.status, k.header.Get("Content-Type"), k.raw)
+	k := nodetest.Call(t, http.MethodGet, n.URL()+u.Path, nil, nil)
+	if k.Status != http.StatusOK || k.Header.Get("Content-Type") != "application/jwk-set+json" {
+		t.Fatalf("jwks: %d %q %s", k.Status, k.Header.Get("Content-Type"), k.Raw)
 	}
 	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(k.raw, &set); err != nil {
+	if err := json.Unmarshal(k.Raw, &set); err != nil {
 		t.Fatalf("go-jose cannot read the JWKS: %v", err)
 	}
 	for _, key := range set.Keys {
@@ -109,7 +109,7 @@ func TestAdmissionInteropOverHTTP(t *testing.T) {
 	}
 
 	// And the token the gateway accepted is the one /claim accepts.
-	if a := call(t, http.MethodPost, n.URL()+"/events/interop/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil); a.status != http.StatusCreated {
-		t.Errorf("claim: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/interop/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + token}, nil); a.Status != http.StatusCreated {
+		t.Errorf("claim: %d %s", a.Status, a.Raw)
 	}
 }

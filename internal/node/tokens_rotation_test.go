@@ -24,11 +24,11 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, KeyReload: 50 * time.Millisecond}))
-	createSale(t, n, "rot", openSale(10, 1, 0, 0, 1000))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, KeyReload: 50 * time.Millisecond}))
+	nodetest.CreateSale(t, n, "rot", openSale(10, 1, 0, 0, 1000))
 	claimURL := n.URL() + "/events/rot/claim"
-	claimWith := func(token string) answer {
-		return call(t, http.MethodPost, claimURL, map[string]string{"X-User-ID": str(payloadOf(t, token), "sub"), "Authorization": "Bearer " + token}, nil)
+	claimWith := func(token string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, claimURL, map[string]string{"X-User-ID": nodetest.Str(payloadOf(t, token), "sub"), "Authorization": "Bearer " + token}, nil)
 	}
 
 	before := jwksOf(t, n)
@@ -36,8 +36,8 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 		t.Fatalf("JWKS before rotation: %v, want one key", before)
 	}
 	oldKid := before[0]
-	alice := admit(t, n, "rot", "alice")
-	carol := admit(t, n, "rot", "carol")
+	alice := nodetest.AdmitUser(t, n, "rot", "alice")
+	carol := nodetest.AdmitUser(t, n, "rot", "carol")
 	if kidOf(t, alice) != oldKid {
 		t.Fatalf("alice's token kid %s, want %s", kidOf(t, alice), oldKid)
 	}
@@ -47,7 +47,7 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	if len(newKid) != 43 || newKid == oldKid || !strings.Contains(out, "previous "+oldKid) {
 		t.Fatalf("keys rotate printed %q", out)
 	}
-	waitFor(t, "the node to reload the rotated keys", 5*time.Second, func() bool {
+	nodetest.WaitFor(t, "the node to reload the rotated keys", 5*time.Second, func() bool {
 		return slices.Equal(jwksOf(t, n), []string{newKid, oldKid})
 	})
 	list := anteroomCmd(t, bin, "keys", "list", "-signing-keys", keyDir)
@@ -56,10 +56,10 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	}
 
 	// Signed before the rotation, presented after: accepted.
-	if a := claimWith(alice); a.status != http.StatusCreated {
-		t.Fatalf("claim with a pre-rotation token: %d %s", a.status, a.raw)
+	if a := claimWith(alice); a.Status != http.StatusCreated {
+		t.Fatalf("claim with a pre-rotation token: %d %s", a.Status, a.Raw)
 	}
-	bob := admit(t, n, "rot", "bob")
+	bob := nodetest.AdmitUser(t, n, "rot", "bob")
 	if kidOf(t, bob) != newKid {
 		t.Errorf("bob's token kid %s, want the new key %s", kidOf(t, bob), newKid)
 	}
@@ -92,7 +92,7 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "retired "+oldKid) {
 		t.Fatalf("keys retire -max-age 1ms printed %q", out)
 	}
-	waitFor(t, "the node to drop the retired key", 5*time.Second, func() bool {
+	nodetest.WaitFor(t, "the node to drop the retired key", 5*time.Second, func() bool {
 		return slices.Equal(jwksOf(t, n), []string{newKid})
 	})
 
@@ -110,7 +110,7 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	if after.Granted != before1.Granted || after.Remaining != before1.Remaining || after.Granted != 1 {
 		t.Errorf("stock after refused tokens: granted %d remaining %d, want %d and %d with 1 granted", after.Granted, after.Remaining, before1.Granted, before1.Remaining)
 	}
-	if a := claimWith(bob); a.status != http.StatusCreated {
-		t.Errorf("claim with a post-rotation token: %d %s", a.status, a.raw)
+	if a := claimWith(bob); a.Status != http.StatusCreated {
+		t.Errorf("claim with a post-rotation token: %d %s", a.Status, a.Raw)
 	}
 }

@@ -32,9 +32,9 @@ func TestAdmissionSignatureRequiredOverHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	dir := t.TempDir()
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir}))
-	createSale(t, n, "sig", openSale(10, 1, 0, 0, 1000))
-	genuine := admit(t, n, "sig", "alice")
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir}))
+	nodetest.CreateSale(t, n, "sig", openSale(10, 1, 0, 0, 1000))
+	genuine := nodetest.AdmitUser(t, n, "sig", "alice")
 	secret, err := tokens.LoadOrCreateSecret(filepath.Join(dir, "ticket-secret")) // the node's own
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestAdmissionSignatureRequiredOverHTTP(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := call(t, http.MethodPost, n.URL()+"/events/sig/claim",
+			a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/sig/claim",
 				map[string]string{"Authorization": "Bearer " + tc.token, "X-User-ID": tc.user}, nil)
 			problemOK(t, a, http.StatusUnauthorized, "unauthenticated")
 		})
@@ -68,9 +68,9 @@ func TestAdmissionSignatureRequiredOverHTTP(t *testing.T) {
 		t.Errorf("granted %d remaining %d, want 0 and 10", tot.Granted, tot.Remaining)
 	}
 	// The genuine token itself is fine: the refusals were the cases'.
-	if a := call(t, http.MethodPost, n.URL()+"/events/sig/claim",
-		map[string]string{"Authorization": "Bearer " + genuine, "X-User-ID": "alice"}, nil); a.status != http.StatusCreated {
-		t.Errorf("genuine token: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/sig/claim",
+		map[string]string{"Authorization": "Bearer " + genuine, "X-User-ID": "alice"}, nil); a.Status != http.StatusCreated {
+		t.Errorf("genuine token: %d %s", a.Status, a.Raw)
 	}
 }
 
@@ -83,8 +83,8 @@ func TestAdmissionNodeAgreesWithJWKSOverHTTP(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	dir := t.TempDir()
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir}))
-	createSale(t, n, "agree", openSale(100, 1, 0, 0, 1000))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), DataDir: dir}))
+	nodetest.CreateSale(t, n, "agree", openSale(100, 1, 0, 0, 1000))
 	secret, err := tokens.LoadOrCreateSecret(filepath.Join(dir, "ticket-secret")) // the node's own
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestAdmissionNodeAgreesWithJWKSOverHTTP(t *testing.T) {
 
 	var toks []string
 	for i := range 3 {
-		tok := admit(t, n, "agree", fmt.Sprint("u", i))
+		tok := nodetest.AdmitUser(t, n, "agree", fmt.Sprint("u", i))
 		toks = append(toks, tok)
 	}
 	kid := kidOf(t, toks[0])
@@ -128,11 +128,11 @@ func TestAdmissionNodeAgreesWithJWKSOverHTTP(t *testing.T) {
 	accepted := 0
 	for i, tok := range toks {
 		want := gateway(tok) == nil
-		a := call(t, http.MethodPost, n.URL()+"/events/agree/claim",
+		a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/agree/claim",
 			map[string]string{"Authorization": "Bearer " + tok, "X-User-ID": subOf(t, tok)}, nil)
 		// 200 is a replay of an accepted token's claim: accepted as well.
-		if got := a.status == http.StatusCreated || a.status == http.StatusOK; got != want {
-			t.Errorf("token %d: node %d %s, JWKS verifier accepts=%v (err %v)", i, a.status, a.raw, want, gateway(tok))
+		if got := a.Status == http.StatusCreated || a.Status == http.StatusOK; got != want {
+			t.Errorf("token %d: node %d %s, JWKS verifier accepts=%v (err %v)", i, a.Status, a.Raw, want, gateway(tok))
 		}
 		if want {
 			accepted++
@@ -149,14 +149,14 @@ func TestAdmissionNodeAgreesWithJWKSOverHTTP(t *testing.T) {
 // claims anteroom always writes required.
 func jwksVerifier(t *testing.T, url string) func(string) error {
 	t.Helper()
-	k := call(t, http.MethodGet, url, nil, nil)
-	if k.status != http.StatusOK {
-		t.Fatalf("jwks: %d %s", k.status, k.raw)
+	k := nodetest.Call(t, http.MethodGet, url, nil, nil)
+	if k.Status != http.StatusOK {
+		t.Fatalf("jwks: %d %s", k.Status, k.Raw)
 	}
 	var set struct {
 		Keys []struct{ Kty, Crv, Kid, X string }
 	}
-	if err := json.Unmarshal(k.raw, &set); err != nil {
+	if err := json.Unmarshal(k.Raw, &set); err != nil {
 		t.Fatal(err)
 	}
 	pubs := map[string]ed25519.PublicKey{}

@@ -29,9 +29,9 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	keyDir := t.TempDir()
 	const iss, aud = "https://queue.shop.test", "shop-claim"
-	n := startNode(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: iss, Audience: aud}))
-	createSale(t, n, "strict", openSale(5, 1, 0, 0, 1000))
-	createSale(t, n, "control", openSale(5, 1, 0, 0, 1000))
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: keyDir, Issuer: iss, Audience: aud}))
+	nodetest.CreateSale(t, n, "strict", openSale(5, 1, 0, 0, 1000))
+	nodetest.CreateSale(t, n, "control", openSale(5, 1, 0, 0, 1000))
 
 	keys, err := tokens.OpenKeyDir(keyDir) // the node's own directory
 	if err != nil {
@@ -66,8 +66,8 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 
 	// Control: the genuine key and claims work (on another event).
 	control := genuine(jwt.MapClaims{"event": "control"})
-	if a := call(t, http.MethodPost, n.URL()+"/events/control/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + control}, nil); a.status != http.StatusCreated {
-		t.Fatalf("control token: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/control/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + control}, nil); a.Status != http.StatusCreated {
+		t.Fatalf("control token: %d %s", a.Status, a.Raw)
 	}
 	issued := tokens.NewIssuer(keys, tokens.IssuerConfig{Issuer: iss, Audience: aud})
 	expired, _, err := issued.Issue("strict", "alice", 1, time.Minute, now.Add(-time.Hour))
@@ -124,7 +124,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a := call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + tc.token}, nil)
+			a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + tc.token}, nil)
 			problemOK(t, a, tc.status, tc.code)
 		})
 	}
@@ -136,7 +136,7 @@ func TestAdmissionStrictOverHTTP(t *testing.T) {
 		t.Errorf("strict: granted %d remaining %d, want 0 and 5", tot.Granted, tot.Remaining)
 	}
 	// The genuine token itself is fine: the refusals above were the cases'.
-	if a := call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + good}, nil); a.status != http.StatusCreated {
-		t.Errorf("genuine token after the cases: %d %s", a.status, a.raw)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/strict/claim", map[string]string{"X-User-ID": "alice", "Authorization": "Bearer " + good}, nil); a.Status != http.StatusCreated {
+		t.Errorf("genuine token after the cases: %d %s", a.Status, a.Raw)
 	}
 }

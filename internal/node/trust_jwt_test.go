@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -41,15 +42,15 @@ func TestJWTModeChecksPurpose(t *testing.T) {
 
 	cfg := base
 	cfg.UserIssuer, cfg.UserAudience = "https://shop.example", "anteroom"
-	n := startNode(t, cfg)
-	createSale(t, n, "life", openSale(10, 1, 0, 0, 1000))
-	join := func(tok string) answer {
-		return call(t, http.MethodPost, n.URL()+"/events/life/join", map[string]string{"X-User-Token": tok}, nil)
+	n := nodetest.Start(t, cfg)
+	nodetest.CreateSale(t, n, "life", openSale(10, 1, 0, 0, 1000))
+	join := func(tok string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/life/join", map[string]string{"X-User-Token": tok}, nil)
 	}
 	now := time.Now()
 	hour := sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("alice", nil))
-	if a := join(hour); a.status != http.StatusOK {
-		t.Fatalf("a ten-minute token: %d %s", a.status, a.raw)
+	if a := join(hour); a.Status != http.StatusOK {
+		t.Fatalf("a ten-minute token: %d %s", a.Status, a.Raw)
 	}
 	year := sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims("bob", jwt.MapClaims{"exp": now.Add(365 * 24 * time.Hour).Unix()}))
 	problemOK(t, join(year), http.StatusUnauthorized, "unauthenticated")
@@ -61,8 +62,8 @@ func TestJWTModeChecksPurpose(t *testing.T) {
 	// The cap is configurable.
 	short := cfg
 	short.UserMaxTokenAge = 5 * time.Minute
-	n2 := startNode(t, short)
-	createSale(t, n2, "short", openSale(10, 1, 0, 0, 1000))
-	a := call(t, http.MethodPost, n2.URL()+"/events/short/join", map[string]string{"X-User-Token": hour}, nil)
+	n2 := nodetest.Start(t, short)
+	nodetest.CreateSale(t, n2, "short", openSale(10, 1, 0, 0, 1000))
+	a := nodetest.Call(t, http.MethodPost, n2.URL()+"/events/short/join", map[string]string{"X-User-Token": hour}, nil)
 	problemOK(t, a, http.StatusUnauthorized, "unauthenticated")
 }

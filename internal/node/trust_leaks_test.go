@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -40,12 +41,12 @@ func TestDiscoveryIgnoresHost(t *testing.T) {
 	ns := testenv.StartNATS(t)
 	hostile := map[string]string{"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}
 	const iss = "https://queue.shop.test"
-	withURL := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Issuer: iss, TrustedProxies: []string{"127.0.0.1"}})
+	withURL := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Issuer: iss, TrustedProxies: []string{"127.0.0.1"}})
 	resp, body := get(t, withURL.URL()+"/.well-known/openid-configuration", "evil.example", hostile)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"jwks_uri":"`+iss+`/.well-known/jwks.json"`) || strings.Contains(body, "evil") {
 		t.Errorf("URL issuer, hostile Host: %d %s, want jwks_uri under %s", resp.StatusCode, body, iss)
 	}
-	bare := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
+	bare := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
 	resp, body = get(t, bare.URL()+"/.well-known/openid-configuration", "evil.example", hostile)
 	if strings.Contains(body, "evil") || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("default issuer, hostile Host: %d %s, want 404 and no trace of the Host", resp.StatusCode, body)
@@ -59,7 +60,7 @@ func TestDiscoveryIgnoresHost(t *testing.T) {
 func TestRequestIDs(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	direct := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	direct := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
 	idOf := func(n *node.Node, hdr map[string]string) string {
 		resp, _ := get(t, n.URL()+"/events/none", "", hdr)
 		return resp.Header.Get("X-Request-ID")
@@ -86,7 +87,7 @@ func TestRequestIDs(t *testing.T) {
 		t.Errorf("X-Request-ID from an untrusted peer: answered %q, want a fresh id", got)
 	}
 
-	proxied := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
+	proxied := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}})
 	if got := idOf(proxied, map[string]string{"X-Request-ID": "lb-4711:abc_def.9"}); got != "lb-4711:abc_def.9" {
 		t.Errorf("X-Request-ID from a trusted proxy: answered %q, want it kept", got)
 	}
@@ -102,7 +103,7 @@ func TestRequestIDs(t *testing.T) {
 func TestMetricsOwnAddress(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	n := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), MetricsAddr: "127.0.0.1:0"})
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), MetricsAddr: "127.0.0.1:0"})
 	if n.MetricsURL() == "" || n.MetricsURL() == n.URL() {
 		t.Fatalf("metrics URL %q beside %q: want a listener of its own", n.MetricsURL(), n.URL())
 	}
@@ -117,7 +118,7 @@ func TestMetricsOwnAddress(t *testing.T) {
 		t.Errorf("the metrics listener serves /events/x: %d, want 404", resp.StatusCode)
 	}
 	// Without it, /metrics stays on the main address (the default).
-	plain := startNode(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	plain := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
 	if resp, _ := get(t, plain.URL()+"/metrics", "", nil); resp.StatusCode != http.StatusOK || plain.MetricsURL() != "" {
 		t.Errorf("default: /metrics %d, metrics URL %q", resp.StatusCode, plain.MetricsURL())
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -31,7 +32,7 @@ func startErr(t *testing.T, cfg node.Config) error {
 	if err == nil {
 		// Close only once it serves: a Close racing the listener's start
 		// never returns.
-		waitFor(t, "the node to serve", 10*time.Second, func() bool {
+		nodetest.WaitFor(t, "the node to serve", 10*time.Second, func() bool {
 			resp, err := http.Get(n.URL() + "/healthz")
 			if err == nil {
 				resp.Body.Close()

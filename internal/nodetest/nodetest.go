@@ -1,15 +1,13 @@
 // Package nodetest starts whole anteroom nodes for tests, on free loopback
-// ports with temporary data directories, and talks to them over HTTP. The
-// node and end-to-end tests share it.
+// ports with temporary data directories, and talks to them over HTTP:
+// requests (Call), sales (CreateSale), admission (Admit, AdmitUser) and
+// polling (WaitFor). The node and end-to-end tests share it.
 package nodetest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"testing"
 	"time"
 
@@ -52,38 +50,4 @@ func HeaderMode(cfg node.Config) node.Config {
 	cfg.Identity = "header"
 	cfg.TrustedProxies = append(cfg.TrustedProxies[:len(cfg.TrustedProxies):len(cfg.TrustedProxies)], "127.0.0.1")
 	return cfg
-}
-
-// Answer is one HTTP answer, its JSON object body decoded when it has one.
-type Answer struct {
-	Status int
-	Header http.Header
-	Body   map[string]any
-	Raw    []byte
-}
-
-// Call sends one request and decodes a JSON object answer; it fails the
-// test when the request cannot be sent or a JSON body cannot be decoded.
-func Call(t testing.TB, method, url string, hdr map[string]string, body []byte) Answer {
-	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	a := Answer{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &a.Body); err != nil {
-			t.Fatalf("%s %s: undecodable %q", method, url, raw)
-		}
-	}
-	return a
 }

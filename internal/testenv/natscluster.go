@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // natsClusterName is the cluster name every test cluster uses.
@@ -59,7 +61,7 @@ func StartNATSCluster(t testing.TB, n int) *NATSCluster {
 func startNATSCluster(t testing.TB, n int) (*NATSCluster, error) {
 	ports := make([]int, n)
 	for i := range ports {
-		p, err := freePort()
+		p, err := loopback.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // Nginx is a running nginx (Debian's nginx-light is enough) serving one
@@ -36,7 +38,7 @@ func StartNginx(t testing.TB, site string) *Nginx {
 	const attempts = 5
 	var lastErr error
 	for i := 0; i < attempts; i++ {
-		port, err := freePort()
+		port, err := loopback.FreePort()
 		if err != nil {
 			t.Fatalf("testenv: free port: %v", err)
 		}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // Redis is one redis-server process on 127.0.0.1, started by StartRedis and
@@ -74,7 +76,7 @@ func StartRedis(t testing.TB, opts ...RedisOption) *Redis {
 	const attempts = 5
 	var lastErr error
 	for i := 0; i < attempts; i++ {
-		port, err := freePort()
+		port, err := loopback.FreePort()
 		if err != nil {
 			t.Fatalf("testenv: free port: %v", err)
 		}
@@ -117,7 +119,7 @@ func (c *redisConfig) commandLine(port int, dir string) ([]string, error) {
 		args = append(args, "--replicaof", host, p)
 	}
 	if c.cluster {
-		bus, err := freePort()
+		bus, err := loopback.FreePort()
 		if err != nil {
 			return nil, fmt.Errorf("free cluster bus port: %v", err)
 		}

@@ -1,6 +1,9 @@
 // Package testenv starts real servers for tests: redis-server processes, a
-// Redis Cluster made of them, and in-process NATS servers with JetStream,
-// alone or clustered.
+// Redis Cluster made of them, in-process NATS servers with JetStream,
+// alone or clustered, and anteroom binaries as child processes sharing one
+// deployment's secrets (Deployment, for the drills and the soak). It also
+// holds the clients tests share (ConnectJS, WaitSynced). It never imports
+// the node: tests that run nodes in-process use internal/nodetest.
 //
 // Every server listens on loopback (127.0.0.1) on a random port, keeps its
 // data in a t.TempDir, and is stopped with t.Cleanup, so tests can run in
@@ -23,11 +26,12 @@ package testenv
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/loopback"
 )
 
 // readyTimeout bounds every wait for a server to become ready.
@@ -41,20 +45,11 @@ const pollInterval = 20 * time.Millisecond
 // starters that use it retry with a new port when the bind fails.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	p, err := freePort()
+	p, err := loopback.FreePort()
 	if err != nil {
 		t.Fatalf("testenv: free port: %v", err)
 	}
 	return p
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // inCI reports whether missing servers must fail rather than skip.

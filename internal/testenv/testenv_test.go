@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
@@ -37,21 +36,6 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
-}
-
-// connectJS connects to url, reconnecting without limit, closed at the end.
-func connectJS(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream.New: %v", err)
-	}
-	return js
 }
 
 func TestRedisPingAndCommandCount(t *testing.T) {
@@ -165,7 +149,7 @@ func TestRedisCluster(t *testing.T) {
 func TestNATSDedupAndRestart(t *testing.T) {
 	t.Parallel()
 	n := testenv.StartNATS(t)
-	js := connectJS(t, n.URL())
+	js := testenv.ConnectJS(t, n.URL())
 	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
 		t.Fatalf("create stream: %v", err)
 	}
@@ -197,7 +181,7 @@ func TestNATSDedupAndRestart(t *testing.T) {
 	n.Restart(t)
 	// A new client: the old one may still be noticing the restart, and a
 	// request sent into its dead connection is lost.
-	if got := msgs(connectJS(t, n.URL())); got != 1 {
+	if got := msgs(testenv.ConnectJS(t, n.URL())); got != 1 {
 		t.Fatalf("messages after restart = %d, want 1 (store dir kept)", got)
 	}
 }
@@ -211,7 +195,7 @@ func TestNATSCluster(t *testing.T) {
 		t.Fatalf("len(URLs()) = %d, want 3", got)
 	}
 
-	js := connectJS(t, c.URL())
+	js := testenv.ConnectJS(t, c.URL())
 	// No retry here: the cluster must be ready for an R3 stream at once.
 	if _, err := js.CreateStream(ctx(t), jetstream.StreamConfig{
 		Name: "EVENTS", Subjects: []string{"events.>"}, Replicas: 3,

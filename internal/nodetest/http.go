@@ -1,0 +1,64 @@
+package nodetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// Answer is one HTTP answer, its JSON object body decoded when it has one.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// Call sends one request and decodes a JSON object answer; it fails the
+// test when the request cannot be sent or a JSON body cannot be decoded.
+func Call(t testing.TB, method, url string, hdr map[string]string, body []byte) Answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := Answer{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &a.Body); err != nil {
+			t.Fatalf("%s %s: undecodable %q", method, url, raw)
+		}
+	}
+	return a
+}
+
+// Str returns m[k] when it is a string, and "" otherwise (also for a nil
+// m), so a test reads a decoded answer's fields without type switches.
+func Str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+
+// pollInterval is how often WaitFor checks its condition.
+const pollInterval = 20 * time.Millisecond
+
+// WaitFor polls cond every 20 ms until it holds, and fails the test when
+// it does not hold within d. It never sleeps longer than it must.
+func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
