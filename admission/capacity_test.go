@@ -9,6 +9,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -107,4 +108,33 @@ func jtiOf(pos int64) string {
 		return [...]string{"", "jti-1", "jti-2", "jti-3"}[pos]
 	}
 	return "jti-" + string(rune('a'+pos))
+}
+
+// TestFinishKnowsDefaultLaneOnly: max_active caps the default lane, so only
+// its sessions can be finished. A lane member's token (pos = lane×2^40+n)
+// or a bypass pass's (pos = PassPosition) is not recorded as a session:
+// finishing it is an unknown session, never a position far outside the
+// finished bitmap (Redis refuses a bit offset above 2^32, which answered
+// the shop 500).
+func TestFinishKnowsDefaultLaneOnly(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.StartRedis(t).Client(t)
+	now := time.Now()
+	g := newSaleRig(t, rdb, event.Config{
+		ID: "lanes", Supply: 100, PrequeueOpensAt: now.Add(-time.Hour), StartsAt: now,
+		EndsAt: now.Add(time.Hour), AdmitRatePerSecond: 100, MaxActive: 2, AdmissionTTLSeconds: 60,
+	}, 5)
+	g.snaps.Session("lanes", "jti-lane", queue.Laned(1, 3))
+	g.snaps.Session("lanes", "jti-pass", admission.PassPosition)
+	g.snaps.Session("lanes", "jti-default", 1)
+	g.tick(t, "the sessions recorded", func(*admission.Sale) bool { return true })
+	f := admission.NewFrontier(rdb)
+	for _, jti := range []string{"jti-lane", "jti-pass"} {
+		if _, err := f.Finish(ctx, "lanes", jti); !errors.Is(err, admission.ErrUnknownSession) {
+			t.Errorf("finish %s: %v, want ErrUnknownSession", jti, err)
+		}
+	}
+	if fin, err := f.Finish(ctx, "lanes", "jti-default"); err != nil || fin.Position != 1 {
+		t.Errorf("finish of the default lane's session: %+v, %v", fin, err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/anteroom/anteroom/queue"
 )
 
 //go:embed finish.lua
@@ -28,8 +30,14 @@ const SessionGrace = 10 * time.Minute
 // position pos of event ev, so that the shop can report the checkout
 // session finished by that jti (Frontier.Finish). The next refresh writes
 // the mapping to Redis, for as long as the token lasts plus SessionGrace.
-// Safe for concurrent use; no Redis.
+// Only the default lane's positions are kept: max_active caps the default
+// lane alone, and a lane member's or a bypass pass's position (see
+// queue.Laned, PassPosition) has no place in its bitmaps, so finishing such
+// a token is an unknown session. Safe for concurrent use; no Redis.
 func (s *Snapshots) Session(ev, jti string, pos int64) {
+	if lane, _ := queue.Unlane(pos); lane != 0 {
+		return
+	}
 	s.putBackSessions(ev, map[string]int64{jti: pos})
 }
 
