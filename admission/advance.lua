@@ -1,4 +1,4 @@
--- advance.lua v5: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v6: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -173,7 +173,11 @@ local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', activeset)
   for i = cl + 2 * nc, #ARGV do
-    if not redis.call('ZSCORE', activeset, ARGV[i]) and redis.call('GETBIT', finishedbits, ARGV[i]) == 0 then
+    if tonumber(ARGV[i]) >= 4294967296 then
+      -- Another lane's member or a bypass pass (lane * 2^40 + n, 2^50): in
+      -- checkout, and never in this queue's sets.
+      active = active + 1
+    elseif not redis.call('ZSCORE', activeset, ARGV[i]) and redis.call('GETBIT', finishedbits, ARGV[i]) == 0 then
       active = active + 1
     end
   end
