@@ -175,7 +175,8 @@ function loadScript(src, name) {
 // captchaBox is where the captcha widget goes: the page's #captchaBox, or
 // one added after the join button (an operator's template may lack it).
 function captchaBox() {
-  let box = $("captchaBox");
+  // Not $(): its detached stand-in would hide the widget from the visitor.
+  let box = document.getElementById("captchaBox");
   if (!box) {
     box = document.createElement("div");
     box.id = "captchaBox";
