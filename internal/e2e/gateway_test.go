@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/chromedp/chromedp"
@@ -21,24 +22,8 @@ import (
 // URL, where the shop sees their user id. A waiting page asked to return
 // to another site stays where it is.
 func TestNginxWaitingRoom(t *testing.T) {
-	site, err := os.ReadFile("../../deploy/gateway/nginx.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := startNode(t)
-	var mu sync.Mutex
-	var users []string
-	shop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		users = append(users, r.Header.Get("X-User-ID"))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, "<!doctype html><title>shop</title><p id=shop>shop page</p>")
-	}))
-	t.Cleanup(shop.Close)
-	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
-	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(shop.URL, "http://"), 1)
-	gw := testenv.StartNginx(t, conf)
+	gw, users := startGateway(t, n, "nginx.conf", "shop")
 	nodetest.CreateSale(t, n, "drop", sale{supply: 5, opensIn: -time.Second, rate: 1000})
 	browser := startBrowser(t)
 
@@ -48,10 +33,7 @@ func TestNginxWaitingRoom(t *testing.T) {
 	p.waitJS("the join button to unlock", joinEnabled, 10*time.Second)
 	p.do(chromedp.Click(chromedp.ID("join")))
 	p.waitJS("the return to the shop", `location.pathname + location.search === "/drop/item?size=42&colour=red" && !!document.getElementById("shop")`, 20*time.Second)
-	mu.Lock()
-	seen := append([]string(nil), users...)
-	mu.Unlock()
-	if len(seen) != 1 || seen[0] == "" || seen[0] == "mallory" {
+	if seen := users(); len(seen) != 1 || seen[0] == "" || seen[0] == "mallory" {
 		t.Fatalf("the shop saw X-User-ID %q, want one request naming the admitted visitor", seen)
 	}
 
@@ -62,5 +44,33 @@ func TestNginxWaitingRoom(t *testing.T) {
 		if got := eval[string](p, `location.host + location.pathname`); got != strings.TrimPrefix(gw.URL(), "http://")+"/e/drop" {
 			t.Errorf("return=%s: the page went to %s", foreign, got)
 		}
+	}
+}
+
+// startGateway runs deploy/gateway/conf in a real nginx in front of node n
+// and of a stub origin whose one page is <p id=name>. users returns the
+// X-User-ID of every request the origin got, in order.
+func startGateway(t *testing.T, n *node.Node, conf, name string) (gw *testenv.Nginx, users func() []string) {
+	t.Helper()
+	site, err := os.ReadFile("../../deploy/gateway/" + conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("X-User-ID"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><title>"+name+"</title><p id="+name+">"+name+" page</p>")
+	}))
+	t.Cleanup(origin.Close)
+	c := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
+	c = strings.Replace(c, "127.0.0.1:3000", strings.TrimPrefix(origin.URL, "http://"), 1)
+	return testenv.StartNginx(t, c), func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
 	}
 }

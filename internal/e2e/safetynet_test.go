@@ -2,17 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/anteroom/anteroom/internal/nodetest"
-	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/chromedp/chromedp"
 )
 
@@ -23,24 +17,8 @@ import (
 // them, and once the other admission expires brings them back to the URL
 // they asked for, where the site sees their user id.
 func TestSafetyNetWaitingRoom(t *testing.T) {
-	site, err := os.ReadFile("../../deploy/gateway/nginx-safety-net.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := startNode(t)
-	var mu sync.Mutex
-	var users []string
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		users = append(users, r.Header.Get("X-User-ID"))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, "<!doctype html><title>site</title><p id=site>site page</p>")
-	}))
-	t.Cleanup(origin.Close)
-	conf := strings.Replace(string(site), "127.0.0.1:8080", strings.TrimPrefix(n.URL(), "http://"), 1)
-	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(origin.URL, "http://"), 1)
-	gw := testenv.StartNginx(t, conf)
+	gw, users := startGateway(t, n, "nginx-safety-net.conf", "site")
 	room, _ := json.Marshal(map[string]any{
 		"name": "the whole site", "mode": "safety_net", "starts_at": time.Now().UTC().Add(-time.Second).Truncate(time.Second),
 		"max_active": 1, "admission_ttl_seconds": 10, "no_show_grace_seconds": 2,
@@ -64,9 +42,7 @@ func TestSafetyNetWaitingRoom(t *testing.T) {
 	p.do(chromedp.Navigate(gw.URL() + "/products/7?size=42"))
 	p.waitJS("the waiting page, queued by itself", `location.pathname === "/e/site" && !!window.anteroom && !!document.getElementById("join") && document.getElementById("join").hidden`, 15*time.Second)
 	p.waitJS("the return to the site", `location.pathname + location.search === "/products/7?size=42" && !!document.getElementById("site")`, 45*time.Second)
-	mu.Lock()
-	seen := append([]string(nil), users...)
-	mu.Unlock()
+	seen := users()
 	// (The browser may also ask the site for its favicon.)
 	if len(seen) < 2 || seen[1] == "" || seen[1] == seen[0] {
 		t.Fatalf("the site saw X-User-ID %q, want the first visitor, then the queued one", seen)

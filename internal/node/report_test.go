@@ -107,26 +107,12 @@ func TestReportOfASale(t *testing.T) {
 		t.Errorf("draw %+v, want the commitment, the revealed seed and W", got.Draw)
 	}
 
-	rows := reportCSV(t, n, ev)
-	for k, v := range map[string]string{"funnel/joined": "12", "funnel/no_shows": "5", "funnel/confirmed": "4", "refusals/join.pow_required": "2", "lane:default/buyers": "5", "join_to_admission/count": "7"} {
-		if rows[k] != v {
-			t.Errorf("CSV %s = %q, want %q", k, rows[k], v)
-		}
-	}
+	checkReportCSV(t, n, ev, map[string]string{"funnel/joined": "12", "funnel/no_shows": "5", "funnel/confirmed": "4", "refusals/join.pow_required": "2", "lane:default/buyers": "5", "join_to_admission/count": "7"})
 
 	// The node stops; a new one on the same Redis and JetStream gives the
 	// same report.
 	stop()
-	n2 := nodetest.Start(t, cfg)
-	var again report.Report
-	nodetest.WaitFor(t, "the new node's report", 10*time.Second, func() bool {
-		again = getReport(t, n2, ev)
-		return again.Event == ev
-	})
-	again.GeneratedAt = got.GeneratedAt
-	if !reflect.DeepEqual(again, got) {
-		t.Errorf("after a restart the report is\n%+v\nwant\n%+v", again, got)
-	}
+	sameReportOnNewNode(t, cfg, ev, got)
 }
 
 // startStoppable starts a node that the test may stop before its end.
@@ -198,4 +184,33 @@ func reportCSV(t *testing.T, n *node.Node, ev string) map[string]string {
 		out[r[0]+"/"+r[1]] = r[2]
 	}
 	return out
+}
+
+// checkReportCSV checks rows of event ev's CSV report ("section/metric" →
+// value).
+func checkReportCSV(t *testing.T, n *node.Node, ev string, want map[string]string) {
+	t.Helper()
+	rows := reportCSV(t, n, ev)
+	for k, v := range want {
+		if rows[k] != v {
+			t.Errorf("CSV %s = %q, want %q", k, rows[k], v)
+		}
+	}
+}
+
+// sameReportOnNewNode starts a new node on cfg's Redis and JetStream and
+// checks that it gives event ev's report as got (the moment aside): every
+// figure is durable.
+func sameReportOnNewNode(t *testing.T, cfg node.Config, ev string, got report.Report) {
+	t.Helper()
+	n := nodetest.Start(t, cfg)
+	var again report.Report
+	nodetest.WaitFor(t, "the new node's report", 10*time.Second, func() bool {
+		again = getReport(t, n, ev)
+		return again.Event == ev
+	})
+	again.GeneratedAt = got.GeneratedAt
+	if !reflect.DeepEqual(again, got) {
+		t.Errorf("after a restart the report is\n%+v\nwant\n%+v", again, got)
+	}
 }
