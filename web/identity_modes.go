@@ -140,68 +140,52 @@ type UserTokenIdentity struct {
 // User returns the sub of the request's verified user token. mint is
 // ignored: a user token either names the caller or does not.
 func (u UserTokenIdentity) User(c *fiber.Ctx, _ bool) (string, error) {
+	user, _, err := u.UserClaims(c, nil)
+	return user, err
+}
+
+// claimVerifier also reads claims of the token it verifies;
+// *tokens.UserVerifier.
+type claimVerifier interface {
+	VerifyClaims(raw string, now time.Time, names []string) (user string, values map[string][]string, err error)
+}
+
+// UserClaims is User that also returns the values of the token's claims
+// names (see tokens.UserVerifier.VerifyClaims), from the same single
+// verification: join reads a lane's claim with it. None when names is
+// empty or the Verifier reads no claims.
+func (u UserTokenIdentity) UserClaims(c *fiber.Ctx, names []string) (string, map[string][]string, error) {
 	name := u.Header
 	if name == "" {
 		name = UserTokenHeader
 	}
 	raw, err := oneHeader(c, name)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	raw = strings.TrimSpace(raw)
 	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
 		raw = strings.TrimSpace(raw[7:])
 	}
 	if raw == "" {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", "missing "+name+" header")
+		return "", nil, problem(fiber.StatusUnauthorized, "unauthenticated", "missing "+name+" header")
 	}
 	now := time.Now
 	if u.Now != nil {
 		now = u.Now
 	}
-	user, err := u.Verifier.Verify(raw, now())
+	var user string
+	var values map[string][]string
+	if cv, ok := u.Verifier.(claimVerifier); ok && len(names) > 0 {
+		user, values, err = cv.VerifyClaims(raw, now(), names)
+	} else {
+		user, err = u.Verifier.Verify(raw, now())
+	}
 	if err != nil {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" is invalid or expired")
+		return "", nil, problem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" is invalid or expired")
 	}
 	if !validUser(user) {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" names no usable user id")
+		return "", nil, problem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" names no usable user id")
 	}
-	return strings.Clone(user), nil
-}
-
-// claimVerifier reads a claim of a verified user token;
-// *tokens.UserVerifier.
-type claimVerifier interface {
-	ClaimValues(raw string, now time.Time, name string) (user string, values []string, err error)
-}
-
-// ClaimValues returns the values of claim name of the request's user
-// token, verified again (as User does), for choosing a lane on join; none
-// when the token is missing or invalid, or the Verifier reads no claims.
-func (u UserTokenIdentity) ClaimValues(c *fiber.Ctx, name string) []string {
-	cv, ok := u.Verifier.(claimVerifier)
-	if !ok {
-		return nil
-	}
-	header := u.Header
-	if header == "" {
-		header = UserTokenHeader
-	}
-	raw, err := oneHeader(c, header)
-	if err != nil {
-		return nil
-	}
-	raw = strings.TrimSpace(raw)
-	if len(raw) > 7 && strings.EqualFold(raw[:7], "bearer ") {
-		raw = strings.TrimSpace(raw[7:])
-	}
-	now := time.Now
-	if u.Now != nil {
-		now = u.Now
-	}
-	_, values, err := cv.ClaimValues(raw, now(), name)
-	if err != nil {
-		return nil
-	}
-	return values
+	return strings.Clone(user), values, nil
 }

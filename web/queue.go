@@ -31,7 +31,7 @@ func (s *Server) join(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
 	now := s.now()
-	user, err := s.deps.Identity.User(c, true)
+	user, claims, err := s.joiner(c, cfg)
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if cfg.IsSafetyNet() {
 		return s.joinRoom(c, sale, user)
 	}
-	lane, err := s.laneOf(c, cfg, user, now)
+	lane, err := s.laneOf(c, cfg, user, claims, now)
 	if err != nil {
 		return err
 	}
