@@ -40,10 +40,10 @@ const unmatched = "unmatched"
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := time.Now()
 	if err := c.Next(); err != nil {
-		s.countRefusal(c, err)
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
 		}
+		s.countRefusal(c)
 	}
 	d := time.Since(start)
 	status := c.Response().StatusCode()

@@ -207,10 +207,14 @@ func unreachable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
+// problemLocal holds the problem errorHandler answered a request with.
+const problemLocal = "anteroom.problem"
+
 // errorHandler answers every error as problem+json and logs unexpected ones.
 func errorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
 		p, known := toProblem(err)
+		c.Locals(problemLocal, p) // for the refusal count (countRefusal)
 		p.Instance = c.Path()
 		p.RequestID = requestID(c)
 		if !known {

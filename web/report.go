@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	_ "embed"
-	"errors"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/report"
@@ -32,11 +31,12 @@ var refusalCodes = map[string]bool{
 	"not_selected": true, "limit_reached": true, "not_open": true, "forbidden": true,
 }
 
-// countRefusal counts err as a refusal of the event's join or claim when
-// it is one (refusalCodes). Called by observe, after the chain, with the
-// error the chain returned.
-func (s *Server) countRefusal(c *fiber.Ctx, err error) {
-	if err == nil || s.deps.Refusals == nil {
+// countRefusal counts the problem a join or claim was answered with as a
+// refusal of the event when it is one (refusalCodes). Called by observe
+// after errorHandler, whose problem it reads, so an error is mapped once.
+func (s *Server) countRefusal(c *fiber.Ctx) {
+	p, _ := c.Locals(problemLocal).(*Problem)
+	if p == nil || s.deps.Refusals == nil {
 		return
 	}
 	var stage string
@@ -51,11 +51,6 @@ func (s *Server) countRefusal(c *fiber.Ctx, err error) {
 	sale, ok := c.Locals(saleKey).(*admission.Sale)
 	if !ok || sale == nil {
 		return
-	}
-	var p *Problem
-	if !errors.As(err, &p) {
-		q, _ := toProblem(err)
-		p = q
 	}
 	if refusalCodes[p.Code] {
 		s.deps.Refusals.Add(sale.Config.ID, stage+p.Code)
