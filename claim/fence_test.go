@@ -3,7 +3,6 @@ package claim
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -230,16 +229,7 @@ func TestEmptyShardRefusesOnCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := saleConfig(t, e, Sale{ID: "shard", Buckets: 6}, 60)
-	first := map[string]string{}
-	for i := range 24 {
-		u := fmt.Sprint("u", i)
-		res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: u, IdemKey: "k", Limit: 1, Buckets: cfg.Buckets})
-		if err != nil {
-			t.Fatal(err)
-		}
-		first[u] = res.ClaimID
-	}
-	e.svc.flush(ctx, func(err error) { t.Fatal(err) })
+	first := claimEach(ctx, t, e, cfg, 24)
 	// Master 0 loses its buckets.
 	node := c.Node(0).Client(t)
 	wiped := map[int]bool{}

@@ -67,16 +67,7 @@ func TestSlotMigrationNeedsRebuild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := saleConfig(t, e, Sale{ID: "moved", Buckets: 3}, 30)
-	first := map[string]string{}
-	for i := range 12 {
-		u := fmt.Sprint("u", i)
-		res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: u, IdemKey: "k", Limit: 1, Buckets: cfg.Buckets})
-		if err != nil {
-			t.Fatal(err)
-		}
-		first[u] = res.ClaimID
-	}
-	e.svc.flush(ctx, func(err error) { t.Fatal(err) })
+	first := claimEach(ctx, t, e, cfg, 12)
 	cc := e.rdb.(*redis.ClusterClient)
 	slot, err := cc.ClusterKeySlot(ctx, bucketOf(cfg.ID, 0).stock()).Result()
 	if err != nil {
@@ -129,4 +120,21 @@ func TestSlotMigrationNeedsRebuild(t *testing.T) {
 		t.Errorf("%d granted − %d released on the stream, want %d", len(granted), len(released), cfg.OnSale())
 	}
 	e.totals(t, SaleOf(cfg), cfg.OnSale())
+}
+
+// claimEach has users u0 … u(n-1) claim one unit each of cfg's sale with
+// idempotency key "k", publishes the outbox and returns each user's claim.
+func claimEach(ctx context.Context, t *testing.T, e *env, cfg event.Config, n int) map[string]string {
+	t.Helper()
+	first := map[string]string{}
+	for i := range n {
+		u := fmt.Sprint("u", i)
+		res, err := e.svc.Claim(ctx, Request{Event: cfg.ID, User: u, IdemKey: "k", Limit: 1, Buckets: cfg.Buckets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[u] = res.ClaimID
+	}
+	e.svc.flush(ctx, func(err error) { t.Fatal(err) })
+	return first
 }
