@@ -62,7 +62,7 @@ type Joiner struct {
 func NewJoiner(rdb Scripter) *Joiner {
 	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), read: luascript.New(readShardLua)}
 	if p, ok := rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
-		j.batch = &joinBatcher{rdb: rdb, pipe: p.Pipeline, slots: joinPipelines}
+		j.batch = &joinBatcher{rdb: rdb, script: j.join, pipe: p.Pipeline, slots: joinPipelines}
 	}
 	return j
 }
@@ -87,38 +87,38 @@ type Times struct {
 // With S > 1 shards the user's entry is on shard ShardOf(user, S), so a
 // repeated join finds it there; Seq and Window are the shard's own.
 func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, error) {
-	shard := 0
-	keys := []string{seqKey(ev), userKey(ev, user), windowKey(ev)}
-	if t.Lane > 0 {
-		tag := laneTag(ev, t.Lane)
-		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w"}
-	} else if t.Shards > 1 {
+	shard, tag := 0, laneTag(ev, t.Lane)
+	if t.Lane == 0 && t.Shards > 1 {
 		shard = ShardOf(user, t.Shards)
-		tag := shardTag(ev, shard)
-		keys = []string{tag + "seq", userKeyIn(tag, user), tag + "w", tag + "sec"}
+		tag = shardTag(ev, shard)
 	}
-	args := []any{user, t.Opens.UnixMilli(), t.WindowEnd.UnixMilli(), t.JoinEnd.UnixMilli()}
-	var res []int64
+	c := &joinCall{
+		group: joinGroup{
+			tag: tag, sharded: t.Lane == 0 && t.Shards > 1,
+			opens: t.Opens.UnixMilli(), windowEnd: t.WindowEnd.UnixMilli(), joinEnd: t.JoinEnd.UnixMilli(),
+		},
+		user: user, bucket: userKeyIn(tag, user),
+	}
 	var err error
 	if j.batch != nil {
-		res, err = j.batch.run(ctx, &joinCall{script: j.join, keys: keys, args: args})
+		err = j.batch.run(ctx, c)
 	} else {
-		res, err = j.join.Run(ctx, j.rdb, keys, args...).Int64Slice()
+		runGroup(ctx, j.rdb, j.join, []*joinCall{c})
+	}
+	if err == nil {
+		err = c.err
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("join %s: %w", ev, err)
 	}
-	if len(res) != 4 {
-		return Entry{}, fmt.Errorf("join %s: unexpected reply %v", ev, res)
-	}
-	w := max(res[3], 0)
-	switch res[0] {
+	r := c.reply
+	switch r.code {
 	case 2:
 		return Entry{}, ErrNotOpen
 	case 3:
 		return Entry{}, ErrClosed
 	}
-	return Entry{Seq: Laned(t.Lane, res[1]), JoinedAt: time.Unix(res[2], 0), Window: w, Existing: res[0] == 1, Shard: shard}, nil
+	return Entry{Seq: Laned(t.Lane, r.seq), JoinedAt: time.Unix(r.joined, 0), Window: max(r.window, 0), Existing: r.code == 1, Shard: shard}, nil
 }
 
 func seqKey(ev string) string    { return "ar:{" + ev + "}:seq" }

@@ -1,19 +1,26 @@
--- join.lua v2: give a user one sequence number in an event's queue, or in
--- one join shard of a queue spread over S > 1 shards (see Order).
--- KEYS[1] sequence counter, KEYS[2] user hash (user -> packed entry),
--- KEYS[3] frozen window size W; for a join shard also KEYS[4], the seconds
--- list: one "second:first seq" entry per second (since the queue opened)
--- in which someone joined the shard after its window froze, oldest first.
--- All keys share one hash tag: the event's, or the join shard's own.
--- ARGV[1] user, ARGV[2] queue opens (unix ms), ARGV[3] window end (unix ms),
--- ARGV[4] join end (unix ms).
+-- join.lua v3: give each of n users one sequence number in an event's queue,
+-- or in one join shard of a queue spread over S > 1 shards (see Order),
+-- exactly as n calls for one user each, run one after another at one
+-- instant, would (concurrent joins share a call: see joinBatcher).
+-- KEYS[1] sequence counter, KEYS[2] frozen window size W, KEYS[3] the
+-- seconds list of a join shard: one "second:first seq" entry per second
+-- (since the queue opened) in which someone joined the shard after its
+-- window froze, oldest first (named but unused when ARGV[4] is not 1);
+-- KEYS[3+i] user i's hash bucket (user -> packed entry).
+-- All keys share one hash tag: the event's, the lane's or the join shard's.
+-- ARGV[1] queue opens, ARGV[2] window end, ARGV[3] join end (unix ms),
+-- ARGV[4] 1 for a join shard, ARGV[4+i] user i.
 -- Packed entry: seq * 2^22 + seconds since the queue opened (capped), so a
 -- repeated join rebuilds the very same ticket from one small integer.
--- Reply {code, seq, joined_s, W}: code 0 new, 1 existing, 2 not open yet,
--- 3 joining has ended. W (a shard's W_s) is -1 while the window is open.
-local counter, users, window, seconds = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+-- Reply: four entries per user, {code, seq, joined_s, W}: code 0 new,
+-- 1 existing, 2 not open yet, 3 joining has ended, -1 the user's bucket
+-- could not be read (seq is Redis's error). W (a shard's W_s) is -1 while
+-- the window is open.
+local counter, window, seconds = KEYS[1], KEYS[2], KEYS[3]
+local sharded = ARGV[4] == '1'
 local now = now_ms()
-local opens, wend, jend = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local opens, wend, jend = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local base = math.floor(opens / 1000)
 
 local w = redis.call('GET', window)
 if not w and now >= wend then
@@ -22,30 +29,47 @@ if not w and now >= wend then
 end
 w = tonumber(w or '-1')
 
-local packed = redis.call('HGET', users, ARGV[1])
-if packed then
-  packed = tonumber(packed)
-  local rel = packed % 4194304
-  return {1, (packed - rel) / 4194304, math.floor(opens / 1000) + rel, w}
-end
-if now < opens then
-  return {2, 0, 0, w}
-end
-if now >= jend then
-  return {3, 0, 0, w}
-end
-local seq = redis.call('INCR', counter)
 local rel = math.min(math.floor((now - opens) / 1000), 4194303)
-if seconds and w >= 0 then
-  -- A later joiner of a shard: the seconds list says where each second
-  -- starts. Its seconds never go back, even if this server's clock does.
-  local last = redis.call('LINDEX', seconds, -1)
-  local lastrel = last and tonumber(string.match(last, '^(%d+):')) or -1
-  if rel > lastrel then
-    redis.call('RPUSH', seconds, string.format('%d:%.0f', rel, seq))
+local lastrel -- the seconds list's last second, once read
+local out = {}
+local function reply(code, seq, joined)
+  local k = #out
+  out[k + 1], out[k + 2], out[k + 3], out[k + 4] = code, seq, joined, w
+end
+
+for i = 5, #ARGV do
+  local user, bucket = ARGV[i], KEYS[i - 1]
+  local packed = redis.pcall('HGET', bucket, user)
+  if type(packed) == 'table' and packed.err then
+    reply(-1, packed.err, 0)
+  elseif packed then
+    packed = tonumber(packed)
+    local r = packed % 4194304
+    reply(1, (packed - r) / 4194304, base + r)
+  elseif now < opens then
+    reply(2, 0, 0)
+  elseif now >= jend then
+    reply(3, 0, 0)
   else
-    rel = lastrel
+    local seq = redis.call('INCR', counter)
+    local r = rel
+    if sharded and w >= 0 then
+      -- A later joiner of a shard: the seconds list says where each
+      -- second starts. Its seconds never go back, even if this server's
+      -- clock does.
+      if not lastrel then
+        local last = redis.call('LINDEX', seconds, -1)
+        lastrel = last and tonumber(string.match(last, '^(%d+):')) or -1
+      end
+      if r > lastrel then
+        redis.call('RPUSH', seconds, string.format('%d:%.0f', r, seq))
+        lastrel = r
+      else
+        r = lastrel
+      end
+    end
+    redis.call('HSET', bucket, user, string.format('%.0f', seq * 4194304 + r))
+    reply(0, seq, base + r)
   end
 end
-redis.call('HSET', users, ARGV[1], string.format('%.0f', seq * 4194304 + rel))
-return {0, seq, math.floor(opens / 1000) + rel, w}
+return out

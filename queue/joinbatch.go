@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -11,7 +12,11 @@ import (
 // Batching limits of a Joiner on a client that pipelines.
 const (
 	// joinBatchMax is the most joins one pipeline carries.
-	joinBatchMax = 128
+	joinBatchMax = 1024
+	// joinGroupMax is the most joins one script call carries: Redis runs
+	// a call atomically, so it bounds how long one call holds the server
+	// (about 0.3 ms).
+	joinGroupMax = 128
 	// joinPipelines is how many pipelines may be in flight at once: one
 	// can be on the wire while the node reads another's answers.
 	joinPipelines = 2
@@ -25,13 +30,15 @@ const (
 // flight new joins queue; when one returns, the first queued join leads
 // the next pipeline, carrying up to joinBatchMax queued joins in one round
 // trip (group commit). An idle Joiner adds no delay: a join that finds a
-// free pipeline sends at once, alone. Redis runs a pipeline's scripts one
-// after another, each atomic, exactly as if each had been sent alone, so
-// batching changes the number of round trips, never an outcome; each join
-// gets its own script's reply or error.
+// free pipeline sends at once, alone. Within a pipeline the joins of one
+// queue (one hash tag, the same schedule) share one join.lua call, which
+// handles its users one after another exactly as separate calls would;
+// so batching changes the number of round trips and script calls, never
+// an outcome, and each join gets its own reply or error.
 type joinBatcher struct {
-	rdb  Scripter
-	pipe func() redis.Pipeliner
+	rdb    Scripter
+	script *redis.Script
+	pipe   func() redis.Pipeliner
 
 	mu       sync.Mutex
 	queue    []*joinCall
@@ -39,29 +46,43 @@ type joinBatcher struct {
 	slots    int // joinPipelines; tests lower it
 }
 
+// joinGroup is what joins must have in common to share one join.lua call:
+// the queue's hash tag and the schedule they are judged against.
+type joinGroup struct {
+	tag                       string
+	sharded                   bool
+	opens, windowEnd, joinEnd int64 // unix ms
+}
+
 // joinCall is one join and where its reply goes. A call is queued until a
 // leader takes it into a batch; batch is set when the call must run that
 // batch itself.
 type joinCall struct {
-	script   *redis.Script
-	keys     []string
-	args     []any
+	group    joinGroup
+	user     string
+	bucket   string    // the user's hash bucket
 	deadline time.Time // the caller's, zero for none
 
 	done  chan struct{}
 	taken bool
 	batch []*joinCall
-	res   []int64
+	reply joinReply
 	err   error
 }
 
-// run sends c, batched with concurrent calls, and returns its reply. A
-// call still queued when ctx ends leaves the queue and returns ctx's
-// error; one already on the wire waits for its pipeline, which is bounded
-// by the latest deadline of the pipeline's calls.
-func (b *joinBatcher) run(ctx context.Context, c *joinCall) ([]int64, error) {
+// joinReply is join.lua's answer for one user.
+type joinReply struct {
+	code, seq, joined, window int64
+}
+
+// run sends c, batched with concurrent calls, and stores its reply or
+// error in c; it returns an error only for a call that never ran. A call
+// still queued when ctx ends leaves the queue and returns ctx's error; one
+// already on the wire waits for its pipeline, which is bounded by the
+// latest deadline of the pipeline's calls.
+func (b *joinBatcher) run(ctx context.Context, c *joinCall) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	c.done = make(chan struct{})
 	c.deadline, _ = ctx.Deadline()
@@ -71,7 +92,7 @@ func (b *joinBatcher) run(ctx context.Context, c *joinCall) ([]int64, error) {
 		c.taken, c.batch = true, []*joinCall{c}
 		b.mu.Unlock()
 		b.lead(ctx, c)
-		return c.res, c.err
+		return nil
 	}
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
@@ -82,7 +103,7 @@ func (b *joinBatcher) run(ctx context.Context, c *joinCall) ([]int64, error) {
 		if !c.taken {
 			b.remove(c)
 			b.mu.Unlock()
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		b.mu.Unlock()
 		<-c.done
@@ -90,7 +111,7 @@ func (b *joinBatcher) run(ctx context.Context, c *joinCall) ([]int64, error) {
 	if c.batch != nil {
 		b.lead(ctx, c)
 	}
-	return c.res, c.err
+	return nil
 }
 
 // remove drops the queued call c; b.mu is held.
@@ -133,9 +154,9 @@ func (b *joinBatcher) lead(ctx context.Context, leader *joinCall) {
 	close(next[0].done)
 }
 
-// send runs batch's scripts in one pipeline and stores each call's reply.
-// The pipeline serves every call in it, so it does not end with the
-// leader's context but at the latest of its calls' deadlines.
+// send runs batch in one pipeline, one script call per group, and stores
+// each call's reply. The pipeline serves every call in it, so it does not
+// end with the leader's context but at the latest of its calls' deadlines.
 func (b *joinBatcher) send(ctx context.Context, batch []*joinCall) {
 	var dl time.Time
 	for _, c := range batch {
@@ -149,23 +170,111 @@ func (b *joinBatcher) send(ctx context.Context, batch []*joinCall) {
 	}
 	bctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), dl)
 	defer cancel()
-	if len(batch) == 1 {
-		c := batch[0]
-		c.res, c.err = c.script.Run(bctx, b.rdb, c.keys, c.args...).Int64Slice()
+	groups := groupCalls(batch)
+	if len(groups) == 1 {
+		runGroup(bctx, b.rdb, b.script, groups[0])
 		return
 	}
 	pipe := b.pipe()
-	cmds := make([]*redis.Cmd, len(batch))
-	for i, c := range batch {
-		cmds[i] = c.script.EvalSha(bctx, pipe, c.keys, c.args...)
+	cmds := make([]*redis.Cmd, len(groups))
+	for i, g := range groups {
+		keys, args := groupArgs(g)
+		cmds[i] = b.script.EvalSha(bctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(bctx) // errors are per command, below
-	for i, c := range batch {
-		c.res, c.err = cmds[i].Int64Slice()
-		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+	for i, g := range groups {
+		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			// A server that has not seen the script yet (a restart, a
 			// new master): Run loads it.
-			c.res, c.err = c.script.Run(bctx, b.rdb, c.keys, c.args...).Int64Slice()
+			runGroup(bctx, b.rdb, b.script, g)
+			continue
 		}
+		storeReplies(cmds[i], g)
 	}
 }
+
+// groupCalls splits batch into the groups that share a script call (at
+// most joinGroupMax calls each), in the order of their first calls.
+func groupCalls(batch []*joinCall) [][]*joinCall {
+	var groups [][]*joinCall
+next:
+	for _, c := range batch {
+		for i, g := range groups {
+			if g[0].group == c.group && len(g) < joinGroupMax {
+				groups[i] = append(g, c)
+				continue next
+			}
+		}
+		groups = append(groups, []*joinCall{c})
+	}
+	return groups
+}
+
+// runGroup joins the users of calls, which share a group, in one script
+// call of its own and stores each call's reply.
+func runGroup(ctx context.Context, rdb Scripter, script *redis.Script, calls []*joinCall) {
+	keys, args := groupArgs(calls)
+	storeReplies(script.Run(ctx, rdb, keys, args...), calls)
+}
+
+// groupArgs returns join.lua's keys and arguments for calls.
+func groupArgs(calls []*joinCall) ([]string, []any) {
+	g := calls[0].group
+	sharded := 0
+	if g.sharded {
+		sharded = 1
+	}
+	keys := make([]string, 3, 3+len(calls))
+	keys[0], keys[1], keys[2] = g.tag+"seq", g.tag+"w", g.tag+"sec"
+	args := make([]any, 4, 4+len(calls))
+	args[0], args[1], args[2], args[3] = g.opens, g.windowEnd, g.joinEnd, sharded
+	for _, c := range calls {
+		keys = append(keys, c.bucket)
+		args = append(args, c.user)
+	}
+	return keys, args
+}
+
+// storeReplies hands each of calls its four entries of cmd's reply, or
+// cmd's error.
+func storeReplies(cmd *redis.Cmd, calls []*joinCall) {
+	res, err := cmd.Slice()
+	if err == nil && len(res) != 4*len(calls) {
+		err = fmt.Errorf("join.lua answered %d values for %d users", len(res), len(calls))
+	}
+	for i, c := range calls {
+		if err != nil {
+			c.err = err
+			continue
+		}
+		c.reply, c.err = parseReply(res[4*i : 4*i+4])
+	}
+}
+
+// parseReply reads one user's {code, seq, joined_s, W}.
+func parseReply(v []any) (joinReply, error) {
+	var r joinReply
+	code, ok := v[0].(int64)
+	if ok && code == -1 {
+		msg, _ := v[1].(string)
+		return r, scriptError(msg)
+	}
+	out := [4]*int64{&r.code, &r.seq, &r.joined, &r.window}
+	for i, x := range v {
+		n, ok := x.(int64)
+		if !ok {
+			return r, fmt.Errorf("join.lua: unexpected reply %v", v)
+		}
+		*out[i] = n
+	}
+	return r, nil
+}
+
+// scriptError is an error Redis raised for one user inside join.lua, such
+// as WRONGTYPE; like go-redis's own errors it is a redis.Error.
+type scriptError string
+
+func (e scriptError) Error() string { return string(e) }
+
+// RedisError marks e as an error Redis answered (see redis.HasErrorPrefix).
+func (scriptError) RedisError() {}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,4 +230,91 @@ func TestJoinBatchCancel(t *testing.T) {
 		t.Fatalf("join with a cancelled context: %v", err)
 	}
 	waitQueued(t, j, 0, 0)
+}
+
+// TestJoinBatchSharesScriptCall queues joins behind a held one, some of
+// them later joiners of one join shard (its window has closed) and one a
+// lane's: the joins of each queue share one join.lua call, so Redis runs
+// two scripts for the nine queued joins (ten before they shared calls), and the outcome is what joins one
+// at a time give: distinct seqs from 1, a repeated user's same entry, and
+// one seconds-list entry for the second they all joined in.
+func TestJoinBatchSharesScriptCall(t *testing.T) {
+	ctx := context.Background()
+	j, rdb, release := pausedJoiner(t, nil)
+	calls := func() int64 {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	// Eight later joiners of shard 0 of 2: the window has closed.
+	later := openTimes(2)
+	later.WindowEnd = time.Now().Add(-time.Second)
+	var users []string
+	for i := 0; len(users) < 7; i++ {
+		if u := fmt.Sprint("s", i); ShardOf(u, 2) == 0 {
+			users = append(users, u)
+		}
+	}
+	users = append(users, users[0]) // the same user twice in one call
+	type result struct {
+		e   Entry
+		err error
+	}
+	out := make([]chan result, len(users))
+	for i, u := range users {
+		out[i] = make(chan result, 1)
+		go func() {
+			e, err := j.Join(ctx, "sh", u, later)
+			out[i] <- result{e, err}
+		}()
+		waitQueued(t, j, i+1, 1)
+	}
+	lane := openTimes(1)
+	lane.Lane = 1
+	laned := joinAsync(ctx, j, "sh", "vip", lane)
+	waitQueued(t, j, len(users)+1, 1)
+	before := calls()
+	if _, err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-laned; err != nil {
+		t.Fatal(err)
+	}
+	seqs := map[int64]string{}
+	var first Entry
+	for i, ch := range out {
+		r := <-ch
+		if r.err != nil || r.e.Shard != 0 || r.e.Window != 0 {
+			t.Fatalf("%s: %+v, %v", users[i], r.e, r.err)
+		}
+		if i == 0 {
+			first = r.e
+		}
+		if i == len(users)-1 {
+			if !r.e.Existing || r.e.Seq != first.Seq || !r.e.JoinedAt.Equal(first.JoinedAt) {
+				t.Fatalf("repeated join %+v, first %+v", r.e, first)
+			}
+			continue
+		}
+		if r.e.Existing || seqs[r.e.Seq] != "" || r.e.Seq < 1 || r.e.Seq > 7 || !r.e.JoinedAt.Equal(first.JoinedAt) {
+			t.Fatalf("%s: %+v (seqs so far %v)", users[i], r.e, seqs)
+		}
+		seqs[r.e.Seq] = users[i]
+	}
+	// The held join runs on release too: 1 + one call per queue.
+	if got := calls() - before; got != 3 {
+		t.Fatalf("Redis ran %d join.lua calls after the release, want 3: the held join's, then one per queue", got)
+	}
+	secs, err := rdb.LRange(ctx, shardTag("sh", 0)+"sec", 0, -1).Result()
+	if err != nil || len(secs) != 1 || !strings.HasSuffix(secs[0], ":1") {
+		t.Fatalf("seconds list %q (%v), want one entry starting at seq 1", secs, err)
+	}
 }
