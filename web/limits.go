@@ -8,7 +8,6 @@ import (
 	"hash/maphash"
 	"math"
 	"regexp"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 
 // Edge protection, cheapest rejection first: the node-local entry cap
 // (entryCap), early birds (earlyBird), node-local status limits
-// (statusLimit), then on join invites and proofs of work (µs, no Redis)
+// (statuslimit.go), then on join invites and proofs of work (µs, no Redis)
 // and on join and claim the distributed token buckets (one or two Redis
 // round trips), and on claim the device and payment reservations.
 
@@ -113,30 +112,6 @@ func (s *Server) earlyBird(c *fiber.Ctx) error {
 		p := problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
 		p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
 		return p
-	}
-	return c.Next()
-}
-
-// statusLimit limits status polls per IP and per ticket with node-local
-// buckets: status never costs a Redis round trip.
-func (s *Server) statusLimit(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
-	lim := &cfg.Limits // defaulted when the configuration was read
-	now := s.now()
-	if lim.Status.IP.On() {
-		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.clientIP(c)), toLimit(lim.Status.IP), now); !ok {
-			return rateLimited("status polls from this address", retry)
-		}
-	}
-	if lim.Status.Ticket.On() {
-		if raw := rawTicket(c, cfg.ID); raw != "" {
-			var buf [96]byte // "st:t:" + event id (≤ 64) + ":" + base 36 hash (≤ 13)
-			key := append(append(append(buf[:0], "st:t:"...), cfg.ID...), ':')
-			key = strconv.AppendUint(key, maphash.String(s.edge.seed, raw), 36)
-			if ok, _, retry := s.edge.status.TakeBytes(key, toLimit(lim.Status.Ticket), now); !ok {
-				return rateLimited("status polls with this ticket", retry)
-			}
-		}
 	}
 	return c.Next()
 }

@@ -108,15 +108,11 @@ func bearer(c *fiber.Ctx) string {
 func (s *Server) status(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
-	raw := rawTicket(c, cfg.ID)
-	if raw == "" {
-		return errNoToken
-	}
-	t, err := s.deps.Tickets.Verify(raw, cfg.ID)
+	now := s.now()
+	t, err := s.pollTicket(c, cfg, now) // the status limits, then the ticket
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now)
 	out := statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
 	if d.Position > 0 {

@@ -314,8 +314,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	ev := app.Group("/events/:id", s.loadEvent)
 	ev.Get("/", s.publicEvent)
 	ev.Get("/challenge", s.challenge)
-	ev.Post("/join", s.earlyBird, s.join) // early birds never reach Redis
-	ev.Get("/status", s.earlyBird, s.statusLimit, s.status)
+	ev.Post("/join", s.earlyBird, s.join)    // early birds never reach Redis
+	ev.Get("/status", s.earlyBird, s.status) // limits: pollTicket
 	ev.Post("/claim", s.earlyBird, s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
 	ev.Get("/claims", s.listClaims)

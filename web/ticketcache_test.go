@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/tokens"
 )
 
@@ -97,5 +99,46 @@ func TestAppendJoin(t *testing.T) {
 		if got := appendJoin(nil, &j); string(got) != string(want) {
 			t.Errorf("got %s, want %s", got, want)
 		}
+	}
+}
+
+// TestTicketCacheKeepsSpentPollBudgets: a ticket's poll budget lives in
+// its entry, and a full cache drops refilled budgets (and tickets never
+// polled) first, so a ticket that polled too often is still refused after
+// thousands of other tickets went through its shard.
+func TestTicketCacheKeepsSpentPollBudgets(t *testing.T) {
+	c := NewTicketCache(countingTickets{verify: func(raw, event string) (tokens.Ticket, error) {
+		return tokens.Ticket{Event: event, User: raw, Seq: 1}, nil
+	}}, 1024)
+	lim := limit.Limit{Rate: 1, Burst: 2}
+	at := time.Unix(1_800_000_000, 0)
+	if _, found, _, _ := c.poll("greedy", "ev", lim, at); found {
+		t.Fatal("a ticket never verified was found")
+	}
+	if _, err := c.admit("greedy", "ev", limit.Bucket{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, false} {
+		tk, found, ok, retry := c.poll("greedy", "ev", lim, at)
+		if !found || tk.User != "greedy" || ok != want {
+			t.Fatalf("poll %d: found %v ok %v (%+v), want found, ok %v", i, found, ok, tk, want)
+		}
+		if !ok && retry != time.Second {
+			t.Fatalf("retry %s, want 1s", retry)
+		}
+	}
+	if _, found, _, _ := c.poll("greedy", "other", lim, at); found {
+		t.Fatal("the ticket was found for another event")
+	}
+	for i := range 50_000 { // verified, never polled: dropped first
+		if _, err := c.Verify(fmt.Sprint("t", i), "ev"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, found, ok, _ := c.poll("greedy", "ev", lim, at); !found || ok {
+		t.Fatalf("after the cache filled: found %v ok %v, want the spent budget kept (refused)", found, ok)
+	}
+	if _, _, ok, _ := c.poll("greedy", "ev", lim, at.Add(time.Second)); !ok {
+		t.Fatal("a second later the budget did not refill")
 	}
 }
