@@ -108,7 +108,7 @@ func (s *Server) entryCap(c *fiber.Ctx) error {
 // without Redis: no ticket can exist yet, so none can be polled or used.
 func (s *Server) earlyBird(c *fiber.Ctx) error {
 	cfg := &saleOf(c).Config
-	if now := s.now(); now.Before(cfg.PrequeueOpensAt) {
+	if now := s.requestNow(c); now.Before(cfg.PrequeueOpensAt) {
 		p := problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
 		p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
 		return p

@@ -108,7 +108,7 @@ func bearer(c *fiber.Ctx) string {
 func (s *Server) status(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
-	now := s.now()
+	now := s.requestNow(c)
 	t, err := s.pollTicket(c, cfg, now) // the status limits, then the ticket
 	if err != nil {
 		return err
