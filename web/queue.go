@@ -76,6 +76,11 @@ func (s *Server) join(c *fiber.Ctx) error {
 	return sendJSON(c, appendJoin(buf[:0], &out))
 }
 
+// cacheControlKey and noStore are the Cache-Control header of a waiting
+// user's status answer, fiber.HeaderCacheControl in fasthttp's canonical
+// form.
+var cacheControlKey, noStore = []byte("Cache-Control"), []byte("no-store")
+
 type statusJSON struct {
 	State          admission.State `json:"state"`
 	Position       *int64          `json:"position"`
@@ -142,8 +147,9 @@ func (s *Server) status(c *fiber.Ctx) error {
 		return c.JSON(out)
 	}
 	// The hot path — millions of waiting polls — is encoded by hand: same
-	// JSON, a fraction of the cost of reflection.
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	// JSON, a fraction of the cost of reflection; its header is set by
+	// its canonical name (no copy and normalization of the name).
+	c.Response().Header.SetCanonical(cacheControlKey, noStore)
 	var buf [128]byte
 	return sendJSON(c, appendStatus(buf[:0], &out))
 }

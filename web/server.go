@@ -325,10 +325,12 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
 	ev := app.Group("/events/:id", s.loadEvent)
+	// Status first: fiber tries a group's routes in order, and the status
+	// polls of waiting users are most of the traffic.
+	ev.Get("/status", s.earlyBird, s.status) // limits: pollTicket
 	ev.Get("/", s.publicEvent)
 	ev.Get("/challenge", s.challenge)
-	ev.Post("/join", s.earlyBird, s.join)    // early birds never reach Redis
-	ev.Get("/status", s.earlyBird, s.status) // limits: pollTicket
+	ev.Post("/join", s.earlyBird, s.join) // early birds never reach Redis
 	ev.Post("/claim", s.earlyBird, s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
 	ev.Get("/claims", s.listClaims)
