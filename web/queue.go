@@ -114,6 +114,9 @@ func (s *Server) status(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
 	now := s.requestNow(c)
+	if p := notOpen(cfg, now); p != nil { // early birds never reach the ticket
+		return p
+	}
 	t, err := s.pollTicket(c, cfg, now) // the status limits, then the ticket
 	if err != nil {
 		return err

@@ -327,7 +327,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	ev := app.Group("/events/:id", s.loadEvent)
 	// Status first: fiber tries a group's routes in order, and the status
 	// polls of waiting users are most of the traffic.
-	ev.Get("/status", s.earlyBird, s.status) // limits: pollTicket
+	ev.Get("/status", s.status) // early birds: notOpen; limits: pollTicket
 	ev.Get("/", s.publicEvent)
 	ev.Get("/challenge", s.challenge)
 	ev.Post("/join", s.earlyBird, s.join) // early birds never reach Redis
