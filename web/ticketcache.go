@@ -31,25 +31,55 @@ type ticketShard struct {
 	mu sync.Mutex
 	// m is keyed by the ticket string's hash; an entry holds the string
 	// itself, compared on every hit.
-	m map[uint64]ticketEntry
+	m map[uint64]*ticketEntry
 	// now is the latest poll's instant, by which eviction tells refilled
 	// budgets.
 	now time.Time
 }
 
+// rawInline is the longest ticket string an entry holds in itself: a hit
+// then reads one object, from its first byte on, instead of the entry and
+// a string somewhere else in memory (each a cache miss with thousands of
+// live tickets). Tickets are about 160 to 210 bytes.
+const rawInline = 232
+
 // ticketEntry is one verified ticket: the exact string, what it carries,
-// and its status-poll budget (128 bytes, so that the map keeps it inline).
+// and its status-poll budget.
 type ticketEntry struct {
-	raw  string
+	n    int
+	raw  [rawInline]byte // the string, when n ≤ rawInline
+	long string          // the string, when longer
 	t    tokens.Ticket
 	poll limit.Bucket
+}
+
+// newTicketEntry copies raw (which may alias fiber's buffer) into an entry.
+func newTicketEntry(raw string, t tokens.Ticket, b limit.Bucket) *ticketEntry {
+	e := &ticketEntry{n: len(raw), t: t, poll: b}
+	if len(raw) <= rawInline {
+		copy(e.raw[:], raw)
+	} else {
+		e.long = strings.Clone(raw)
+	}
+	return e
+}
+
+// is reports whether the entry is the ticket string raw.
+func (e *ticketEntry) is(raw string) bool {
+	if len(raw) != e.n {
+		return false
+	}
+	if e.n <= rawInline {
+		return string(e.raw[:e.n]) == raw // compared in place, not converted
+	}
+	return e.long == raw
 }
 
 // NewTicketCache wraps next with a cache of about size tickets.
 func NewTicketCache(next tickets, size int) *TicketCache {
 	c := &TicketCache{next: next, seed: maphash.MakeSeed(), limit: max(size/64, 16)}
 	for i := range c.shards {
-		c.shards[i].m = make(map[uint64]ticketEntry)
+		c.shards[i].m = make(map[uint64]*ticketEntry)
 	}
 	return c
 }
@@ -63,13 +93,18 @@ func (c *TicketCache) Verify(raw, event string) (tokens.Ticket, error) {
 	h := maphash.String(c.seed, raw)
 	sh := &c.shards[h%uint64(len(c.shards))]
 	sh.mu.Lock()
-	e, ok := sh.m[h]
+	var t tokens.Ticket
+	e := sh.m[h]
+	hit := e != nil && e.is(raw)
+	if hit {
+		t = e.t
+	}
 	sh.mu.Unlock()
-	if ok && e.raw == raw {
-		if e.t.Event != event {
+	if hit {
+		if t.Event != event {
 			return c.next.Verify(raw, event) // the verifier's own wrong-event answer
 		}
-		return e.t, nil
+		return t, nil
 	}
 	t, err := c.next.Verify(raw, event)
 	if err == nil {
@@ -86,7 +121,7 @@ func (c *TicketCache) keep(h uint64, raw string, t tokens.Ticket, b limit.Bucket
 	if len(sh.m) >= c.limit {
 		sh.evict(c.limit)
 	}
-	sh.m[h] = ticketEntry{raw: strings.Clone(raw), t: t, poll: b} // raw may alias fiber's buffer
+	sh.m[h] = newTicketEntry(raw, t, b)
 	sh.mu.Unlock()
 }
 
@@ -100,14 +135,13 @@ func (c *TicketCache) poll(raw, event string, lim limit.Limit, now time.Time) (t
 	sh := &c.shards[h%uint64(len(c.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e, hit := sh.m[h]
-	if !hit || e.raw != raw || e.t.Event != event {
+	e := sh.m[h]
+	if e == nil || !e.is(raw) || e.t.Event != event {
 		return tokens.Ticket{}, false, false, 0
 	}
 	ok = true
 	if !lim.Unlimited() {
 		ok, _, retry = e.poll.Take(lim, now)
-		sh.m[h] = e
 		if now.After(sh.now) {
 			sh.now = now
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,31 @@ func TestTicketCacheKeepsSpentPollBudgets(t *testing.T) {
 	}
 	if _, _, ok, _ := c.poll("greedy", "ev", lim, at.Add(time.Second)); !ok {
 		t.Fatal("a second later the budget did not refill")
+	}
+}
+
+// TestTicketCacheLongTickets: a ticket longer than an entry holds in itself
+// is cached too, and a hit still needs the exact string.
+func TestTicketCacheLongTickets(t *testing.T) {
+	calls := 0
+	c := NewTicketCache(countingTickets{verify: func(raw, event string) (tokens.Ticket, error) {
+		calls++
+		return tokens.Ticket{Event: event, User: raw[:3], Seq: 1}, nil
+	}}, 1024)
+	for _, n := range []int{rawInline, rawInline + 1, 3 * rawInline} {
+		raw := strings.Repeat("a", n)
+		other := strings.Repeat("a", n-1) + "b"
+		calls = 0
+		for range 3 {
+			if _, err := c.Verify(raw, "ev"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, found, _, _ := c.poll(other, "ev", limit.Limit{}, time.Now()); found {
+			t.Fatalf("%d bytes: a string differing in its last byte was found", n)
+		}
+		if _, found, _, _ := c.poll(raw, "ev", limit.Limit{}, time.Now()); !found || calls != 1 {
+			t.Fatalf("%d bytes: found %v after %d verifications, want found after 1", n, found, calls)
+		}
 	}
 }
