@@ -14,8 +14,8 @@ import (
 // one waiting person — the same ticket every few seconds — verify it once.
 // A hit needs the exact ticket string that verified before, so the cache
 // accepts nothing the signature check would refuse. Each entry also keeps
-// its ticket's status-poll budget (Server.pollTicket), so that a poll looks its
-// ticket up once, under one lock.
+// its ticket's status-poll budget (Server.pollTicket), so that a poll looks
+// its ticket up once, under one lock.
 //
 // It is bounded: a full shard drops first the entries whose poll budget
 // has refilled (which changes no decision), then, if that is not enough, a
