@@ -29,13 +29,7 @@ const localShards = 32
 
 type localShard struct {
 	mu sync.Mutex
-	m  map[string]*localBucket
-}
-
-type localBucket struct {
-	tokens float64
-	last   time.Time
-	limit  Limit
+	m  map[string]*Bucket
 }
 
 // NewLocal returns an empty set that keeps at most about maxKeys buckets.
@@ -47,7 +41,7 @@ func NewLocal(maxKeys int) *Local {
 	}
 	l := &Local{seed: maphash.MakeSeed(), perShard: max(1, maxKeys/localShards)}
 	for i := range l.shards {
-		l.shards[i].m = make(map[string]*localBucket)
+		l.shards[i].m = make(map[string]*Bucket)
 	}
 	return l
 }
@@ -88,38 +82,13 @@ func (l *Local) TakeBytes(key []byte, lim Limit, now time.Time) (ok bool, left f
 
 // add makes key's bucket, full, evicting first when the shard holds
 // perShard buckets. The caller holds sh.mu.
-func (sh *localShard) add(key string, lim Limit, now time.Time, perShard int) *localBucket {
+func (sh *localShard) add(key string, lim Limit, now time.Time, perShard int) *Bucket {
 	if len(sh.m) >= perShard {
 		sh.evict(now, perShard)
 	}
-	b := &localBucket{tokens: lim.burst(), last: now}
+	b := &Bucket{tokens: lim.burst(), last: now}
 	sh.m[key] = b
 	return b
-}
-
-// take spends one token of b, shaped lim, at now (see Take).
-func (b *localBucket) take(lim Limit, now time.Time) (ok bool, left float64, retry time.Duration) {
-	b.limit = lim
-	tokens := b.level(now)
-	if now.After(b.last) {
-		b.last = now
-	}
-	if tokens < 1 {
-		b.tokens = tokens
-		need := time.Duration(math.Ceil((1 - tokens) * 1000 / lim.Rate))
-		return false, tokens, need * time.Millisecond
-	}
-	b.tokens = tokens - 1
-	return true, b.tokens, 0
-}
-
-// level is the bucket's tokens at now, refilled and capped by its limit.
-func (b *localBucket) level(now time.Time) float64 {
-	t := b.tokens
-	if d := now.Sub(b.last); d > 0 {
-		t += d.Seconds() * b.limit.Rate
-	}
-	return min(t, b.limit.burst())
 }
 
 // Len returns the number of buckets held.
@@ -139,7 +108,7 @@ func (l *Local) Len() int {
 // map order.
 func (sh *localShard) evict(now time.Time, bound int) {
 	for k, b := range sh.m {
-		if b.level(now) >= b.limit.burst() {
+		if b.Full(now) {
 			delete(sh.m, k)
 		}
 	}
@@ -149,4 +118,17 @@ func (sh *localShard) evict(now time.Time, bound int) {
 		}
 		delete(sh.m, k)
 	}
+}
+
+// BucketBytes returns a copy of key's bucket, if there is one: a caller
+// that takes over a key's budget (see Bucket) starts from it.
+func (l *Local) BucketBytes(key []byte) (Bucket, bool) {
+	sh := &l.shards[maphash.Bytes(l.seed, key)%localShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b := sh.m[string(key)]
+	if b == nil {
+		return Bucket{}, false
+	}
+	return *b, true
 }

@@ -8,7 +8,6 @@ import (
 	"hash/maphash"
 	"math"
 	"regexp"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 
 // Edge protection, cheapest rejection first: the node-local entry cap
 // (entryCap), early birds (earlyBird), node-local status limits
-// (statusLimit), then on join invites and proofs of work (µs, no Redis)
+// (statuslimit.go), then on join invites and proofs of work (µs, no Redis)
 // and on join and claim the distributed token buckets (one or two Redis
 // round trips), and on claim the device and payment reservations.
 
@@ -108,37 +107,22 @@ func (s *Server) entryCap(c *fiber.Ctx) error {
 // earlyBird refuses every request for an event before its pre-queue opens,
 // without Redis: no ticket can exist yet, so none can be polled or used.
 func (s *Server) earlyBird(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
-	if now := s.now(); now.Before(cfg.PrequeueOpensAt) {
-		p := problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
-		p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
+	if p := notOpen(&saleOf(c).Config, s.requestNow(c)); p != nil {
 		return p
 	}
 	return c.Next()
 }
 
-// statusLimit limits status polls per IP and per ticket with node-local
-// buckets: status never costs a Redis round trip.
-func (s *Server) statusLimit(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
-	lim := &cfg.Limits // defaulted when the configuration was read
-	now := s.now()
-	if lim.Status.IP.On() {
-		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.clientIP(c)), toLimit(lim.Status.IP), now); !ok {
-			return rateLimited("status polls from this address", retry)
-		}
+// notOpen is earlyBird's answer at now for sale cfg: 403 not_open before
+// its pre-queue opens, else nil. The status handler asks it itself (one
+// middleware fewer on the busiest route).
+func notOpen(cfg *event.Config, now time.Time) *Problem {
+	if !now.Before(cfg.PrequeueOpensAt) {
+		return nil
 	}
-	if lim.Status.Ticket.On() {
-		if raw := rawTicket(c, cfg.ID); raw != "" {
-			var buf [96]byte // "st:t:" + event id (≤ 64) + ":" + base 36 hash (≤ 13)
-			key := append(append(append(buf[:0], "st:t:"...), cfg.ID...), ':')
-			key = strconv.AppendUint(key, maphash.String(s.edge.seed, raw), 36)
-			if ok, _, retry := s.edge.status.TakeBytes(key, toLimit(lim.Status.Ticket), now); !ok {
-				return rateLimited("status polls with this ticket", retry)
-			}
-		}
-	}
-	return c.Next()
+	p := problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
+	p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
+	return p
 }
 
 // guardJoin runs join's defences for user: invite, proof of work, the

@@ -38,7 +38,7 @@ const unmatched = "unmatched"
 // into its problem+json answer right away (so the status is known), then
 // reports the request to Observe.Request and the access log.
 func (s *Server) observe(c *fiber.Ctx) error {
-	start := time.Now()
+	start := received(c) // the instant fasthttp read the request: no clock read of our own
 	if err := c.Next(); err != nil {
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)

@@ -76,6 +76,11 @@ func (s *Server) join(c *fiber.Ctx) error {
 	return sendJSON(c, appendJoin(buf[:0], &out))
 }
 
+// cacheControlKey and noStore are the Cache-Control header of a waiting
+// user's status answer, fiber.HeaderCacheControl in fasthttp's canonical
+// form.
+var cacheControlKey, noStore = []byte("Cache-Control"), []byte("no-store")
+
 type statusJSON struct {
 	State          admission.State `json:"state"`
 	Position       *int64          `json:"position"`
@@ -108,21 +113,15 @@ func bearer(c *fiber.Ctx) string {
 func (s *Server) status(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
-	raw := rawTicket(c, cfg.ID)
-	if raw == "" {
-		return errNoToken
+	now := s.requestNow(c)
+	if p := notOpen(cfg, now); p != nil { // early birds never reach the ticket
+		return p
 	}
-	t, err := s.deps.Tickets.Verify(raw, cfg.ID)
+	t, err := s.pollTicket(c, cfg, now) // the status limits, then the ticket
 	if err != nil {
 		return err
 	}
-	now := s.now()
 	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now)
-	out := statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
-	if d.Position > 0 {
-		p := d.Position
-		out.Position = &p
-	}
 	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
 		// In a safety-net room an admission ends: leaving ends the turn.
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
@@ -138,18 +137,34 @@ func (s *Server) status(c *fiber.Ctx) error {
 			s.deps.Sales.Session(cfg.ID, a.ID, pos) // the shop may finish it by jti
 		}
 		s.deps.Observe.tokenIssued(cfg.ID)
-		out.AdmissionToken = tok
+		adm := statusOf(d) // escapes to the JSON encoder; the waiting answer's does not
+		adm.AdmissionToken = tok
+		if d.Position > 0 {
+			p := d.Position
+			adm.Position = &p
+		}
 		exp := a.ExpiresAt.UTC()
-		out.ExpiresAt = &exp
+		adm.ExpiresAt = &exp
 		setAdmissionCookie(c, cfg.ID, tok, exp)
 		c.Set(fiber.HeaderCacheControl, "no-store")
-		return c.JSON(out)
+		return c.JSON(adm)
 	}
 	// The hot path — millions of waiting polls — is encoded by hand: same
-	// JSON, a fraction of the cost of reflection.
-	c.Set(fiber.HeaderCacheControl, "no-store")
+	// JSON, a fraction of the cost of reflection; its header is set by
+	// its canonical name (no copy and normalization of the name).
+	c.Response().Header.SetCanonical(cacheControlKey, noStore)
+	out := statusOf(d)
+	if d.Position > 0 {
+		p := d.Position // on the stack: out never reaches an interface
+		out.Position = &p
+	}
 	var buf [128]byte
 	return sendJSON(c, appendStatus(buf[:0], &out))
+}
+
+// statusOf is the answer of decision d, without a position.
+func statusOf(d admission.Decision) statusJSON {
+	return statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
 }
 
 // giveTicket signs user's queue ticket for number seq of event cfg, joined

@@ -20,6 +20,9 @@ import (
 // . _ : -; otherwise it is replaced, so no client can forge or inject
 // log lines under another request's id.
 
+// xRequestIDKey is fiber.HeaderXRequestID in fasthttp's canonical form.
+var xRequestIDKey = []byte("X-Request-Id")
+
 // maxRequestIDLen bounds a request id kept from a trusted proxy.
 const maxRequestIDLen = 64
 
@@ -33,7 +36,7 @@ func (s *Server) assignRequestID(c *fiber.Ctx) error {
 	} else {
 		var id [requestIDLen]byte
 		s.ids.fill(&id)
-		h.SetBytesV(fiber.HeaderXRequestID, id[:])
+		h.SetCanonical(xRequestIDKey, id[:]) // no copy and normalization of the name
 	}
 	return c.Next()
 }

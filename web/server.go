@@ -244,6 +244,14 @@ type Config struct {
 	//
 	// Default: time.Now
 	Now func() time.Time
+	// NowAt is Now at the machine's instant t (a time.Now reading). With
+	// it, a status poll reads no clock of its own: its time is NowAt of
+	// the instant fasthttp received it, read once by fasthttp. Leave it
+	// nil with a Now that does not follow the machine's clock (a test's
+	// clock): requests then call Now.
+	//
+	// Default: t itself when Now is left at its default; otherwise none
+	NowAt func(t time.Time) time.Time
 }
 
 // Server holds the handlers' dependencies.
@@ -251,6 +259,8 @@ type Server struct {
 	deps Deps
 	cfg  Config
 	now  func() time.Time
+	// nowAt is cfg.NowAt, or nil (see requestNow).
+	nowAt func(time.Time) time.Time
 	// routes labels requests with their route template.
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
@@ -283,6 +293,9 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+		if cfg.NowAt == nil {
+			cfg.NowAt = func(t time.Time) time.Time { return t }
+		}
 	}
 	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
 		local := newLocalStaff(cfg.Now)
@@ -293,7 +306,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, pages: newPageRenderer()}
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, nowAt: cfg.NowAt, pages: newPageRenderer()}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
 		return nil, err
@@ -312,10 +325,12 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
 	ev := app.Group("/events/:id", s.loadEvent)
+	// Status first: fiber tries a group's routes in order, and the status
+	// polls of waiting users are most of the traffic.
+	ev.Get("/status", s.status) // early birds: notOpen; limits: pollTicket
 	ev.Get("/", s.publicEvent)
 	ev.Get("/challenge", s.challenge)
 	ev.Post("/join", s.earlyBird, s.join) // early birds never reach Redis
-	ev.Get("/status", s.earlyBird, s.statusLimit, s.status)
 	ev.Post("/claim", s.earlyBird, s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
 	ev.Get("/claims", s.listClaims)
@@ -364,6 +379,27 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get("/e/:id/messages", s.messages)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app, nil
+}
+
+// requestNow is the node's time of request c: the instant fasthttp
+// received it (read once per request, by fasthttp) on the node's clock,
+// so that the middleware and handler of a status poll read no clock of
+// their own. Without Config.NowAt it is Now.
+func (s *Server) requestNow(c *fiber.Ctx) time.Time {
+	if s.nowAt == nil {
+		return s.now()
+	}
+	return s.nowAt(received(c))
+}
+
+// received is the machine's instant fasthttp received request c, or now
+// for a request that fasthttp's server did not read (a RequestCtx driven
+// in memory).
+func received(c *fiber.Ctx) time.Time {
+	if t := c.Context().Time(); !t.IsZero() {
+		return t
+	}
+	return time.Now()
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel

@@ -48,7 +48,14 @@ func (c *Clock) Local() time.Time { return c.machine().Add(c.skew) }
 
 // Now is the node's time: Local corrected by the last offset measured to
 // Redis TIME (none before the first Observe).
-func (c *Clock) Now() time.Time { return c.Local().Add(time.Duration(c.offset.Load())) }
+func (c *Clock) Now() time.Time { return c.At(c.machine()) }
+
+// At is the node's time at the machine's instant t (a time.Now reading):
+// Now without reading the machine's clock again, for a caller that has
+// read it already (the HTTP edge reads the instant a request arrived).
+func (c *Clock) At(t time.Time) time.Time {
+	return t.Add(c.skew + time.Duration(c.offset.Load()))
+}
 
 // Offset is the last measured offset from Local to Redis TIME, and whether
 // one was measured.

@@ -42,3 +42,14 @@ func TestParseSkew(t *testing.T) {
 		}
 	}
 }
+
+// TestAtIsNowOfAReading: At maps a machine reading to what Now would have
+// answered at that instant: skew and measured offset both applied.
+func TestAtIsNowOfAReading(t *testing.T) {
+	machine := time.Unix(1_800_000_000, 0)
+	c := &Clock{machine: func() time.Time { return machine }, skew: 30 * time.Second}
+	c.offset.Store(int64(-10 * time.Second))
+	if got, want := c.At(machine), c.Now(); !got.Equal(want) || !got.Equal(machine.Add(20*time.Second)) {
+		t.Fatalf("At = %s, Now = %s, want both %s", got, want, machine.Add(20*time.Second))
+	}
+}
