@@ -16,8 +16,9 @@ import (
 
 // TestFenceWithDirectGets: on a stream with DirectGets the fence reads the
 // markers with direct gets, and still refuses a grant stored after a
-// marker that ended its epoch while it acknowledges one of the new epoch.
-// A replicated stream never gets allow_direct.
+// marker that ended its epoch while it acknowledges one of the new epoch,
+// and a rebuild still reads every marker. A replicated stream never gets
+// allow_direct.
 func TestFenceWithDirectGets(t *testing.T) {
 	if StreamConfig(3, DirectGets()).AllowDirect || !StreamConfig(1, DirectGets()).AllowDirect || StreamConfig(1).AllowDirect {
 		t.Fatal("DirectGets must set allow_direct on a single-replica stream only, and only when asked")
@@ -62,6 +63,14 @@ func TestFenceWithDirectGets(t *testing.T) {
 		strconv.FormatUint(mark, 10) + `}`)
 	if err := p.PublishGrant(ctx, ev, "0-bb", cur); err != nil {
 		t.Fatalf("grant of the current epoch: %v", err)
+	}
+	// A rebuild's walk over the markers ends on a read that finds none.
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMarkers(ctx, st, ev); err != nil || len(got) != 1 || got[0] != mark {
+		t.Fatalf("markers read back: %v, %v; want [%d]", got, err, mark)
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
