@@ -46,15 +46,6 @@ func firstMarkerAfter(ctx context.Context, st jetstream.Stream, ev string, epoch
 // the stream without it.
 func ended(firstAfter, seq uint64) bool { return firstAfter != 0 && firstAfter < seq }
 
-// epochOf reads the epoch an order event's payload carries (0 if none).
-func epochOf(payload []byte) uint64 {
-	var e struct {
-		Epoch uint64 `json:"epoch"`
-	}
-	_ = json.Unmarshal(payload, &e) // an undecodable payload is refused elsewhere
-	return e.Epoch
-}
-
 // streamHandle caches the order stream's handle (one lookup).
 type streamHandle struct {
 	js jetstream.JetStream

@@ -2,7 +2,6 @@ package claim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		if err != nil {
 			return nil, err
 		}
-		payload, err := json.Marshal(OrderEvent{
+		payload, err := marshalOrderEvent(&OrderEvent{
 			Type: KindGranted, Event: ev, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1,
 			At: r.Now.UTC(), Idem: r.IdemKey,
 		})

@@ -23,8 +23,8 @@ func Subject(ev string, kind Kind) string { return "anteroom.orders." + ev + "."
 // rejected within DuplicateWindow by Nats-Msg-Id. It holds the order events
 // (anteroom.orders.<event>.granted|released) and the rebuilds' epoch
 // markers (anteroom.epochs.<event>).
-func StreamConfig(replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
+func StreamConfig(replicas int, opts ...StreamOption) jetstream.StreamConfig {
+	c := jetstream.StreamConfig{
 		Name:       StreamName,
 		Subjects:   []string{"anteroom.orders.>", "anteroom.epochs.>"},
 		Retention:  jetstream.LimitsPolicy,
@@ -33,14 +33,36 @@ func StreamConfig(replicas int) jetstream.StreamConfig {
 		Duplicates: DuplicateWindow,
 		Replicas:   max(replicas, 1),
 	}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// StreamOption adjusts the order stream's configuration.
+type StreamOption func(*jetstream.StreamConfig)
+
+// DirectGets lets a single-replica order stream answer reads of single
+// messages itself (allow_direct): the fence's read of the latest epoch
+// marker after every PubAck then costs no JetStream API request (JSON
+// request and answer, the API's own goroutine) but a direct reply. Sound
+// only where no other server can answer such a read: with one replica the
+// stream is its own leader, and a read sent after a PubAck sees every
+// message stored before it — unless a mirror with mirror_direct answers
+// instead, which an operator may set up on a server of their own. So a
+// node asks for it on its embedded server only (no one else attaches a
+// mirror there); on a replicated stream it does nothing (followers would
+// answer reads too, possibly behind the leader).
+func DirectGets() StreamOption {
+	return func(c *jetstream.StreamConfig) { c.AllowDirect = c.Replicas == 1 }
 }
 
 // DuplicateWindow is how long JetStream remembers a Nats-Msg-Id.
 const DuplicateWindow = 2 * time.Minute
 
 // EnsureStream creates or updates the order stream.
-func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig(replicas)); err != nil {
+func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int, opts ...StreamOption) error {
+	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig(replicas, opts...)); err != nil {
 		return fmt.Errorf("order stream: %w", err)
 	}
 	return nil

@@ -123,7 +123,11 @@ func (w *wiring) openStreams() error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
-	if err := claim.EnsureStream(w.sctx, js, w.cfg.StreamReplicas); err != nil {
+	var direct []claim.StreamOption
+	if w.back.ns != nil { // the node's own server: no mirror can answer the fence's reads
+		direct = append(direct, claim.DirectGets())
+	}
+	if err := claim.EnsureStream(w.sctx, js, w.cfg.StreamReplicas, direct...); err != nil {
 		return err
 	}
 	if err := lifecycle.EnsureStream(w.sctx, js, w.cfg.StreamReplicas); err != nil {
