@@ -88,13 +88,14 @@ type Times struct {
 // repeated join finds it there; Seq and Window are the shard's own.
 func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, error) {
 	shard, tag := 0, laneTag(ev, t.Lane)
-	if t.Lane == 0 && t.Shards > 1 {
+	sharded := t.Lane == 0 && t.Shards > 1 // a lane has one shard
+	if sharded {
 		shard = ShardOf(user, t.Shards)
 		tag = shardTag(ev, shard)
 	}
 	c := &joinCall{
 		group: joinGroup{
-			tag: tag, sharded: t.Lane == 0 && t.Shards > 1,
+			tag: tag, sharded: sharded,
 			opens: t.Opens.UnixMilli(), windowEnd: t.WindowEnd.UnixMilli(), joinEnd: t.JoinEnd.UnixMilli(),
 		},
 		user: user, bucket: userKeyIn(tag, user),

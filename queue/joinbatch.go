@@ -226,8 +226,7 @@ func groupArgs(calls []*joinCall) ([]string, []any) {
 	if g.sharded {
 		sharded = 1
 	}
-	keys := make([]string, 3, 3+len(calls))
-	keys[0], keys[1], keys[2] = g.tag+"seq", g.tag+"w", g.tag+"sec"
+	keys := queueKeys(g.tag, len(calls))
 	args := make([]any, 4, 4+len(calls))
 	args[0], args[1], args[2], args[3] = g.opens, g.windowEnd, g.joinEnd, sharded
 	for _, c := range calls {

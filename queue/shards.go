@@ -98,9 +98,13 @@ func (j *Joiner) readEach(ctx context.Context, ev string, windowEnd time.Time, f
 	return out, nil
 }
 
-func shardReadKeys(ev string, s int) []string {
-	tag := shardTag(ev, s)
-	return []string{tag + "seq", tag + "w", tag + "sec"}
+func shardReadKeys(ev string, s int) []string { return queueKeys(shardTag(ev, s), 0) }
+
+// queueKeys names the sequence counter, frozen window and seconds list of
+// the queue under key prefix tag (join.lua's and readshard.lua's first
+// keys), with room for n more.
+func queueKeys(tag string, n int) []string {
+	return append(make([]string, 0, 3+n), tag+"seq", tag+"w", tag+"sec")
 }
 
 func parseShardRead(ev string, s int, res []int64) (ShardRead, error) {

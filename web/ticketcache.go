@@ -75,6 +75,15 @@ func (e *ticketEntry) is(raw string) bool {
 	return e.long == raw
 }
 
+// find returns the entry of ticket string raw, whose hash is h, or nil.
+// The caller holds sh.mu.
+func (sh *ticketShard) find(h uint64, raw string) *ticketEntry {
+	if e := sh.m[h]; e != nil && e.is(raw) {
+		return e
+	}
+	return nil
+}
+
 // NewTicketCache wraps next with a cache of about size tickets.
 func NewTicketCache(next tickets, size int) *TicketCache {
 	c := &TicketCache{next: next, seed: maphash.MakeSeed(), limit: max(size/64, 16)}
@@ -94,8 +103,8 @@ func (c *TicketCache) Verify(raw, event string) (tokens.Ticket, error) {
 	sh := &c.shards[h%uint64(len(c.shards))]
 	sh.mu.Lock()
 	var t tokens.Ticket
-	e := sh.m[h]
-	hit := e != nil && e.is(raw)
+	e := sh.find(h, raw)
+	hit := e != nil
 	if hit {
 		t = e.t
 	}
@@ -135,8 +144,8 @@ func (c *TicketCache) poll(raw, event string, lim limit.Limit, now time.Time) (t
 	sh := &c.shards[h%uint64(len(c.shards))]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := sh.m[h]
-	if e == nil || !e.is(raw) || e.t.Event != event {
+	e := sh.find(h, raw)
+	if e == nil || e.t.Event != event {
 		return tokens.Ticket{}, false, false, 0
 	}
 	ok = true

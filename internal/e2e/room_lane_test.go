@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -18,20 +17,12 @@ import (
 // for the sale's early lane and is admitted and claims half an hour before
 // the sale starts; a shopper without the link is still before the sale.
 func TestRoomLaneInvite(t *testing.T) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, nodetest.HeaderMode, func(c node.Config) node.Config { c.TicketSecret = secret; return c })
+	n, inv := inviteNode(t)
 	browser := startBrowser(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	body, _ := json.Marshal(map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
+	nodetest.CreateSale(t, n, "early", map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
 		"starts_at": now.Add(30 * time.Minute), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"lanes": []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(-time.Second)}}})
-	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.Status != http.StatusCreated {
-		t.Fatalf("create: %d %s", a.Status, a.Raw)
-	}
-	inv, _ := tokens.NewInvites(secret)
 	link := n.URL() + "/e/early?invite=" + inv.SignLane("early", "alice", "members", now.Add(time.Hour))
 
 	member := newTab(t, browser, "room-member", phoneW, phoneH, map[string]any{"X-User-ID": "alice"})
@@ -61,26 +52,18 @@ func TestRoomLaneInvite(t *testing.T) {
 // their number within the lane and a verify command with those, not the
 // sale's window and the raw lane × 2^40 + n sequence number.
 func TestRoomLaneFairness(t *testing.T) {
-	secret := make([]byte, 32)
-	if _, err := rand.Read(secret); err != nil {
-		t.Fatal(err)
-	}
-	n := startNode(t, nodetest.HeaderMode, func(c node.Config) node.Config { c.TicketSecret = secret; return c })
+	n, inv := inviteNode(t)
 	browser := startBrowser(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	body, _ := json.Marshal(map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
+	nodetest.CreateSale(t, n, "early", map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
 		"starts_at": now.Add(4 * time.Second), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
 		"lanes":  []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(3 * time.Second)}}})
-	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/early", map[string]string{"Authorization": "Bearer " + n.AdminToken}, body); a.Status != http.StatusCreated {
-		t.Fatalf("create: %d %s", a.Status, a.Raw)
-	}
 	for _, u := range []string{"bob", "cat"} { // the sale's own window: 2
 		if j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/early/join", map[string]string{"X-User-ID": u}, nil); j.Status != http.StatusOK {
 			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
 		}
 	}
-	inv, _ := tokens.NewInvites(secret)
 	member := newTab(t, browser, "room-lane-fair", phoneW, phoneH, map[string]any{"X-User-ID": "alice"})
 	member.do(chromedp.Navigate(n.URL() + "/e/early?invite=" + inv.SignLane("early", "alice", "members", now.Add(time.Hour))))
 	member.waitJS("the join button", joinEnabled, 10*time.Second)
@@ -98,4 +81,20 @@ func TestRoomLaneFairness(t *testing.T) {
 		t.Errorf("verify command %q, want the lane's window and number", cmd)
 	}
 	member.shot("lane-fairness")
+}
+
+// inviteNode starts a node in header mode with a ticket secret of its own
+// and returns it with the invites that secret signs.
+func inviteNode(t *testing.T) (*node.Node, *tokens.Invites) {
+	t.Helper()
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, nodetest.HeaderMode, func(c node.Config) node.Config { c.TicketSecret = secret; return c })
+	inv, err := tokens.NewInvites(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, inv
 }
