@@ -1,4 +1,4 @@
--- claim.lua v1: one or more claims on one stock bucket (a micro-batch), decided
+-- claim.lua v2: one or more claims on one stock bucket (a micro-batch), decided
 -- in order, each exactly as if it had run alone.
 -- KEYS[1] bucket stock (units left), KEYS[2] claim records (hash claim id ->
 -- JSON {user, pos, at, status, idem}), KEYS[3] outbox (hash claim id -> order
@@ -10,7 +10,10 @@
 -- All keys share the bucket's hash tag: safe on Redis Cluster.
 -- ARGV for request i, 8 each from ARGV[8i-7]: user, per-user limit, new claim
 -- id, order event JSON (an object without "epoch": the script adds the
--- bucket's), position, idempotency key, idempotency TTL (s), claim TTL (ms).
+-- bucket's), position (a decimal integer), idempotency key, idempotency
+-- TTL (s), claim TTL (ms).
+-- The record's numbers are written as decimal text, never through cjson,
+-- which keeps 14 significant digits: a pass holder's position 2^50 has 16.
 -- Reply: 5 values per request {code, claim id, units left, status, payload}
 -- code 0 granted, 1 replay of an earlier request (payload is set while the
 -- order event is still in the outbox, '' once published), 2 per-user limit
@@ -22,6 +25,11 @@
 local stock, records, outbox, stats, expiry, frozen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local out = {}
 local n = #ARGV / 8
+for i = 1, n do
+  if not string.match(ARGV[8 * i - 3], '^%-?%d+$') then
+    return redis.error_reply('claim.lua: position must be a decimal integer')
+  end
+end
 local function refuse(code)
   for _ = 1, n do
     for _, v in ipairs({code, '', 0, '', ''}) do table.insert(out, v) end
@@ -68,7 +76,8 @@ for i = 1, n do
     redis.call('SADD', held, id)
     redis.call('SADD', hist, id)
     redis.call('SET', idem, id, 'EX', ARGV[a + 7])
-    redis.call('HSET', records, id, cjson.encode({user = user, pos = tonumber(ARGV[a + 5]), at = now, status = 'pending', idem = ARGV[a + 6]}))
+    redis.call('HSET', records, id, '{"user":' .. cjson.encode(user) .. ',"pos":' .. ARGV[a + 5] ..
+      ',"at":' .. string.format('%.0f', now) .. ',"status":"pending","idem":' .. cjson.encode(ARGV[a + 6]) .. '}')
     redis.call('HSET', outbox, id, payload)
     redis.call('HINCRBY', stats, 'granted', 1)
     redis.call('ZADD', expiry, now + tonumber(ARGV[a + 8]), id)

@@ -158,7 +158,7 @@ func TestExpireDropsIndexWithoutRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the claim to be due", 5*time.Second, func() bool {
-		ids, _, err := e.store.due(ctx, ev, 0, time.Now(), 10)
+		ids, _, _, err := e.store.due(ctx, ev, 0, time.Now(), 10)
 		return err == nil && len(ids) == 1
 	})
 	if n, err := e.svc.expire(ctx, Sale{ID: ev, Buckets: 1}, 10); err != nil || n != 1 {

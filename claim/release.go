@@ -2,6 +2,7 @@ package claim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,6 +19,7 @@ const (
 	releaseNotDue    = 4
 	releaseFrozen    = 5
 	releaseStale     = 6
+	releaseUnwritten = 7
 )
 
 type releaseOutcome struct {
@@ -46,7 +48,7 @@ func (s *Store) release(ctx context.Context, ev string, b int, reason Reason, at
 	f := fields(fmt.Sprintf("release %s/%d", ev, b), res)
 	out := make([]releaseOutcome, len(ids))
 	for i := range out {
-		out[i].code = f.code(3*i, releasedNow, releaseStale)
+		out[i].code = f.code(3*i, releasedNow, releaseUnwritten)
 		out[i].status = Status(f.str(3*i + 1))
 		out[i].payload = f.str(3*i + 2)
 	}
@@ -96,20 +98,22 @@ func (s *Store) Confirm(ctx context.Context, ev, id string) (Status, error) {
 
 // due returns up to n claims of bucket b whose expiry deadline is before
 // now, with their users. release.lua checks the deadline again against
-// Redis TIME.
-func (s *Store) due(ctx context.Context, ev string, b int, now time.Time, n int) (ids, users []string, err error) {
+// Redis TIME. A record that does not decode is left out (and named in
+// bad), so it never holds up the rest of the bucket.
+func (s *Store) due(ctx context.Context, ev string, b int, now time.Time, n int) (ids, users []string, bad error, err error) {
 	k := bucketOf(ev, b)
 	ids, err = s.rdb.ZRangeByScore(ctx, k.expiry(), &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(n),
 	}).Result()
 	if err != nil || len(ids) == 0 {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	raws, err := s.rdb.HMGet(ctx, k.records(), ids...).Result()
 	if err != nil {
-		return nil, nil, fmt.Errorf("due %s/%d: %w", ev, b, err)
+		return nil, nil, nil, fmt.Errorf("due %s/%d: %w", ev, b, err)
 	}
 	var okIDs, gone []string
+	var bads []error
 	for i, raw := range raws {
 		str, _ := raw.(string)
 		if str == "" {
@@ -118,17 +122,18 @@ func (s *Store) due(ctx context.Context, ev string, b int, now time.Time, n int)
 		}
 		rec, err := decodeRecord(ids[i], []byte(str))
 		if err != nil {
-			return nil, nil, err
+			bads = append(bads, err)
+			continue
 		}
 		okIDs, users = append(okIDs, ids[i]), append(users, rec.User)
 	}
 	if len(gone) > 0 {
 		// An index entry without a record would block the head forever.
 		if err := s.rdb.ZRem(ctx, k.expiry(), gone).Err(); err != nil {
-			return nil, nil, fmt.Errorf("due %s/%d: %w", ev, b, err)
+			return nil, nil, nil, fmt.Errorf("due %s/%d: %w", ev, b, err)
 		}
 	}
-	return okIDs, users, nil
+	return okIDs, users, errors.Join(bads...), nil
 }
 
 // Release returns the unit of claim id of event ev to its bucket, exactly
@@ -171,6 +176,8 @@ func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, err
 		return Record{}, ErrPaused
 	case releaseStale:
 		return Record{}, ErrNeedsRebuild
+	case releaseUnwritten:
+		return Record{}, fmt.Errorf("release %s: its record cannot be rewritten (no \"status\":\"pending\" member): nothing released", id)
 	default:
 		return Record{}, fmt.Errorf("release %s: unknown reply code %d", id, res[0].code)
 	}
@@ -195,30 +202,39 @@ func (s *Service) publishReleased(ctx context.Context, ev string, b int, ids, pa
 
 // expire releases up to n claims per bucket of sale whose deadline passed
 // and publishes their released events. It returns how many it released.
+// A claim whose record it cannot read stays pending and is reported in the
+// error; the rest of its bucket, and the other buckets, still expire.
 func (s *Service) expire(ctx context.Context, sale Sale, n int) (int, error) {
 	total := 0
+	var bad []error
 	for b := range sale.Buckets {
-		ids, users, err := s.store.due(ctx, sale.ID, b, s.now(), n)
+		ids, users, unread, err := s.store.due(ctx, sale.ID, b, s.now(), n)
+		if unread != nil {
+			bad = append(bad, fmt.Errorf("expire %s/%d: left pending: %w", sale.ID, b, unread))
+		}
 		if err != nil || len(ids) == 0 {
 			if err != nil {
-				return total, err
+				return total, errors.Join(append(bad, err)...)
 			}
 			continue
 		}
 		res, err := s.store.release(ctx, sale.ID, b, ReasonExpired, s.now(), ids, users)
 		if err != nil {
-			return total, err
+			return total, errors.Join(append(bad, err)...)
 		}
 		var done, payloads []string
 		for i, r := range res {
-			if r.code == releasedNow {
+			switch r.code {
+			case releasedNow:
 				done, payloads = append(done, ids[i]), append(payloads, r.payload)
+			case releaseUnwritten:
+				bad = append(bad, fmt.Errorf("expire %s: its record cannot be rewritten: left pending", ids[i]))
 			}
 		}
 		total += len(done)
 		if err := s.publishReleased(ctx, sale.ID, b, done, payloads); err != nil {
-			return total, err
+			return total, errors.Join(append(bad, err)...)
 		}
 	}
-	return total, nil
+	return total, errors.Join(bad...)
 }

@@ -1,4 +1,4 @@
--- release.lua v1: return the units of pending claims to their bucket, exactly
+-- release.lua v2: return the units of pending claims to their bucket, exactly
 -- once per claim, and write a 'released' order event into the outbox.
 -- KEYS[1] bucket stock, KEYS[2] claim records, KEYS[3] outbox, KEYS[4]
 -- bucket stats, KEYS[5] expiry index, KEYS[6] frozen marker; then
@@ -11,10 +11,15 @@
 -- is the order event, also in the outbox under '<claim id>:released'), 1 no
 -- such claim of that user, 2 released before, 3 confirmed (never released),
 -- 4 not due (reason expired, deadline not reached), 5 frozen, 6 stale (the
--- Redis server changed since the stock was laid, or lost it: rebuild first).
+-- Redis server changed since the stock was laid, or lost it: rebuild first),
+-- 7 a pending record this script cannot rewrite (it lacks the member
+-- "status":"pending" as written here): nothing changed.
 -- The fence against a Redis failover, as in claim.lua: a promoted replica
 -- may show pending a claim the old primary confirmed, so nothing is
 -- released on it before the rebuild.
+-- No number passes through cjson.encode (it keeps 14 significant digits):
+-- the record changes by its status member only, and the order event copies
+-- the record's position as written.
 local stock, records, outbox, stats, expiry, frozen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local out = {}
 local n = (#ARGV - 3) / 2
@@ -44,14 +49,20 @@ for i = 1, n do
     reply(3, rec['status'], '')
   elseif ARGV[3] == 'expired' and tonumber(redis.call('ZSCORE', expiry, id) or now + 1) > now then
     reply(4, 'pending', '')
+  elseif not string.find(raw, '"status":"pending"', 1, true) then
+    reply(7, 'pending', '')
   else
-    rec['status'] = 'released'
-    redis.call('HSET', records, id, cjson.encode(rec))
+    local released = string.gsub(raw, '"status":"pending"', '"status":"released"', 1)
+    redis.call('HSET', records, id, released)
     redis.call('INCR', stock)
     redis.call('SREM', KEYS[6 + i], id)
     redis.call('ZREM', expiry, id)
     redis.call('HINCRBY', stats, 'released', 1)
-    local ev = cjson.encode({type = 'released', event = ARGV[1], claim_id = id, user = user, pos = rec['pos'], units = 1, at = ARGV[2], reason = ARGV[3], idem = rec['idem']})
+    local pos = string.match(raw, '"pos":(%-?[%d.eE+%-]+)') or string.format('%.0f', tonumber(rec['pos']) or 0)
+    local ev = '{"type":"released","event":' .. cjson.encode(ARGV[1]) .. ',"claim_id":' .. cjson.encode(id) ..
+      ',"user":' .. cjson.encode(user) .. ',"pos":' .. pos .. ',"units":1,"at":' .. cjson.encode(ARGV[2])
+    if type(rec['idem']) == 'string' then ev = ev .. ',"idem":' .. cjson.encode(rec['idem']) end
+    ev = ev .. ',"reason":' .. cjson.encode(ARGV[3]) .. '}'
     redis.call('HSET', outbox, id .. ':released', ev)
     reply(0, 'released', ev)
   end
