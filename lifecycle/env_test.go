@@ -27,6 +27,15 @@ func startServers(t *testing.T) servers {
 	return servers{rdb: r.Client(t), nats: ns.URL()}
 }
 
+// eachServers runs f as a subtest on redis-server and on the embedded
+// default (miniredis), each with a NATS server (testenv.EachRedis).
+func eachServers(t *testing.T, f func(t *testing.T, s servers)) {
+	t.Helper()
+	testenv.EachRedis(t, func(t *testing.T, rdb *redis.Client) {
+		f(t, servers{rdb: rdb, nats: testenv.StartNATS(t).URL()})
+	})
+}
+
 // connect opens a NATS connection of its own (one per simulated node) and
 // makes sure the lifecycle stream exists.
 func (s servers) connect(t *testing.T) (*nats.Conn, jetstream.JetStream) {

@@ -1,4 +1,4 @@
--- record.lua v2: record one event's lifecycle transitions, each exactly once
+-- record.lua v3: record one event's lifecycle transitions, each exactly once
 -- across every node, in an outbox that nodes publish from.
 -- KEYS[1] state hash, KEYS[2] outbox hash (id -> JSON), KEYS[3] recent list.
 -- All keys share the event's hash tag.
@@ -18,13 +18,31 @@
 -- Both emit paused/resumed, with data.reason staff or health; your_turn
 -- moves a cursor by compare-and-set.
 -- Reply {outbox length, your_turn cursor}.
+-- Bodies are written member by member, not by cjson.encode: an empty Lua
+-- table is {} on redis-server but [] on the embedded server (miniredis),
+-- and cjson keeps 14 significant digits of a number. Strings go through
+-- cjson.encode; integers are written in full (int).
 local state, outbox, recent = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
 local ev = ARGV[1]
 
+-- int(v): integer v (a number, or a decimal integer's text) as JSON.
+local function int(v)
+  if type(v) == 'string' and string.match(v, '^%-?%d+$') then return v end
+  return string.format('%.0f', tonumber(v))
+end
+
+-- object(m): the JSON object of members m = {name, JSON value, ...}.
+local function object(m)
+  local parts = {}
+  for i = 1, #m, 2 do parts[#parts + 1] = '"' .. m[i] .. '":' .. m[i + 1] end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
 local function emit(typ, n, data)
   local id = ev .. '.' .. typ .. '.' .. n
-  local body = cjson.encode({id = id, type = typ, event = ev, at_unix_ms = now, data = data})
+  local body = object({'id', cjson.encode(id), 'type', cjson.encode(typ), 'event', cjson.encode(ev),
+    'at_unix_ms', int(now), 'data', data})
   redis.call('HSET', outbox, id, body)
   redis.call('LPUSH', recent, body)
   redis.call('LTRIM', recent, 0, 199)
@@ -46,7 +64,7 @@ if version > seen then
     local n = redis.call('HINCRBY', state, 'pauses', 1)
     local typ = 'resumed'
     if ARGV[3] == '1' then typ = 'paused' end
-    emit(typ, n, {version = version, reason = 'staff'})
+    emit(typ, n, object({'version', int(version), 'reason', '"staff"'}))
   end
 end
 
@@ -61,21 +79,25 @@ if version >= hv and hgen >= hg then
     local n = redis.call('HINCRBY', state, 'pauses', 1)
     local typ = 'resumed'
     if ARGV[11] == '1' then typ = 'paused' end
-    emit(typ, n, {version = version, reason = 'health', health_changes = hgen})
+    emit(typ, n, object({'version', int(version), 'reason', '"health"', 'health_changes', int(hgen)}))
   end
 end
 
-once(ARGV[4], 'sale_opened', {})
-once(ARGV[5], 'window_closed', {seed = ARGV[8], seed_commitment = ARGV[9], window_size = tonumber(ARGV[10])})
-once(ARGV[6], 'sold_out', {})
-once(ARGV[7], 'sale_ended', {})
+once(ARGV[4], 'sale_opened', '{}')
+once(ARGV[5], 'window_closed', object({'seed', cjson.encode(ARGV[8]), 'seed_commitment', cjson.encode(ARGV[9]),
+  'window_size', int(ARGV[10])}))
+once(ARGV[6], 'sold_out', '{}')
+once(ARGV[7], 'sale_ended', '{}')
 
 local cursor = tonumber(redis.call('HGET', state, 'cursor') or '0')
 if tonumber(ARGV[13]) == cursor and tonumber(ARGV[14]) > cursor then
   for i = 15, #ARGV, 3 do
-    local data = {position = tonumber(ARGV[i]), seq = tonumber(ARGV[i + 1])}
-    if ARGV[i + 2] ~= '' then data.user = ARGV[i + 2] end
-    emit('your_turn', ARGV[i], data)
+    local data = {'position', int(ARGV[i]), 'seq', int(ARGV[i + 1])}
+    if ARGV[i + 2] ~= '' then
+      data[#data + 1] = 'user'
+      data[#data + 1] = cjson.encode(ARGV[i + 2])
+    end
+    emit('your_turn', ARGV[i], object(data))
   end
   cursor = tonumber(ARGV[14])
   redis.call('HSET', state, 'cursor', cursor)
