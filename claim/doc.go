@@ -1,6 +1,7 @@
 // Package claim turns an admission into at most the units a user may hold,
-// never more units than are on sale, and exactly one order event on NATS
-// JetStream per grant (and per release).
+// never more units than are on sale, and exactly one order per grant: its
+// order event on NATS JetStream (and one per release), stored at least
+// once and recorded once per claim id.
 //
 // # Buckets
 //
@@ -27,6 +28,9 @@
 //     republishes entries older than a few seconds (the node that granted
 //     them may have died between steps 1 and 2); JetStream's duplicate window
 //     and the order worker's dedupe by claim id make the republish harmless.
+//     A node stalled past the window between steps 1 and 2 stores its copy
+//     again: the stream may hold a grant twice, and every reader counts
+//     claim ids (the worker, the rebuild, the report).
 //
 // A replay whose order event is still in the outbox publishes it
 // (idempotently) before it is answered.

@@ -15,7 +15,11 @@
 // same step. Any node publishes the outbox with Nats-Msg-Id = the event id
 // and removes what JetStream acknowledged, so a node that dies between the
 // script and the publish loses nothing, and two nodes publishing the same
-// entry store it once (JetStream's duplicate window).
+// entry within JetStream's duplicate window (DuplicateWindow) store it
+// once. A node stalled past the window between reading the outbox and
+// publishing stores a copy again: the stream holds each event at least
+// once, and the Deliverer calls a webhook that answered an id no more for
+// that id (a Redis marker kept 7 days).
 //
 // "Your turn". The frontier admits positions; positions map to sequence
 // numbers through the window's permutation, and a sequence number to its

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/anteroom/anteroom/event"
@@ -108,4 +110,78 @@ func TestEventsReachWebhooksOnEveryRedis(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+}
+
+// TestLateCopyReachesWebhooksOnce publishes a lifecycle event again after
+// JetStream's duplicate window, as a node stalled between reading the
+// outbox and publishing it would: the stream stores it twice (the docs say
+// so), and the webhook that answered the first copy is not called again.
+func TestLateCopyReachesWebhooksOnce(t *testing.T) {
+	s := startServers(t)
+	_, js := s.connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := js.Stream(ctx, StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := st.CachedInfo().Config
+	short.Duplicates = 300 * time.Millisecond
+	if _, err := js.UpdateStream(ctx, short); err != nil {
+		t.Fatal(err)
+	}
+	const ev, secret, id = "latecopy", "late-secret-01234", "latecopy.sale_opened.1"
+	rc, srv := newReceiver(t, secret, 0)
+	cfg := sale(ev, 1, time.Time{}).Config
+	cfg.Webhooks = []event.Webhook{{URL: srv.URL, Secret: secret}}
+	d := NewDeliverer(js, s.rdb, configStore{ev: cfg}, DeliverConfig{AllowHTTP: true,
+		OnError: func(err error) { t.Errorf("deliverer: %v", err) }})
+	dctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(dctx) }()
+	defer func() { stop(); <-done }()
+	if err := NewRecorder(s.rdb, js).Observe(ctx, sale(ev, 1, cfg.StartsAt.Add(time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first delivery", 30*time.Second, func() bool { return rc.count(id) == 1 })
+	recent, err := NewRecorder(s.rdb, js).Recent(ctx, ev, 1)
+	if err != nil || len(recent) != 1 {
+		t.Fatalf("recent: %d %v", len(recent), err)
+	}
+	again := func() bool {
+		m := &nats.Msg{Subject: Subject(ev, "sale_opened"), Data: recent[0], Header: nats.Header{}}
+		m.Header.Set(jetstream.MsgIDHeader, id)
+		ack, err := js.PublishMsg(ctx, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !ack.Duplicate
+	}
+	waitFor(t, "JetStream to store the late copy", 30*time.Second, again)
+	if n := subjectCounts(t, js, ev)["sale_opened"]; n != 2 {
+		t.Fatalf("stream holds %d sale_opened messages, want the late copy stored again: 2", n)
+	}
+	waitFor(t, "the late copy to be handled", 30*time.Second, func() bool {
+		c, err := js.Consumer(ctx, StreamName, ConsumerName)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream >= 2
+	})
+	if n := rc.count(id); n != 1 {
+		t.Errorf("webhook called %d times for %s, want 1", n, id)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
