@@ -9,20 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/anteroom/anteroom/event"
-	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // passPos is a bypass pass holder's position (admission.PassPosition):
 // more significant digits than Redis's cjson keeps (14).
 const passPos int64 = 1 << 50
-
-// eachRedis runs f as a subtest on redis-server and on the embedded
-// default (miniredis), each with a NATS server of its own.
-func eachRedis(t *testing.T, f func(t *testing.T, e *env)) {
-	testenv.EachRedis(t, func(t *testing.T, rdb *redis.Client) {
-		f(t, newEnv(t, rdb, testenv.StartNATS(t).URL(), 1))
-	})
-}
 
 // TestPassPositionRoundTrips claims as pass holders (position 2^50) and
 // follows the claims through every reader of their records and events: the

@@ -51,6 +51,17 @@ func singleRedis(t *testing.T, opts ...Option) *env {
 	return newEnv(t, r.Client(t), ns.URL(), 1, opts...)
 }
 
+// eachRedis runs f as a subtest on redis-server and on the embedded
+// default (miniredis, what a node runs with no Redis configured), each
+// with a NATS server of its own: for tests of scripts whose behaviour
+// must not depend on the server.
+func eachRedis(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	testenv.EachRedis(t, func(t *testing.T, rdb *redis.Client) {
+		f(t, newEnv(t, rdb, testenv.StartNATS(t).URL(), 1))
+	})
+}
+
 // singleRedisB is singleRedis for benchmarks.
 func singleRedisB(b *testing.B, opts ...Option) *env {
 	b.Helper()
