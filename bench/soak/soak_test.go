@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -69,9 +70,14 @@ func TestSoak(t *testing.T) {
 	onCluster := os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster"
 	s := startSystem(t, onCluster)
 	h := newHistory()
-	c := newCrowd(h, s.urls())
+	invites, err := tokens.NewInvites(s.dp.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrowd(h, s.urls(), invites)
 	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}}
 	f := &faults{s: s, h: h, sales: ss, busy: map[string]bool{}, counts: map[string]int{}}
+	ss.f = f
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), length)
