@@ -336,7 +336,7 @@ func (h *history) tally() string {
 		counts[o.Kind][ans]++
 	}
 	var parts []string
-	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "release"} {
+	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "mine", "release", "finish", "room"} {
 		var as []string
 		for a := range counts[kind] {
 			as = append(as, a)
