@@ -200,6 +200,7 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 		p.retarget(promoted.Addr())
 	}
 	f.h.note("fault", "replica promoted; nodes' Redis moved to it")
+	promotedAt := time.Now()
 	if between != nil {
 		between()
 	}
@@ -207,10 +208,14 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 	if err := s.startWorker(); err != nil {
 		return err
 	}
-	for _, ev := range f.sales.all() {
-		if err := f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK); err != nil {
-			return err
+	if between == nil {
+		for _, ev := range f.sales.all() {
+			if err := f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK); err != nil {
+				return err
+			}
 		}
+	} else if err := f.rebuildOnEvidence(ctx, promotedAt); err != nil {
+		return err
 	}
 	fresh := testenv.StartRedis(s.t, testenv.WithReplicaOf(promoted.Addr()))
 	if err := testenv.WaitSynced(ctx, rc, fresh.Client(s.t), 60*time.Second); err != nil {
@@ -220,6 +225,29 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 	s.replica = fresh
 	s.mu.Unlock()
 	f.h.note("fault", "new replica in sync")
+	return nil
+}
+
+// rebuildOnEvidence is an operator who rebuilds a sale only once its
+// claims answer 503 paused after the failover at promoted, as the README's
+// runbook reads them (claims refuse until the rebuild), for up to 40 s: a
+// sale whose claims go on being granted on a server that lost grants is
+// never rebuilt, and the soak's checks must then find it oversold if the
+// product let it happen (issue 24, bug 2).
+func (f *faults) rebuildOnEvidence(ctx context.Context, promoted time.Time) error {
+	rebuilt := map[string]bool{}
+	for end := time.Now().Add(40 * time.Second); time.Now().Before(end) && sleep(ctx, time.Second); {
+		for _, ev := range f.sales.all() {
+			if rebuilt[ev] || !f.h.refusedSince(ev, promoted) {
+				continue
+			}
+			rebuilt[ev] = true
+			f.h.note("fault", "operator: claims of %s answer 503 paused since the failover, rebuilding it", ev)
+			if err := f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -240,6 +240,20 @@ func (h *history) record(o op) {
 	}
 }
 
+// refusedSince reports whether a claim of sale ev was answered 503 paused
+// (the fence: rebuild first) since t.
+func (h *history) refusedSince(ev string, t time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.ops) - 1; i >= 0 && h.ops[i].At.After(t); i-- {
+		o := h.ops[i]
+		if o.Sale == ev && o.Kind == "claim" && o.Status == http.StatusServiceUnavailable && o.Code == "paused" {
+			return true
+		}
+	}
+	return false
+}
+
 // activeSlack is the tolerance of the max_active check: the client sees
 // an admission a poll after the node issued it and gives it up an answer
 // after the claim, so a handful of people may overlap the edges.

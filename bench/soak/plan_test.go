@@ -65,9 +65,9 @@ func drawPlan(rnd *rand.Rand, n int, onCluster bool) plan {
 	return p
 }
 
-// earlyBy is how long before the sale an early lane starts: a third of
-// the lead.
-func (p plan) earlyBy() time.Duration { return p.lead / 3 }
+// earlyBy is how long before the sale an early lane starts: half the
+// lead.
+func (p plan) earlyBy() time.Duration { return p.lead / 2 }
 
 // String names the features a sale exercises, for the log.
 func (p plan) String() string {

@@ -34,7 +34,7 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 				if ss.started(ev, -time.Second) {
 					return
 				}
-				ss.edit(ev, rnd, "between the promotion and the rebuild")
+				ss.edit(ev, rnd, 2, "between the promotion and the rebuild")
 			})
 			ss.f.release("redis", "redis-failover-lagging", err)
 		}
@@ -44,7 +44,7 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 			return
 		}
 		if !ss.started(ev, -2*time.Second) {
-			ss.edit(ev, rnd, "before the start")
+			ss.edit(ev, rnd, -1, "before the start")
 		}
 	}
 }
@@ -52,8 +52,9 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 // edit is one staff save of sale ev before its start: the start moved
 // earlier or later, supply changed, or the lane's share changed. The
 // answer may be 200 (saved) or a 4xx/503 that must have changed nothing;
-// the soak's books follow what was answered.
-func (ss *sales) edit(ev string, rnd *rand.Rand, when string) {
+// the soak's books follow what was answered. kind picks the change (0
+// earlier, 1 later, 2 supply, 3 lane share), or -1 draws it.
+func (ss *sales) edit(ev string, rnd *rand.Rand, kind int, when string) {
 	st := ss.state(ev)
 	ss.mu.Lock()
 	start := st.start
@@ -61,7 +62,11 @@ func (ss *sales) edit(ev string, rnd *rand.Rand, when string) {
 	change := map[string]any{}
 	var newStart time.Time
 	var newSupply int64
-	switch k := rnd.IntN(4); {
+	k := kind
+	if k < 0 {
+		k = rnd.IntN(4)
+	}
+	switch {
 	case k == 0 && time.Until(start) > 6*time.Second:
 		// Earlier, never before the lane's start nor within 3 s from now.
 		earliest := time.Now().Add(3 * time.Second).Truncate(time.Second).Add(time.Second)

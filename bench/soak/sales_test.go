@@ -30,7 +30,8 @@ const (
 // sales runs one sale after another until the run ends, audits each, and
 // samples the current one every second.
 type sales struct {
-	f      *faults // for the faults a sale's plan starts itself
+	f      *faults          // for the faults a sale's plan starts itself
+	plan   func(n int) plan // when set, sale n's plan instead of a drawn one
 	s      *system
 	h      *history
 	c      *crowd
@@ -135,6 +136,9 @@ func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 	for n := 1; ctx.Err() == nil; n++ {
 		ev := fmt.Sprintf("soak%d", n)
 		p := drawPlan(rnd, n, ss.s.cluster != nil)
+		if ss.plan != nil {
+			p = ss.plan(n)
+		}
 		if err := ss.create(ctx, ev, p, rnd); err != nil {
 			if ctx.Err() == nil {
 				ss.h.violateNow(ev, "could not create sale %s: %v", ev, err)
