@@ -85,10 +85,10 @@ func (c *crowd) arrive(ctx context.Context, sale string, n int, st *saleState, r
 		if st != nil {
 			s.secret = st.secret
 			switch r := rnd.Float64(); {
-			case st.pass != "" && st.passes < st.plan.passUses && r < 0.05:
+			case st.pass != "" && st.passes < st.plan.passUses && r < st.plan.passFrac():
 				st.passes++
 				s.lane, s.pass, s.abandon = "pass", st.pass, 0
-			case st.plan.lane && r < 0.3:
+			case st.plan.lane && r < st.plan.passFrac()+st.plan.laneFrac():
 				st.invites++
 				s.lane = laneName
 				s.invite = c.invites.SignLane(sale, s.id, laneName, time.Now().Add(time.Hour))

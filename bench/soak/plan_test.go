@@ -35,6 +35,28 @@ type plan struct {
 	// claimTTL is claim_ttl_seconds: short in some sales, so that unpaid
 	// claims (those the stopped worker has not confirmed) expire.
 	claimTTL int
+
+	// Set by the put-back tests only: the share of arrivals sent with the
+	// pass (default 0.05) and to the lane (default 0.3), and how long the
+	// order worker stops 8 s after the start (claims stay pending).
+	passShare, laneShareOf float64
+	stopWorker             time.Duration
+}
+
+// passFrac and laneFrac are the shares of arrivals sent with the pass
+// and to the lane.
+func (p plan) passFrac() float64 {
+	if p.passShare > 0 {
+		return p.passShare
+	}
+	return 0.05
+}
+
+func (p plan) laneFrac() float64 {
+	if p.laneShareOf > 0 {
+		return p.laneShareOf
+	}
+	return 0.3
 }
 
 const (

@@ -17,7 +17,13 @@ import (
 // bypass-pass claims already granted (issue 24, bugs 2, 3, 4 and 9).
 func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 	st := ss.state(ev)
-	if st == nil || st.plan.lead == 0 {
+	if st == nil {
+		return
+	}
+	if st.plan.stopWorker > 0 && ss.f != nil {
+		defer ss.stopWorkerAfterStart(ctx, st)
+	}
+	if st.plan.lead == 0 {
 		return
 	}
 	created := st.start.Add(-st.plan.lead)
@@ -47,6 +53,20 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 			ss.edit(ev, rnd, -1, "before the start")
 		}
 	}
+}
+
+// stopWorkerAfterStart stops the order worker 8 s after the start for
+// the plan's stopWorker: claims stay pending meanwhile.
+func (ss *sales) stopWorkerAfterStart(ctx context.Context, st *saleState) {
+	if !sleep(ctx, time.Until(st.start.Add(8*time.Second))) || !ss.f.take("worker") {
+		return
+	}
+	ss.f.count("worker-stop")
+	ss.h.note("fault", "worker SIGKILLed")
+	ss.f.s.stopWorker()
+	sleep(ctx, st.plan.stopWorker)
+	ss.h.note("fault", "worker restarted")
+	ss.f.release("worker", "worker-stop", ss.f.s.startWorker())
 }
 
 // edit is one staff save of sale ev before its start: the start moved
