@@ -69,10 +69,11 @@ func (h *history) disturbed(t time.Time) string {
 	return ""
 }
 
-// inCheckoutCount is an upper bound on the default-lane people of sale ev
-// in checkout at now, as the clients know it: admitted and not finished
-// by the shop, and either admitted within the admission TTL (and the
-// grace) or holding a claim.
+// inCheckoutCount is an upper bound on the people max_active counts in
+// sale ev at now, as the clients know it: default-lane people admitted
+// and not finished by the shop, and either admitted within the admission
+// TTL (and the grace) or holding a claim; and lane members and pass
+// holders holding a claim (their pending claims count too).
 func (h *history) inCheckoutCount(ev string, now time.Time) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -83,6 +84,11 @@ func (h *history) inCheckoutCount(ev string, now time.Time) int {
 	n := 0
 	for u, at := range b.inCheckout {
 		if now.Sub(at) <= admissionTTL+saleGrace*time.Second || len(b.held[u]) > 0 {
+			n++
+		}
+	}
+	for u, ids := range b.held {
+		if _, counted := b.inCheckout[u]; !counted && len(ids) > 0 && !b.finished[u] {
 			n++
 		}
 	}
