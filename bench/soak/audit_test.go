@@ -69,8 +69,9 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 		}
 	}
 	ss.checks.Add(1)
-	if live > saleSupply {
-		h.violateNow(ev, "stream: %d units held, supply %d", live, saleSupply)
+	supply := h.supply(ev)
+	if live > int(supply) {
+		h.violateNow(ev, "stream: %d units held, supply %d", live, supply)
 		return
 	}
 	for u, ids := range users {
@@ -86,10 +87,16 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 			return
 		}
 	}
+	if err := ss.readAll(ctx, ev); err != nil {
+		h.violateNow(ev, "%v", err)
+		return
+	}
 	// Wait for the worker to confirm what it can, then compare.
 	var orders map[string]claim.Status
+	caughtUp := false
 	for time.Now().Before(deadline) {
 		if l, err := claim.OrderLag(ctx, ss.s.js); err == nil && l != nil && l.Pending == 0 && l.AckPending == 0 {
+			caughtUp = true
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -106,11 +113,22 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 			return
 		}
 	}
+	if caughtUp {
+		// The worker has handled every event: each grant has its order
+		// (a worker that cannot decode an event drops it).
+		for id := range grants {
+			ss.checks.Add(1)
+			if _, ok := orders[id]; !ok {
+				h.violateNow(ev, "claim %s is granted on the stream and the order worker, caught up, recorded no order for it", id)
+				return
+			}
+		}
+	}
 	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
 	if err == nil {
 		ss.checks.Add(1)
-		if held := tot.Granted - tot.Released; held > saleSupply || tot.Remaining < 0 {
-			h.violateNow(ev, "Redis after the sale: %d held, remaining %d, supply %d", held, tot.Remaining, saleSupply)
+		if held := tot.Granted - tot.Released; held > supply || tot.Remaining < 0 {
+			h.violateNow(ev, "Redis after the sale: %d held, remaining %d, supply %d", held, tot.Remaining, supply)
 		}
 	}
 	h.note("audit", "sale %s: %d granted on the stream, %d released, %d held, %d acknowledged to clients, %d orders", ev, len(grants), len(released), live, len(acked), len(orders))

@@ -4,6 +4,7 @@ package soak
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web"
 )
 
 // crowd plays shoppers against the current sale: joins, polls, claims
@@ -22,15 +27,16 @@ import (
 // and abandoners who join and never come back or are admitted and never
 // claim. Every exchange goes to the history.
 type crowd struct {
-	h      *history
-	urls   []string
-	client *http.Client
-	wg     sync.WaitGroup
-	n      int
+	h       *history
+	urls    []string
+	client  *http.Client
+	invites *tokens.Invites // signs lane invites with the deployment's ticket secret
+	wg      sync.WaitGroup
+	n       int
 }
 
-func newCrowd(h *history, urls []string) *crowd {
-	return &crowd{h: h, urls: urls, client: &http.Client{Transport: &http.Transport{
+func newCrowd(h *history, urls []string, invites *tokens.Invites) *crowd {
+	return &crowd{h: h, urls: urls, invites: invites, client: &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64, IdleConnTimeout: 10 * time.Second,
 	}}}
@@ -49,10 +55,20 @@ type shopper struct {
 	timeout time.Duration
 	think   time.Duration
 	rnd     *rand.Rand
+	// lane is the shopper's lane ("" default; "pass" joins with the sale's
+	// bypass pass); invite and pass are the headers that put them there.
+	lane   string
+	invite string
+	pass   string
+	// secret, when set, is the sale's shop secret: the shop finishes the
+	// shopper's checkout session when they are done.
+	secret string
 }
 
-// arrive starts n shoppers on sale with plans drawn from rnd.
-func (c *crowd) arrive(ctx context.Context, sale string, n int, rnd *rand.Rand) {
+// arrive starts n shoppers on sale with plans drawn from rnd; st (nil for
+// the core path) sends some to the sale's early lane and some with its
+// bypass pass.
+func (c *crowd) arrive(ctx context.Context, sale string, n int, st *saleState, rnd *rand.Rand) {
 	for range n {
 		c.n++
 		s := &shopper{id: fmt.Sprintf("u%d", c.n), sale: sale, node: rnd.IntN(len(c.urls)), keys: 1 + rnd.IntN(3),
@@ -65,6 +81,18 @@ func (c *crowd) arrive(ctx context.Context, sale string, n int, rnd *rand.Rand) 
 			s.abandon = 1
 		case r < 0.13:
 			s.abandon = 2
+		}
+		if st != nil {
+			s.secret = st.secret
+			switch r := rnd.Float64(); {
+			case st.pass != "" && st.passes < st.plan.passUses && r < st.plan.passFrac():
+				st.passes++
+				s.lane, s.pass, s.abandon = "pass", st.pass, 0
+			case st.plan.lane && r < st.plan.passFrac()+st.plan.laneFrac():
+				st.invites++
+				s.lane = laneName
+				s.invite = c.invites.SignLane(sale, s.id, laneName, time.Now().Add(time.Hour))
+			}
 		}
 		c.wg.Go(func() { c.play(ctx, s) })
 	}
@@ -81,7 +109,7 @@ type answer struct {
 
 func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, hdr map[string]string) answer {
 	url := c.urls[s.node%len(c.urls)]
-	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"]}}
+	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"], Lane: s.lane}}
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(rctx, method, url+path, http.NoBody)
@@ -141,12 +169,27 @@ func retry(ctx context.Context, s *shopper, a answer) bool {
 // play runs one shopper to a final answer or the end of the run.
 func (c *crowd) play(ctx context.Context, s *shopper) {
 	base := "/events/" + s.sale
-	var ticket string
-	for ticket == "" {
-		a := c.do(ctx, s, "join", http.MethodPost, base+"/join", nil)
-		if a.Status == http.StatusOK {
+	var ticket, token string
+	var joinHdr map[string]string
+	switch {
+	case s.pass != "":
+		joinHdr = map[string]string{"X-Bypass-Pass": s.pass}
+	case s.invite != "":
+		joinHdr = map[string]string{tokens.InviteHeader: s.invite}
+	}
+	for ticket == "" && token == "" {
+		a := c.do(ctx, s, "join", http.MethodPost, base+"/join", joinHdr)
+		switch {
+		case a.Status == http.StatusOK && s.pass != "":
+			token, _ = a.body["admission_token"].(string)
+		case a.Status == http.StatusOK:
 			ticket, _ = a.body["ticket"].(string)
-		} else if !retry(ctx, s, a) {
+			if lane, _ := a.body["lane"].(string); lane != strings.TrimPrefix(s.lane, "pass") {
+				c.h.violateNow(s.sale, "%s joined with an invite for lane %q and was put in lane %q", s.id, s.lane, lane)
+			}
+		case s.pass != "" && a.Status == http.StatusForbidden:
+			return // the pass is used up (or revoked): a final answer
+		case !retry(ctx, s, a):
 			return
 		}
 	}
@@ -154,7 +197,6 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		return
 	}
 	auth := map[string]string{"Authorization": "Bearer " + ticket}
-	var token string
 	for token == "" {
 		a := c.do(ctx, s, "status", http.MethodGet, base+"/status", auth)
 		switch {
@@ -174,6 +216,7 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 	if s.abandon == 2 {
 		return
 	}
+	defer c.finish(ctx, s, token)
 	var granted []string
 	for k := range s.keys {
 		if k > 0 && !sleep(ctx, s.think) {
@@ -206,6 +249,9 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 	for _, id := range granted {
 		c.do(ctx, s, "lookup", http.MethodGet, base+"/claims/"+id, nil)
 	}
+	if len(granted) > 0 {
+		c.do(ctx, s, "mine", http.MethodGet, base+"/claims", nil)
+	}
 	if s.release && len(granted) > 0 {
 		id := granted[s.rnd.IntN(len(granted))]
 		for {
@@ -217,6 +263,50 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		}
 		c.do(ctx, s, "lookup", http.MethodGet, base+"/claims/"+id, nil)
 	}
+}
+
+// finish has the shop end the shopper's checkout session, signed with the
+// sale's shop secret, as a shop does once the shopper paid or left: only
+// for sales with a shop, and for default-lane shoppers (a lane member's or
+// a pass holder's admission is no checkout session: 404 unknown_session).
+func (c *crowd) finish(ctx context.Context, s *shopper, token string) {
+	if s.secret == "" || token == "" {
+		return
+	}
+	jti := tokenJTI(token)
+	path := "/events/" + s.sale + "/sessions/" + jti + "/finished"
+	for try := 0; try < 30; try++ {
+		hdr := map[string]string{"X-Anteroom-Signature": web.SignShopCall(s.secret, time.Now(), path, nil)}
+		a := c.do(ctx, s, "finish", http.MethodPost, path, hdr)
+		if a.Status == http.StatusNotFound && s.lane == "" && try < 29 {
+			// A session is known about a tick after its token was issued.
+			if !sleep(ctx, 300*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		if !retry(ctx, s, a) {
+			return
+		}
+	}
+}
+
+// tokenJTI reads the jti of a JWT's payload (the shop's gateway verified
+// the token; the soak only needs the id).
+func tokenJTI(token string) string {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var v struct {
+		JTI string `json:"jti"`
+	}
+	_ = json.Unmarshal(raw, &v)
+	return v.JTI
 }
 
 // claim sends one claim until it has a final answer.

@@ -41,7 +41,7 @@ return {f or '', t[1], t[2]}`)
 // where the no-show candidates are positions admitted at least the grace
 // before the window's end whose holder had fetched no admission (the
 // documented no-show rule moves past them), and 2 is rounding.
-func (ss *sales) sampleFrontier(ctx context.Context, ev string) {
+func (ss *sales) sampleFrontier(ctx context.Context, ev string, remaining int64) {
 	rdb := ss.s.redis()
 	key := "ar:{" + ev + "}:adm" // admission/frontier.go's frontierKey
 	vals, err := readFrontier.Run(ctx, rdb, []string{key}).StringSlice()
@@ -65,6 +65,7 @@ func (ss *sales) sampleFrontier(ctx context.Context, ev string) {
 	if int64(f) > joined {
 		ss.h.violateNow(ev, "frontier %.1f passed the %d who joined", f, joined)
 	}
+	ss.checkStall(ev, f, joined, remaining)
 	now := time.Unix(sec, usec*1000)
 	ss.mu.Lock()
 	if n := len(ss.frames); n > 0 && !now.After(ss.frames[n-1].at) {

@@ -19,8 +19,9 @@ type op struct {
 	At      time.Time
 	Sale    string
 	User    string
-	Kind    string // join, status, claim, replay, release, lookup, fault, staff
+	Kind    string // join, status, claim, replay, release, lookup, finish, room, fault, staff
 	Node    string
+	Lane    string // the shopper's lane ("" default), or "pass" for a bypass pass
 	Key     string
 	Status  int
 	Code    string
@@ -38,7 +39,7 @@ func (o op) String() string {
 		ans = "error " + o.Err
 	}
 	s := fmt.Sprintf("#%d %s %s %-7s %-6s %s", o.Seq, o.At.Format("15:04:05.000"), o.Sale, o.Kind, o.User, ans)
-	for _, kv := range [][2]string{{"node", o.Node}, {"key", o.Key}, {"claim", o.ClaimID}, {"state", o.State}, {"note", o.Note}} {
+	for _, kv := range [][2]string{{"node", o.Node}, {"lane", o.Lane}, {"key", o.Key}, {"claim", o.ClaimID}, {"state", o.State}, {"note", o.Note}} {
 		if kv[1] != "" {
 			s += " " + kv[0] + "=" + kv[1]
 		}
@@ -81,12 +82,34 @@ type saleBook struct {
 	confirmed     map[string]bool            // claim ids a lookup showed confirmed
 	released      map[string]bool            // claim ids a release answered 200 for
 	acked         map[string]string          // every claim id answered 201/200 → user
-	posUser       map[int64]string
-	userPos       map[string]int64
-	tokenAt       map[string]time.Time // user → first admission token
-	active        map[string]bool      // users holding an admission not yet used for a claim
+	posUser       map[string]string          // lane/position → user
+	userPos       map[string]int64           // user → position
+	tokenAt       map[string]time.Time       // user → first admission token
+	active        map[string]bool            // default-lane users holding an admission not yet used for a claim
+	finished      map[string]bool            // users whose checkout session the shop finished
+	inCheckout    map[string]time.Time       // default-lane users admitted and not finished → admission time
 	maxActive     int64
 	maxActiveSeen int
+}
+
+// supply is the supply of sale ev the checks hold it to: the highest
+// that may be in effect (a staff edit answers after it took effect).
+func (h *history) supply(ev string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.sales[ev]; b != nil {
+		return b.supply
+	}
+	return saleSupply
+}
+
+// setSupply sets the supply the checks hold sale ev to.
+func (h *history) setSupply(ev string, n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.sales[ev]; b != nil {
+		b.supply = n
+	}
 }
 
 func newHistory() *history {
@@ -100,7 +123,8 @@ func (h *history) open(sale string, supply, limit, maxActive int64) {
 	h.sales[sale] = &saleBook{supply: supply, limit: limit, maxActive: maxActive,
 		byKey: map[string]string{}, held: map[string]map[string]bool{}, live: map[string]string{},
 		confirmed: map[string]bool{}, released: map[string]bool{}, acked: map[string]string{},
-		posUser: map[int64]string{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{}}
+		posUser: map[string]string{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{},
+		finished: map[string]bool{}, inCheckout: map[string]time.Time{}}
 }
 
 func (h *history) book(sale string) *saleBook {
@@ -132,17 +156,30 @@ func (h *history) record(o op) {
 	}
 	switch o.Kind {
 	case "join":
-		if o.Status == http.StatusOK && o.Pos > 0 {
-			if u, ok := b.posUser[o.Pos]; ok && u != o.User {
-				h.violate(o, "position %d given to %s and to %s", o.Pos, u, o.User)
+		if o.Status == http.StatusOK && o.Pos > 0 && o.Lane != "pass" {
+			// Positions count within a lane; every pass holder shares one.
+			lp := fmt.Sprintf("%s/%d", o.Lane, o.Pos)
+			if u, ok := b.posUser[lp]; ok && u != o.User {
+				h.violate(o, "position %d (lane %q) given to %s and to %s", o.Pos, o.Lane, u, o.User)
 			}
 			if p, ok := b.userPos[o.User]; ok && p != o.Pos {
 				h.violate(o, "%s joined twice with positions %d and %d", o.User, p, o.Pos)
 			}
-			b.posUser[o.Pos], b.userPos[o.User] = o.User, o.Pos
+			b.posUser[lp], b.userPos[o.User] = o.User, o.Pos
+		}
+	case "finish":
+		if o.Status == http.StatusOK {
+			b.finished[o.User] = true
+			delete(b.inCheckout, o.User)
+			delete(b.active, o.User)
 		}
 	case "status":
-		if o.State == "admitted" {
+		if o.State == "admitted" && o.Lane == "" {
+			if _, ok := b.inCheckout[o.User]; !ok && !b.finished[o.User] {
+				b.inCheckout[o.User] = o.At
+			}
+		}
+		if o.State == "admitted" && o.Lane == "" {
 			if _, ok := b.tokenAt[o.User]; !ok {
 				b.tokenAt[o.User] = o.At
 				b.active[o.User] = true
@@ -201,6 +238,20 @@ func (h *history) record(o op) {
 			delete(b.held[o.User], o.ClaimID)
 		}
 	}
+}
+
+// refusedSince reports whether a claim of sale ev was answered 503 paused
+// (the fence: rebuild first) since t.
+func (h *history) refusedSince(ev string, t time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.ops) - 1; i >= 0 && h.ops[i].At.After(t); i-- {
+		o := h.ops[i]
+		if o.Sale == ev && o.Kind == "claim" && o.Status == http.StatusServiceUnavailable && o.Code == "paused" {
+			return true
+		}
+	}
+	return false
 }
 
 // activeSlack is the tolerance of the max_active check: the client sees
@@ -299,7 +350,7 @@ func (h *history) tally() string {
 		counts[o.Kind][ans]++
 	}
 	var parts []string
-	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "release"} {
+	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "mine", "release", "finish", "room"} {
 		var as []string
 		for a := range counts[kind] {
 			as = append(as, a)

@@ -30,6 +30,8 @@ const (
 // sales runs one sale after another until the run ends, audits each, and
 // samples the current one every second.
 type sales struct {
+	f      *faults          // for the faults a sale's plan starts itself
+	plan   func(n int) plan // when set, sale n's plan instead of a drawn one
 	s      *system
 	h      *history
 	c      *crowd
@@ -37,6 +39,7 @@ type sales struct {
 
 	mu     sync.Mutex
 	ids    []string
+	live   map[string]*saleState
 	rates  map[string][]rateAt
 	frames []frame
 	done   int
@@ -44,11 +47,44 @@ type sales struct {
 	// with the no-show allowance of that window.
 	fastest    float64
 	fastestTol int
+	// The stall check's view of the current sale's frontier: its value
+	// and when it last moved.
+	stallSale  string
+	stallF     float64
+	stallMoved time.Time
 }
 
 type rateAt struct {
 	at   time.Time
 	rate float64
+}
+
+// saleState is what the soak knows of one sale beside its history: its
+// plan, its start as last saved, its pass and its shop secret.
+type saleState struct {
+	plan   plan
+	start  time.Time
+	pass   string
+	secret string
+	// invites and passes count the shoppers sent to the lane and with
+	// the pass.
+	invites, passes int
+}
+
+// state returns the state of sale ev (nil before its creation).
+func (ss *sales) state(ev string) *saleState {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.live[ev]
+}
+
+// started reports whether sale ev has started by the soak's clock (with
+// a second's margin either way for the nodes' Redis clock).
+func (ss *sales) started(ev string, margin time.Duration) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	st := ss.live[ev]
+	return st != nil && time.Now().After(st.start.Add(margin))
 }
 
 // frame is one sample of the current sale's frontier.
@@ -99,18 +135,26 @@ func (ss *sales) maxRate(ev string, from, to time.Time) float64 {
 func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 	for n := 1; ctx.Err() == nil; n++ {
 		ev := fmt.Sprintf("soak%d", n)
-		if err := ss.create(ctx, ev); err != nil {
+		p := drawPlan(rnd, n, ss.s.cluster != nil)
+		if ss.plan != nil {
+			p = ss.plan(n)
+		}
+		if err := ss.create(ctx, ev, p, rnd); err != nil {
 			if ctx.Err() == nil {
 				ss.h.violateNow(ev, "could not create sale %s: %v", ev, err)
 			}
 			return
 		}
-		sctx, cancel := context.WithTimeout(ctx, 150*time.Second)
+		sctx, cancel := context.WithTimeout(ctx, 150*time.Second+p.lead)
+		var side sync.WaitGroup
+		srnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
+		side.Go(func() { ss.beforeStart(sctx, ev, srnd) })
 		soldOut := false
 		for !soldOut && sleep(sctx, time.Second) {
-			ss.c.arrive(sctx, ev, arrivals, rnd)
+			ss.c.arrive(sctx, ev, arrivals, ss.state(ev), rnd)
 			soldOut = ss.soldOut(ev)
 		}
+		side.Wait()
 		// Those in line learn it is sold out; give them a moment.
 		sleep(sctx, 20*time.Second)
 		cancel()
@@ -125,19 +169,30 @@ func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 	}
 }
 
-func (ss *sales) create(ctx context.Context, ev string) error {
+func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) error {
 	now := time.Now().UTC().Truncate(time.Second)
-	body, _ := json.Marshal(map[string]any{
+	start := now.Add(p.lead.Truncate(time.Second))
+	cfg := map[string]any{
 		"name": ev, "supply": saleSupply, "per_user_limit": saleLimit, "buckets": saleBuckets,
-		"prequeue_opens_at": now.Add(-time.Second), "starts_at": now, "ends_at": now.Add(time.Hour),
+		"prequeue_opens_at": now.Add(-time.Second), "starts_at": start, "ends_at": now.Add(time.Hour),
 		"random_window_seconds": 0, "admit_rate_per_second": saleRate, "max_active": saleActive,
-		"no_show_grace_seconds": saleGrace, "claim_ttl_seconds": 1800, "admission_ttl_seconds": int(admissionTTL.Seconds()),
-	})
+		"no_show_grace_seconds": saleGrace, "claim_ttl_seconds": p.claimTTL, "admission_ttl_seconds": int(admissionTTL.Seconds()),
+	}
+	if p.lane {
+		cfg["lanes"] = []map[string]any{{"name": laneName, "share": laneShare, "starts_at": start.Add(-p.earlyBy().Truncate(time.Second))}}
+	}
+	st := &saleState{plan: p, start: start}
+	if p.shop {
+		st.secret = fmt.Sprintf("soak-shop-secret-%016x", rnd.Uint64())
+		cfg["shop"] = map[string]any{"secret": st.secret}
+	}
+	body, _ := json.Marshal(cfg)
 	ss.h.open(ev, saleSupply, saleLimit, saleActive)
 	ss.mu.Lock()
 	ss.rates[ev] = []rateAt{{time.Now(), saleRate}}
 	ss.frames = nil
 	ss.mu.Unlock()
+	ss.h.note("staff", "sale %s: %s", ev, p)
 	for try := 0; ctx.Err() == nil; try++ {
 		status, raw := ss.s.dp.AdminCall(ss.s.base(try), http.MethodPut, "/admin/events/"+ev, body)
 		ss.h.note("staff", "create sale %s → %d", ev, status)
@@ -149,7 +204,18 @@ func (ss *sales) create(ctx context.Context, ev string) error {
 		}
 		sleep(ctx, time.Second)
 	}
+	if p.passUses > 0 {
+		pass, err := ss.mintPass(ctx, ev, p.passUses)
+		if err != nil {
+			return err
+		}
+		st.pass = pass
+	}
 	ss.mu.Lock()
+	if ss.live == nil {
+		ss.live = map[string]*saleState{}
+	}
+	ss.live[ev] = st
 	ss.ids = append(ss.ids, ev)
 	ss.mu.Unlock()
 	// Nodes re-read sales every 100 ms.
@@ -166,6 +232,29 @@ func (ss *sales) create(ctx context.Context, ev string) error {
 		}
 	}
 	return nil
+}
+
+// mintPass has staff mint a bypass pass of sale ev with uses uses.
+func (ss *sales) mintPass(ctx context.Context, ev string, uses int) (string, error) {
+	body, _ := json.Marshal(map[string]any{"ttl_seconds": 3600, "uses": uses, "note": "soak"})
+	for try := 0; ctx.Err() == nil; try++ {
+		status, raw := ss.s.dp.AdminCall(ss.s.base(try), http.MethodPost, "/admin/events/"+ev+"/passes", body)
+		ss.h.note("staff", "mint a pass of %d uses for %s → %d", uses, ev, status)
+		if status == http.StatusCreated {
+			var v struct {
+				Pass string `json:"pass"`
+			}
+			if err := json.Unmarshal(raw, &v); err != nil || v.Pass == "" {
+				return "", fmt.Errorf("mint pass: %d %s", status, raw)
+			}
+			return v.Pass, nil
+		}
+		if try > 30 || (status != 0 && status < 500) {
+			return "", fmt.Errorf("mint pass: %d %s", status, raw)
+		}
+		sleep(ctx, time.Second)
+	}
+	return "", ctx.Err()
 }
 
 // soldOut reports whether the sale shows sold out (or answers nothing).
@@ -191,13 +280,15 @@ func (ss *sales) sample(ctx context.Context) {
 		return
 	}
 	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
+	remaining := int64(-1)
 	if err == nil {
+		remaining = tot.Remaining
 		ss.checks.Add(1)
-		if held := tot.Granted - tot.Released; held > saleSupply || tot.Remaining < 0 {
-			ss.h.violateNow(ev, "Redis: granted %d − released %d = %d held, remaining %d, supply %d", tot.Granted, tot.Released, held, tot.Remaining, saleSupply)
+		if held, supply := tot.Granted-tot.Released, ss.h.supply(ev); held > supply || tot.Remaining < 0 {
+			ss.h.violateNow(ev, "Redis: granted %d − released %d = %d held, remaining %d, supply %d", tot.Granted, tot.Released, held, tot.Remaining, supply)
 		}
 	}
-	ss.sampleFrontier(ctx, ev)
+	ss.sampleFrontier(ctx, ev, remaining)
 }
 
 // noShows counts the positions in (lo, hi] whose holder had fetched no
@@ -209,7 +300,7 @@ func (h *history) noShows(ev string, lo, hi int64, at time.Time) int {
 	b := h.sales[ev]
 	n := 0
 	for p := max(lo+1, 1); p <= hi; p++ {
-		u, ok := b.posUser[p]
+		u, ok := b.posUser[fmt.Sprintf("/%d", p)]
 		if t, got := b.tokenAt[u]; !ok || !got || t.After(at) {
 			n++
 		}

@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,7 +47,6 @@ type quiet struct{}
 func (quiet) Printf(context.Context, string, ...any) {}
 
 func TestSoak(t *testing.T) {
-	redis.SetLogger(quiet{})
 	length := 10 * time.Minute
 	if v := os.Getenv("ANTEROOM_SOAK_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -63,28 +63,73 @@ func TestSoak(t *testing.T) {
 		}
 		seed = s
 	}
+	found := runSoak(t, soakRun{length: length, seed: seed, onCluster: os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster", faults: true, room: true})
+	if found != nil {
+		t.Fatal(found.render(seed))
+	}
+}
+
+// soakRun is what one soak runs.
+type soakRun struct {
+	length    time.Duration
+	seed      uint64
+	onCluster bool
+	// bin is the anteroom binary the nodes run; empty builds this tree's.
+	bin string
+	// plan, when set, gives sale n's plan instead of drawing it.
+	plan func(n int) plan
+	// faults runs the random fault scheduler; room the safety-net room.
+	faults, room bool
+	// quiet prints only the verdict line.
+	quiet bool
+}
+
+// runSoak runs r and returns the first violation it found, or nil. It
+// prints the run's account either way.
+func runSoak(t *testing.T, r soakRun) *violation {
+	redis.SetLogger(quiet{})
+	seed, length, onCluster := r.seed, r.length, r.onCluster
 	fmt.Printf("SOAK seed %d, %s, redis %s\n", seed, length, cmp.Or(os.Getenv("ANTEROOM_SOAK_REDIS"), "primary+replica"))
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
-	onCluster := os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster"
-	s := startSystem(t, onCluster)
+	s := startSystem(t, onCluster, r.bin)
 	h := newHistory()
-	c := newCrowd(h, s.urls())
-	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}}
+	invites, err := tokens.NewInvites(s.dp.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrowd(h, s.urls(), invites)
+	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}, plan: r.plan}
 	f := &faults{s: s, h: h, sales: ss, busy: map[string]bool{}, counts: map[string]int{}}
+	ss.f = f
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), length)
 	defer cancel()
+	// Every generator is drawn here, in one order, before anything runs
+	// concurrently: the seed replays the same plans and faults.
+	salesRnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
+	faultsRnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
+	roomRnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 	salesDone := make(chan struct{})
 	go func() {
 		defer close(salesDone)
-		ss.run(ctx, rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())))
+		ss.run(ctx, salesRnd)
+	}()
+	roomDone := make(chan struct{})
+	rm := &room{c: c, h: h, rnd: roomRnd, held: map[string]span{}}
+	go func() {
+		defer close(roomDone)
+		if r.room {
+			rm.run(ctx, s)
+		}
 	}()
 	faultsDone := make(chan struct{})
 	go func() {
 		defer close(faultsDone)
-		f.run(ctx, rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64())))
+		if r.faults {
+			f.run(ctx, faultsRnd)
+		}
 	}()
 	go func() {
 		for sleep(ctx, time.Second) {
@@ -100,6 +145,8 @@ func TestSoak(t *testing.T) {
 	}
 	<-salesDone
 	<-faultsDone
+	<-roomDone
+	f.wg.Wait()
 	if found == nil {
 		select {
 		case v := <-h.found:
@@ -131,10 +178,13 @@ func TestSoak(t *testing.T) {
 	}
 	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks\n",
 		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load())
+	if r.quiet {
+		return found
+	}
 	fmt.Printf("  answers: %s\n", h.tally())
 	h.mu.Lock()
 	for _, o := range h.ops {
-		if o.Kind == "audit" {
+		if o.Kind == "audit" || (o.Kind == "staff" && strings.HasPrefix(o.Note, "sale ")) {
 			fmt.Printf("  %s\n", o.Note)
 		}
 	}
@@ -142,13 +192,14 @@ func TestSoak(t *testing.T) {
 		fmt.Printf("  sale %s: at most %d people held an unused admission at once (max_active %d)\n", ev, b.maxActiveSeen, b.maxActive)
 	}
 	h.mu.Unlock()
+	rm.mu.Lock()
+	fmt.Printf("  safety-net room: %d admissions\n", len(rm.issued))
+	rm.mu.Unlock()
 	ss.mu.Lock()
 	fmt.Printf("  frontier: fastest 10 s window %.1f positions/s against a rate of at most 10/s (its no-show allowance %d)\n", ss.fastest, ss.fastestTol)
 	ss.mu.Unlock()
 	if len(errs) > 0 {
 		fmt.Printf("faults that could not complete: %s\n", strings.Join(errs, "; "))
 	}
-	if found != nil {
-		t.Fatal(found.render(seed))
-	}
+	return found
 }

@@ -48,18 +48,22 @@ type system struct {
 // the crowd: bounded, so a stuck node cannot hold a sampler.
 var adminClient = &http.Client{Timeout: 30 * time.Second}
 
-// newDeployment builds the anteroom binary into dir and returns the
-// settings the soak's processes share.
-func newDeployment(dir string) (*testenv.Deployment, error) {
-	bin := filepath.Join(dir, "anteroom")
-	if err := testenv.BuildAnteroom(bin); err != nil {
-		return nil, err
+// newDeployment returns the settings the soak's processes share, running
+// bin, or when bin is empty the anteroom binary built into dir.
+func newDeployment(dir, bin string) (*testenv.Deployment, error) {
+	if bin == "" {
+		bin = filepath.Join(dir, "anteroom")
+		if err := testenv.BuildAnteroom(bin); err != nil {
+			return nil, err
+		}
 	}
 	return testenv.NewDeployment(dir, bin)
 }
 
-func startSystem(t *testing.T, onCluster bool) *system {
-	dp, err := newDeployment(t.TempDir())
+// startSystem starts the soak's processes, running bin (empty: this
+// tree's anteroom, built).
+func startSystem(t *testing.T, onCluster bool, bin string) *system {
+	dp, err := newDeployment(t.TempDir(), bin)
 	if err != nil {
 		t.Fatal(err)
 	}

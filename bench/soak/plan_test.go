@@ -1,0 +1,119 @@
+//go:build soak && linux
+
+package soak
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// plan is what one sale exercises beside the core path, drawn from the
+// seed: every feature that touches admission or stock (issue 24).
+type plan struct {
+	// lead is how long after its creation the sale starts (0: at once).
+	// Shoppers arrive from the creation on and wait in the prequeue.
+	lead time.Duration
+	// lane adds an early lane ("early", share laneShare) that starts
+	// earlyBy before the sale; a quarter of the shoppers join it with an
+	// invite.
+	lane bool
+	// passUses is how many uses of one bypass pass staff mint at the
+	// creation (0: none); that many shoppers join with it.
+	passUses int
+	// shop sets shop.secret: the shop finishes each default-lane
+	// shopper's checkout session (POST …/sessions/{jti}/finished) once
+	// they are done, and the stall check watches max_active.
+	shop bool
+	// edit is a staff save before the start: move the start earlier or
+	// later, change supply, change the lane's share.
+	edit bool
+	// lagFailover fails Redis over before the start, from a replica that
+	// stopped replicating a few seconds earlier (the grants of those
+	// seconds are lost from Redis, not from the stream), with a staff
+	// save between the promotion and the rebuild. Not on the cluster.
+	lagFailover bool
+	// claimTTL is claim_ttl_seconds: short in some sales, so that unpaid
+	// claims (those the stopped worker has not confirmed) expire.
+	claimTTL int
+
+	// Set by the put-back tests only: the share of arrivals sent with the
+	// pass (default 0.05) and to the lane (default 0.3), and how long the
+	// order worker stops 8 s after the start (claims stay pending).
+	passShare, laneShareOf float64
+	stopWorker             time.Duration
+}
+
+// passFrac and laneFrac are the shares of arrivals sent with the pass
+// and to the lane.
+func (p plan) passFrac() float64 {
+	if p.passShare > 0 {
+		return p.passShare
+	}
+	return 0.05
+}
+
+func (p plan) laneFrac() float64 {
+	if p.laneShareOf > 0 {
+		return p.laneShareOf
+	}
+	return 0.3
+}
+
+const (
+	laneName  = "early"
+	laneShare = 0.3
+)
+
+// drawPlan draws a sale's plan. The first sale of a run keeps the core
+// path (start at once, nothing else), so a short run still covers it.
+func drawPlan(rnd *rand.Rand, n int, onCluster bool) plan {
+	p := plan{claimTTL: 1800}
+	if n == 1 {
+		return p
+	}
+	if rnd.Float64() < 0.75 {
+		p.lead = dur(rnd, 12*time.Second, 24*time.Second)
+	}
+	p.lane = p.lead > 0 && rnd.Float64() < 0.6
+	if rnd.Float64() < 0.6 {
+		p.passUses = 2 + rnd.IntN(5)
+	}
+	p.shop = rnd.Float64() < 0.7
+	p.edit = p.lead > 0 && rnd.Float64() < 0.7
+	p.lagFailover = !onCluster && p.lead > 0 && (p.lane || p.passUses > 0) && rnd.Float64() < 0.35
+	if rnd.Float64() < 0.4 {
+		p.claimTTL = 8 + rnd.IntN(8)
+	}
+	return p
+}
+
+// earlyBy is how long before the sale an early lane starts: half the
+// lead.
+func (p plan) earlyBy() time.Duration { return p.lead / 2 }
+
+// String names the features a sale exercises, for the log.
+func (p plan) String() string {
+	s := "start at once"
+	if p.lead > 0 {
+		s = "start in " + p.lead.Round(time.Second).String()
+	}
+	if p.lane {
+		s += ", early lane"
+	}
+	if p.passUses > 0 {
+		s += ", bypass pass"
+	}
+	if p.shop {
+		s += ", shop finishes sessions"
+	}
+	if p.edit {
+		s += ", staff edit before the start"
+	}
+	if p.lagFailover {
+		s += ", failover from a lagging replica before the start"
+	}
+	if p.claimTTL < 60 {
+		s += ", short claim TTL"
+	}
+	return s
+}
