@@ -13,7 +13,7 @@ const Redacted = "[redacted]"
 func (b *Bound) LogValue() slog.Value {
 	attrs := make([]slog.Attr, len(b.list))
 	for i, s := range b.list {
-		attrs[i] = slog.String(s.Name, Redact(s, *b.values[i]))
+		attrs[i] = slog.String(s.Name, Redact(s, b.value(i)))
 	}
 	return slog.GroupValue(attrs...)
 }

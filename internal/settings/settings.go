@@ -115,19 +115,39 @@ type Bound struct {
 	list    []Setting
 	values  []*string
 	fromEnv []bool
+	// hidden holds the environment's value of a setting whose flag shows
+	// the default instead, because Redact would change the value.
+	hidden []*string
 }
 
 // Bind registers every setting of list as a string flag on fs whose
-// default is the setting's Lookup, so that `-h` shows the value the
-// environment gives. A name already defined on fs panics, as
-// flag.FlagSet.String does: that is a programming error.
+// default is the setting's Lookup, so that -h shows the value the
+// environment gives; but a value Redact would change (a secret, a URL
+// with a password) is not shown: its flag shows the registry's default
+// and the environment's value still applies when the flag is not given.
+// A name already defined on fs panics, as flag.FlagSet.String does: that
+// is a programming error.
 func Bind(fs *flag.FlagSet, getenv func(string) string, list []Setting) *Bound {
 	b := &Bound{fs: fs, list: list}
 	for _, s := range list {
-		b.values = append(b.values, fs.String(s.Name, Lookup(getenv, s), s.Usage()))
+		v, hidden := Lookup(getenv, s), (*string)(nil)
+		if Redact(s, v) != v {
+			env := v
+			hidden, v = &env, s.Default
+		}
+		b.values = append(b.values, fs.String(s.Name, v, s.Usage()))
+		b.hidden = append(b.hidden, hidden)
 		b.fromEnv = append(b.fromEnv, getenv(s.Env) != "")
 	}
 	return b
+}
+
+// value is the value in effect of the i-th setting.
+func (b *Bound) value(i int) string {
+	if b.hidden[i] != nil && b.source(i) != FromFlag {
+		return *b.hidden[i]
+	}
+	return *b.values[i]
 }
 
 // Value returns the value in effect of the setting named name and where
@@ -135,7 +155,7 @@ func Bind(fs *flag.FlagSet, getenv func(string) string, list []Setting) *Bound {
 func (b *Bound) Value(name string) (value string, from Source, ok bool) {
 	for i, s := range b.list {
 		if s.Name == name {
-			return *b.values[i], b.source(i), true
+			return b.value(i), b.source(i), true
 		}
 	}
 	return "", "", false
@@ -162,7 +182,7 @@ func (b *Bound) Apply() error {
 		if s.Set == nil {
 			continue
 		}
-		if err := s.Set(*b.values[i]); err != nil {
+		if err := s.Set(b.value(i)); err != nil {
 			errs = append(errs, err)
 		}
 	}

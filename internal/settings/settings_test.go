@@ -105,3 +105,39 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretNotShownAsDefault: -h does not show a secret or a URL password
+// from the environment as the flag's default, and the environment's value
+// still applies, below the flag.
+func TestSecretNotShownAsDefault(t *testing.T) {
+	list := []Setting{
+		{Name: "token", Env: "X_TOKEN", Doc: "token", Secret: true},
+		{Name: "url", Env: "X_URL", Default: "redis://r:6379", Doc: "url"},
+	}
+	e := env(map[string]string{"X_TOKEN": "f3a9c1e7b5d2084a6c9e1f3b5d7a", "X_URL": "redis://:hunter2@r:6379"})
+	for _, tc := range []struct {
+		args       []string
+		token, url string
+	}{
+		{token: "f3a9c1e7b5d2084a6c9e1f3b5d7a", url: "redis://:hunter2@r:6379"},
+		{args: []string{"-token", "other-token", "-url", "redis://s:6379"}, token: "other-token", url: "redis://s:6379"},
+	} {
+		var help strings.Builder
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(&help)
+		b := Bind(fs, e, list)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		fs.PrintDefaults()
+		if strings.Contains(help.String(), "f3a9c1e7") || strings.Contains(help.String(), "hunter2") {
+			t.Errorf("-h shows a secret:\n%s", help.String())
+		}
+		if v, _, _ := b.Value("token"); v != tc.token {
+			t.Errorf("token %q, want %q", v, tc.token)
+		}
+		if v, _, _ := b.Value("url"); v != tc.url {
+			t.Errorf("url %q, want %q", v, tc.url)
+		}
+	}
+}
