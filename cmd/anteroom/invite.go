@@ -29,8 +29,8 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 	user := fs.String("user", "", "the invited user id, as the node's identity names them")
 	lane := fs.String("lane", "", "the lane (event lanes[].name) the invite puts the user in; empty: no lane")
 	ttl := fs.Duration("ttl", 7*24*time.Hour, "how long the invite stays valid")
-	secretHex := fs.String("ticket-secret", envOr(getenv, "TICKET_SECRET", ""), "hex ticket secret shared by the nodes (ANTEROOM_TICKET_SECRET)")
-	dataDir := fs.String("data-dir", envOr(getenv, "DATA_DIR", "anteroom-data"), "data dir holding ticket-secret when -ticket-secret is empty (ANTEROOM_DATA_DIR)")
+	secretHex := fs.String("ticket-secret", envSetting(getenv, "ticket-secret"), "hex ticket secret shared by the nodes (ANTEROOM_TICKET_SECRET)")
+	dataDir := fs.String("data-dir", envSetting(getenv, "data-dir"), "data dir holding ticket-secret when -ticket-secret is empty (ANTEROOM_DATA_DIR)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -44,8 +44,8 @@ func keys(args []string, getenv func(string) string, now func() time.Time, stdou
 	cmd := args[0]
 	flags := flag.NewFlagSet("keys "+cmd, flag.ContinueOnError)
 	flags.SetOutput(stderr)
-	dataDir := flags.String("data-dir", envOr(getenv, "DATA_DIR", "anteroom-data"), "data directory (ANTEROOM_DATA_DIR)")
-	dir := flags.String("signing-keys", getenv("ANTEROOM_SIGNING_KEYS"), "signing key directory; empty: DATA_DIR/keys (ANTEROOM_SIGNING_KEYS)")
+	dataDir := flags.String("data-dir", envSetting(getenv, "data-dir"), "data directory (ANTEROOM_DATA_DIR)")
+	dir := flags.String("signing-keys", envSetting(getenv, "signing-keys"), "signing key directory; empty: DATA_DIR/keys (ANTEROOM_SIGNING_KEYS)")
 	var maxAge *time.Duration
 	switch cmd {
 	case "rotate", "list":
@@ -74,15 +74,6 @@ func keys(args []string, getenv func(string) string, now func() time.Time, stdou
 		return retireKeys(*dir, now(), *maxAge, stdout)
 	}
 	return listKeys(*dir, stdout)
-}
-
-// envOr returns the environment variable ANTEROOM_<name>, or def when it is
-// empty. Used by every subcommand that reads one.
-func envOr(getenv func(string) string, name, def string) string {
-	if v := getenv("ANTEROOM_" + name); v != "" {
-		return v
-	}
-	return def
 }
 
 // openExisting opens a key directory that must already hold an active key,

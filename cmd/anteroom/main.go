@@ -9,10 +9,11 @@
 //	anteroom worker     run the order worker (confirms claims from the order stream)
 //	anteroom reconcile  rebuild an event's stock and claims from the order stream
 //	anteroom invite     print a signed invite of one user to an invite-only event
+//	anteroom settings-table  print (or with -w rewrite) README.md's settings table
 //	anteroom help       show this help
 //
 // Configuration comes from ANTEROOM_* environment variables and matching
-// flags; see `anteroom serve -h`.
+// flags, registered once in settings.go; see `anteroom serve -h`.
 package main
 
 import (
@@ -51,6 +52,7 @@ commands:
   keys       rotate, retire or list the admission signing keys
   invite     print a signed invite of one user to an invite-only event
   natsd      run a NATS server with JetStream (for a loopback cluster)
+  settings-table  print the settings table of README.md (-w README.md rewrites it there)
 
 Each command takes -h.
 `
@@ -80,6 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "invite":
 		return invite(args[1:], getenv, time.Now, stdout, stderr)
+	case "settings-table":
+		return settingsTable(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -13,24 +13,16 @@ import (
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	build := nodeFlags(fs, getenv, stderr)
-	delayFlag := fs.String("drain-delay", envOr(getenv, "DRAIN_DELAY", "5s"), "lame-duck time after SIGTERM: /readyz answers 503 while the node keeps serving, so load balancers stop sending traffic first (ANTEROOM_DRAIN_DELAY)")
-	drainFlag := fs.String("drain-timeout", envOr(getenv, "DRAIN_TIMEOUT", "20s"), "how long shutdown then waits for in-flight requests and the outbox flush (ANTEROOM_DRAIN_TIMEOUT)")
+	b := bindSettings(fs, getenv, true)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	delay, err := time.ParseDuration(*delayFlag)
-	if err != nil || delay < 0 {
-		return fmt.Errorf("drain delay %q: want a duration such as 5s (0 for none)", *delayFlag)
-	}
-	drain, err := time.ParseDuration(*drainFlag)
-	if err != nil || drain <= 0 {
-		return fmt.Errorf("drain timeout %q: want a positive duration such as 20s", *drainFlag)
-	}
-	cfg, err := build()
+	o, err := b.build(stderr)
 	if err != nil {
 		return err
 	}
+	cfg, delay, drain := o.Config, o.drainDelay, o.drainTimeout
+	b.logInEffect(cfg.Log)
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		return err

@@ -14,15 +14,17 @@ import (
 func worker(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	build := nodeFlags(fs, getenv, stderr)
+	b := bindSettings(fs, getenv, false)
 	concurrency := fs.Int("concurrency", 32, "order events handled at once")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := build()
+	o, err := b.build(stderr)
 	if err != nil {
 		return err
 	}
+	cfg := o.Config
+	b.logInEffect(cfg.Log)
 	c, err := node.Connect(ctx, cfg)
 	if err != nil {
 		return err
