@@ -93,6 +93,10 @@
 // difference (versions are cumulative), and a rebuild — which reads the
 // configuration after freezing — lays it too. A bucket a rebuild rewrote
 // has no laid share; the stored configuration's share is its base.
+// Readers of stock (Live, the node's view, the lifecycle's sold_out)
+// count a bucket that is held or frozen, or was never laid, as not known:
+// a sale is never judged sold out from it (a node that ticks between a
+// save and its lay keeps what it knew).
 //
 // # Release and expiry
 //
