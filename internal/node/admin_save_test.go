@@ -93,3 +93,47 @@ func TestRefusedSaveChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFencedSaveNeedsRebuild: a bucket's stock was laid on another Redis
+// server (what a promoted replica shows after a failover). A save that
+// changes the stock is refused with 409 needs_rebuild and changes nothing:
+// the configuration, the stock and the fence stay as they were, and
+// claims wait for the rebuild. A save that does not touch the stock goes
+// through without laying anything.
+func TestFencedSaveNeedsRebuild(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "fenced", openSale(5, 1, 30*time.Minute, 0, 1))
+	rdb := r.Client(t)
+	ctx := context.Background()
+	configs := event.NewStore(rdb)
+	cfg, err := configs.Get(ctx, "fenced")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range cfg.Buckets { // the servers' ids as a failover leaves them
+		if err := rdb.HSet(ctx, "ar:{fenced#"+fmt.Sprint(b)+"}:stats", "epoch", "0123456789abcdef0123456789abcdef01234567").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/fenced", admin, []byte(`{"supply":9}`))
+	if a.Status != http.StatusConflict || nodetest.Str(a.Body, "code") != "needs_rebuild" || a.Header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("supply change on fenced stock: %d %s, want 409 needs_rebuild", a.Status, a.Raw)
+	}
+	if got, _ := configs.Get(ctx, "fenced"); got.Version != cfg.Version || got.Supply != cfg.Supply {
+		t.Fatalf("refused save stored: version %d supply %d, want %d and %d", got.Version, got.Supply, cfg.Version, cfg.Supply)
+	}
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/fenced", admin, []byte(`{"name":"renamed"}`)); a.Status != http.StatusOK {
+		t.Fatalf("rename on fenced stock: %d %s, want 200", a.Status, a.Raw)
+	}
+	for b := range cfg.Buckets {
+		if id, _ := rdb.HGet(ctx, "ar:{fenced#"+fmt.Sprint(b)+"}:stats", "epoch").Result(); id != "0123456789abcdef0123456789abcdef01234567" {
+			t.Fatalf("bucket %d's epoch is %q after the saves: the fence was moved", b, id)
+		}
+	}
+	if left, err := n.Claims.Remaining(ctx, claim.SaleOf(cfg)); err != nil || left != cfg.OnSale() {
+		t.Fatalf("stock %d (%v), want %d untouched", left, err, cfg.OnSale())
+	}
+}
