@@ -208,8 +208,13 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 			return nil, err
 		}
 	}
-	// A safety-net room has no stock: it is never sold out.
+	// A safety-net room has no stock: it is never sold out. Stock not
+	// known (being laid or rebuilt, or not laid yet) is not gone: the
+	// view keeps what it knew.
 	soldOut := left <= 0 && !cfg.IsSafetyNet()
+	if !live.Known {
+		soldOut = prev != nil && prev.SoldOut
+	}
 	step := Step{
 		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond * cfg.DefaultShare(), Hold: cfg.Paused || soldOut,
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,

@@ -67,10 +67,40 @@
 //
 // # Laying stock
 //
-// Staff changes save the configuration first and lay its stock after
-// (LayFor): each bucket remembers the configuration version its stock was
-// laid for and skips an older one, and a bucket whose sale has started by
-// Redis TIME, or that has granted units, is never laid again.
+// A staff save that changes the stock (a new event, supply, reserve_units,
+// buckets) is three steps, because the configuration and the buckets live
+// in different Redis Cluster slots (Store.Hold, layfor.lua):
+//
+//	H  hold, on every bucket of both shapes: refuse unless the bucket's
+//	   recorded server id is this server's (a new bucket may have none),
+//	   the units sold or moved from it leave its new share ≥ 0 (stock +
+//	   new share − laid share), the bucket count changes only before any
+//	   grant, and the change is not locked by Redis TIME; then set the
+//	   bucket's frozen marker to the save's token, with a lifetime
+//	S  store the configuration (compare-and-set on its version, locks by
+//	   Redis TIME: event.Store.PutBefore)
+//	L  lay, on every bucket still held by the token: stock += new share −
+//	   laid share; record the version (cv) and the share laid (laid)
+//
+// then release the hold. While a bucket is held, claims, transfers,
+// releases and confirmations on it wait (frozen: ErrPaused, retry), a
+// rebuild cannot freeze it and another save cannot hold it, so the check
+// in H still holds at L: a save refused in H or S stores and lays
+// nothing. Laying a change rather than a total keeps units granted before
+// the save (bypass passes, early lanes) granted. A bucket that recorded
+// another server's id, or that should hold stock and holds none, is never
+// laid: its server may have lost grants (a promoted replica, lost data),
+// so neither its id nor its stock may be adopted before a rebuild
+// (ErrNeedsRebuild). A hold that outlives its lifetime (2× the request's
+// deadline) is gone: L then refuses (ErrHoldLost) and the configuration is
+// saved with its stock not laid; the next stock change lays the whole
+// difference (versions are cumulative), and a rebuild — which reads the
+// configuration after freezing — lays it too. A bucket a rebuild rewrote
+// has no laid share; the stored configuration's share is its base.
+// Readers of stock (Live, the node's view, the lifecycle's sold_out)
+// count a bucket that is held or frozen, or was never laid, as not known:
+// a sale is never judged sold out from it (a node that ticks between a
+// save and its lay keeps what it knew).
 //
 // # Release and expiry
 //

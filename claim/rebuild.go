@@ -124,6 +124,19 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	// A staff save holds the buckets from before it stores its
+	// configuration until it has laid its stock, so once they are frozen
+	// the stored configuration is the one the stock follows.
+	if cfg, err = r.configs.Get(ctx, ev); err == nil && cfg.Buckets != sale.Buckets {
+		err = fmt.Errorf("rebuild %s: the bucket count changed meanwhile; run the rebuild again", ev)
+	}
+	if err != nil {
+		if uerr := r.unfreeze(ctx, sale, token); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return rep, err
+	}
+	rep.OnSale = cfg.OnSale()
 	plan, err := r.prepare(ctx, &cfg, &rep)
 	if err != nil {
 		if uerr := r.unfreeze(ctx, sale, token); uerr != nil {

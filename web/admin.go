@@ -162,6 +162,16 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 		if errors.Is(err, event.ErrConflict) && attempt < 3 {
 			continue
 		}
+		var unlaid *stockNotLaid
+		if errors.As(err, &unlaid) {
+			// Saved, its stock not laid: recorded as saved, answered as
+			// what it is.
+			s.recordPut(c, id, &old, &saved)
+			if rerr := s.deps.Sales.RefreshOne(ctx, id); rerr != nil {
+				s.cfg.Log.Warn("refresh after a save", "event", id, "err", rerr)
+			}
+			return unlaid.problem(id)
+		}
 		if err != nil {
 			return err
 		}
@@ -179,17 +189,26 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		status, action, prev := fiber.StatusOK, "event.update", &old
+		status := fiber.StatusOK
 		if saved.Version == 1 {
-			status, action, prev = fiber.StatusCreated, "event.create", nil
+			status = fiber.StatusCreated
 		}
-		before, after := configDiff(prev, &saved)
-		if prev == nil {
-			s.record(c, action, id, nil, after)
-		} else {
-			s.record(c, action, id, before, after)
-		}
+		s.recordPut(c, id, &old, &saved)
 		return c.Status(status).JSON(out)
+	}
+}
+
+// recordPut writes a save into the audit trail.
+func (s *Server) recordPut(c *fiber.Ctx, id string, old, saved *event.Config) {
+	action, prev := "event.update", old
+	if saved.Version == 1 {
+		action, prev = "event.create", nil
+	}
+	before, after := configDiff(prev, saved)
+	if prev == nil {
+		s.record(c, action, id, nil, after)
+	} else {
+		s.record(c, action, id, before, after)
 	}
 }
 
@@ -228,11 +247,35 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	if err := event.CheckWebhookSchemes(&next, s.cfg.WebhookAllowHTTP); err != nil {
 		return old, event.Config{}, err
 	}
-	// The locks are judged by Redis TIME in the same step as the save, and
-	// stock is laid only for a saved configuration (see claim.Store.LayFor).
+	// The locks are judged by Redis TIME in the same step as the save. A
+	// change of stock holds the buckets and checks them before the save,
+	// and lays the stock after it (see claim.Store.Hold): a refused save
+	// changes nothing, and stock is laid only for a saved configuration.
 	var lock time.Time
 	if exists {
 		lock = event.LockAt(&old, &next)
+	}
+	var hold *claim.Hold
+	if !exists || event.StockChanged(&old, &next) {
+		var from claim.Stock
+		if exists {
+			from = claim.Stock{Buckets: old.Buckets, Units: old.OnSale()}
+		}
+		hold, err = s.deps.Store.Hold(ctx, claim.Restock{Event: id, From: from,
+			To: claim.Stock{Buckets: next.Buckets, Units: next.OnSale()}, Version: old.Version + 1, Lock: lock})
+		if errors.Is(err, claim.ErrLockReached) {
+			if why := event.CheckUpdate(&old, &next, lock); why != nil {
+				return old, event.Config{}, why // names the locked fields
+			}
+		}
+		if err != nil {
+			return old, event.Config{}, saveRefused(id, err)
+		}
+		defer func() {
+			if err := hold.Release(context.WithoutCancel(ctx)); err != nil {
+				s.cfg.Log.Warn("release a save's hold on the stock (it expires by itself)", "event", id, "err", err)
+			}
+		}()
 	}
 	saved, at, err := s.deps.Configs.PutBefore(ctx, next, lock)
 	if errors.Is(err, event.ErrLocked) {
@@ -243,11 +286,9 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	if err != nil {
 		return old, event.Config{}, err
 	}
-	// A new sale, or any save before the start by Redis TIME (which also
-	// repairs a lay that failed after an earlier save).
-	if !exists || at.Before(saved.StartsAt) {
-		if err := s.deps.Store.LayFor(ctx, claim.Sale{ID: id, Buckets: saved.Buckets}, saved.OnSale(), saved.Version, saved.StartsAt); err != nil {
-			return old, event.Config{}, err
+	if hold != nil {
+		if err := hold.Lay(ctx); err != nil {
+			return old, saved, &stockNotLaid{version: saved.Version, err: err}
 		}
 	}
 	return old, saved, nil

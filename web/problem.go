@@ -64,9 +64,9 @@ func titleOf(code string) string {
 		return "Too many requests"
 	case "paused":
 		return "Paused"
-	case "degraded":
+	case "degraded", "stock_not_laid":
 		return "Temporarily unavailable"
-	case "conflict", "locked", "not_configured":
+	case "conflict", "locked", "not_configured", "needs_rebuild":
 		return "Conflict"
 	case "too_large":
 		return "Request body too large"
@@ -125,6 +125,8 @@ func toProblem(err error) (*Problem, bool) {
 		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5), true
 	case errors.Is(err, claim.ErrConfirmed):
 		return problem(fiber.StatusConflict, "conflict", "a confirmed claim cannot be released"), true
+	case errors.Is(err, claim.ErrHoldLost):
+		return retryLater("stock_not_laid", "the change was saved but its stock could not be laid; save again, or rebuild the stock from the saved configuration", 5), true
 	case errors.Is(err, claim.ErrRebuildRunning):
 		return problem(fiber.StatusConflict, "conflict", "a rebuild of this event is already running"), true
 	case errors.Is(err, staff.ErrNotFound):

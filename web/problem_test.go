@@ -43,6 +43,9 @@ var sentinels = []struct {
 	{"claim.ErrSuperseded", claim.ErrSuperseded, http.StatusServiceUnavailable, "paused"},
 	{"claim.ErrConfirmed", claim.ErrConfirmed, http.StatusConflict, "conflict"},
 	{"claim.ErrRebuildRunning", claim.ErrRebuildRunning, http.StatusConflict, "conflict"},
+	{"claim.ErrHeld", claim.ErrHeld, http.StatusConflict, "conflict"},
+	{"claim.ErrLockReached", claim.ErrLockReached, http.StatusConflict, "locked"},
+	{"claim.ErrHoldLost", claim.ErrHoldLost, http.StatusServiceUnavailable, "stock_not_laid"},
 	{"event.ErrNotFound", event.ErrNotFound, http.StatusNotFound, "unknown_event"},
 	{"event.ErrConflict", event.ErrConflict, http.StatusConflict, "conflict"},
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
@@ -91,7 +94,7 @@ func TestErrorMap(t *testing.T) {
 			// An invalid or locked configuration's detail is the event
 			// package's message, written for staff; every other detail is
 			// the map's own text.
-			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked
+			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached
 			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
 				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)
 			}

@@ -51,7 +51,7 @@ type (
 	claimStore interface {
 		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
 		Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
-		LayFor(ctx context.Context, sale claim.Sale, units int64, version int64, startsAt time.Time) error
+		Hold(ctx context.Context, r claim.Restock) (*claim.Hold, error)
 		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
 	}
 	// pageStore keeps events' waiting-room pages; *event.Store.

@@ -32,7 +32,7 @@ var pins = map[string]struct {
 	"claim/donate.lua":              {1, "6f0805e3015614cabde41c515bdc1fd01aa1210f"},
 	"claim/freeze.lua":              {1, "68e51f517acd4b6a2474f84266824f646865ee0f"},
 	"claim/lay.lua":                 {1, "1a6d69cbd2a44c183b4651e6754372646c47614d"},
-	"claim/layfor.lua":              {1, "bf99be53366cef1ab87d1a9c831af18a729ec983"},
+	"claim/layfor.lua":              {2, "804665fdbaec569b6b2477104b4b61ebf68ba05c"},
 	"claim/mine.lua":                {1, "742848a9774e3c232a43f3a9fb246ed3722f3167"},
 	"claim/pending.lua":             {1, "f71aa6c142c305721cf307ac43ebfdb164c47c39"},
 	"claim/release.lua":             {2, "d77a964b2d2cc9a4feb49e39357c01b5253d3ab2"},
