@@ -11,9 +11,11 @@ import (
 
 // audit checks a finished sale against the order stream, the orders
 // bucket and Redis: every claim id a client was answered 201/200 for is
-// granted on the stream exactly once (void grants of superseded epochs
-// left out, claim.CountedEvents); units held ≤ supply and no user above
-// the limit on the stream; no confirmed order released.
+// granted on the stream (void grants of superseded epochs left out,
+// claim.CountedEvents; late copies counted once, as every reader does);
+// units held ≤ supply and no user above the limit on the stream; no
+// confirmed order released; every record the sale left decodes
+// (readAll); once the worker caught up, an order for every grant.
 func (ss *sales) audit(ctx context.Context, ev string) {
 	h := ss.h
 	deadline := time.Now().Add(60 * time.Second)
@@ -51,16 +53,18 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 	h.mu.Unlock()
 	ss.checks.Add(int64(len(acked)))
 	for id, u := range acked {
-		if n := grants[id]; n != 1 {
-			h.violateNow(ev, "claim %s of %s was answered 201/200 and is granted %d times on the stream", id, u, n)
+		if grants[id] == 0 {
+			h.violateNow(ev, "claim %s of %s was answered 201/200 and is not granted on the stream", id, u)
 			return
 		}
 	}
-	for id, n := range grants {
-		if n != 1 {
-			h.violateNow(ev, "claim %s granted %d times on the stream", id, n)
-			return
-		}
+	// The stream holds each event at least once: a node stalled past the
+	// duplicate window stores its copy again, and every reader counts
+	// claim ids (README, claim/doc.go). The audit counts them too and
+	// reports the copies.
+	copies := 0
+	for _, n := range grants {
+		copies += n - 1
 	}
 	live := 0
 	for id := range grants {
@@ -131,5 +135,5 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 			h.violateNow(ev, "Redis after the sale: %d held, remaining %d, supply %d", held, tot.Remaining, supply)
 		}
 	}
-	h.note("audit", "sale %s: %d granted on the stream, %d released, %d held, %d acknowledged to clients, %d orders", ev, len(grants), len(released), live, len(acked), len(orders))
+	h.note("audit", "sale %s: %d granted on the stream (%d late copies), %d released, %d held of supply %d, %d acknowledged to clients, %d orders", ev, len(grants), copies, len(released), live, supply, len(acked), len(orders))
 }
