@@ -199,6 +199,7 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 	for _, p := range s.proxies {
 		p.retarget(promoted.Addr())
 	}
+	f.h.promoted()
 	f.h.note("fault", "replica promoted; nodes' Redis moved to it")
 	promotedAt := time.Now()
 	if between != nil {

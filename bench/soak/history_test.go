@@ -71,6 +71,30 @@ type history struct {
 	stop  bool
 
 	sales map[string]*saleBook
+	// promotions are the instants Redis replicas were promoted: joins
+	// answered before one may be lost (asynchronous replication), and
+	// their sequence numbers given again.
+	promotions []time.Time
+	// lostJoins counts positions given twice across a promotion.
+	lostJoins int
+}
+
+// promoted records a replica's promotion.
+func (h *history) promoted() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.promotions = append(h.promotions, time.Now())
+}
+
+// promotedBetween reports whether a replica was promoted in (a, b); h.mu
+// is held.
+func (h *history) promotedBetween(a, b time.Time) bool {
+	for _, p := range h.promotions {
+		if p.After(a) && p.Before(b) {
+			return true
+		}
+	}
+	return false
 }
 
 // saleBook is one sale's account as the clients were told it.
@@ -83,6 +107,7 @@ type saleBook struct {
 	released      map[string]bool            // claim ids a release answered 200 for
 	acked         map[string]string          // every claim id answered 201/200 → user
 	posUser       map[string]string          // lane/position → user
+	posAt         map[string]time.Time       // lane/position → when it was first answered
 	userPos       map[string]int64           // user → position
 	tokenAt       map[string]time.Time       // user → first admission token
 	active        map[string]bool            // default-lane users holding an admission not yet used for a claim
@@ -123,7 +148,7 @@ func (h *history) open(sale string, supply, limit, maxActive int64) {
 	h.sales[sale] = &saleBook{supply: supply, limit: limit, maxActive: maxActive,
 		byKey: map[string]string{}, held: map[string]map[string]bool{}, live: map[string]string{},
 		confirmed: map[string]bool{}, released: map[string]bool{}, acked: map[string]string{},
-		posUser: map[string]string{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{},
+		posUser: map[string]string{}, posAt: map[string]time.Time{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{},
 		finished: map[string]bool{}, inCheckout: map[string]time.Time{}}
 }
 
@@ -160,7 +185,17 @@ func (h *history) record(o op) {
 			// Positions count within a lane; every pass holder shares one.
 			lp := fmt.Sprintf("%s/%d", o.Lane, o.Pos)
 			if u, ok := b.posUser[lp]; ok && u != o.User {
+				if h.promotedBetween(b.posAt[lp], o.At) {
+					// The documented exception (README, failover): the
+					// first join was lost with the old primary, and its
+					// sequence number was given again. Counted, reported.
+					h.lostJoins++
+					return
+				}
 				h.violate(o, "position %d (lane %q) given to %s and to %s", o.Pos, o.Lane, u, o.User)
+			}
+			if _, ok := b.posAt[lp]; !ok {
+				b.posAt[lp] = o.At
 			}
 			if p, ok := b.userPos[o.User]; ok && p != o.Pos {
 				h.violate(o, "%s joined twice with positions %d and %d", o.User, p, o.Pos)

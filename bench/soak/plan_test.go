@@ -41,6 +41,10 @@ type plan struct {
 	// order worker stops 8 s after the start (claims stay pending).
 	passShare, laneShareOf float64
 	stopWorker             time.Duration
+	// lagFrom, when set, is the fraction of the lead at which the replica
+	// of a lagFailover stops copying, and it lags until 0.75 of the lead
+	// (default: from 0.55, for 1.5-3 s).
+	lagFrom float64
 }
 
 // passFrac and laneFrac are the shares of arrivals sent with the pass

@@ -31,12 +31,16 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 	if st.plan.lagFailover && ss.f != nil {
 		// Early-lane members have claimed for a while (the lane started
 		// at half the lead); the replica stops copying now.
-		if !sleep(ctx, time.Until(at(0.55))) {
+		from, lag := 0.55, dur(rnd, 1500*time.Millisecond, 3*time.Second)
+		if st.plan.lagFrom > 0 {
+			from, lag = st.plan.lagFrom, time.Duration((0.75-st.plan.lagFrom)*float64(st.plan.lead))
+		}
+		if !sleep(ctx, time.Until(at(from))) {
 			return
 		}
 		if ss.f.take("redis") {
 			ss.f.count("redis-failover-lagging")
-			err := ss.f.failoverWith(ctx, dur(rnd, 1500*time.Millisecond, 3*time.Second), func() {
+			err := ss.f.failoverWith(ctx, lag, func() {
 				if ss.started(ev, -time.Second) {
 					return
 				}

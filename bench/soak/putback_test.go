@@ -30,7 +30,10 @@ func TestSoakCatchesPutBack(t *testing.T) {
 			plan{passUses: 8, passShare: 0.3, claimTTL: 1800},
 			[]string{"5xx", "does not decode", "recorded no order"}},
 		{"bug 2: a staff save after a failover re-lays stock on a server that lost grants", "putback-bug2.patch",
-			plan{lead: 16 * time.Second, lane: true, laneShareOf: 0.5, passUses: 8, passShare: 0.2, lagFailover: true, claimTTL: 1800},
+			// Every early grant is made while the replica lags: the
+			// promoted server has none (the old code laid stock only on
+			// a bucket with nothing granted).
+			plan{lead: 18 * time.Second, lane: true, laneShareOf: 0.6, lagFailover: true, lagFrom: 0.25, claimTTL: 1800},
 			[]string{"supply"}},
 		{"bug 6: max_active counts pending claims, not people", "putback-bug6.patch",
 			plan{shop: true, stopWorker: 40 * time.Second, claimTTL: 1800},
