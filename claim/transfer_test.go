@@ -29,92 +29,93 @@ func wantStocks(t *testing.T, e *env, ev string, stock, parked []int64) {
 // in turn as a crash would, and lets the recovery sweep finish: units are
 // credited exactly once, never lost, never created.
 func TestTransferSteps(t *testing.T) {
-	e := singleRedis(t)
-	ctx := context.Background()
-	sale := Sale{ID: "xfer", Buckets: 2}
-	lay := func() {
-		t.Helper()
-		e.rdb.FlushAll(ctx)
-		if err := e.store.Lay(ctx, sale, 20); err != nil {
-			t.Fatal(err)
+	eachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		sale := Sale{ID: "xfer", Buckets: 2}
+		lay := func() {
+			t.Helper()
+			e.rdb.FlushAll(ctx)
+			if err := e.store.Lay(ctx, sale, 20); err != nil {
+				t.Fatal(err)
+			}
+			e.rdb.Set(ctx, bucketOf("xfer", 0).stock(), 0, 0) // bucket 0 sold its 10
+			e.rdb.HSet(ctx, bucketOf("xfer", 0).stats(), "granted", 10)
 		}
-		e.rdb.Set(ctx, bucketOf("xfer", 0).stock(), 0, 0) // bucket 0 sold its 10
-		e.rdb.HSet(ctx, bucketOf("xfer", 0).stats(), "granted", 10)
-	}
-	recoverAll := func() int {
-		t.Helper()
-		n, err := e.svc.recoverTransfers(ctx, sale, 0)
-		if err != nil {
-			t.Fatal(err)
+		recoverAll := func() int {
+			t.Helper()
+			n, err := e.svc.recoverTransfers(ctx, sale, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
 		}
-		return n
-	}
 
-	t.Run("whole", func(t *testing.T) {
-		lay()
-		tr, err := e.store.transferOut(ctx, "xfer", 1, 0, 16)
-		if err != nil || tr.N != 5 {
-			t.Fatalf("donate: %+v %v, want 5 units (half of 10)", tr, err)
-		}
-		wantStocks(t, e, "xfer", []int64{0, 5}, []int64{0, 5})
-		if code, err := e.store.transferIn(ctx, "xfer", tr); err != nil || code != acceptCredited {
-			t.Fatalf("accept: %d %v", code, err)
-		}
-		if code, err := e.store.transferIn(ctx, "xfer", tr); err != nil || code != acceptRepeat {
-			t.Fatalf("accept again: %d %v, want a repeat", code, err)
-		}
-		wantStocks(t, e, "xfer", []int64{5, 5}, []int64{0, 5})
-		if err := e.store.transferSettle(ctx, "xfer", tr); err != nil {
-			t.Fatal(err)
-		}
-		wantStocks(t, e, "xfer", []int64{5, 5}, []int64{0, 0})
-		e.totals(t, sale, 20)
-	})
-	t.Run("crash after donate", func(t *testing.T) {
-		lay()
-		if _, err := e.store.transferOut(ctx, "xfer", 1, 0, 3); err != nil {
-			t.Fatal(err)
-		}
-		wantStocks(t, e, "xfer", []int64{0, 7}, []int64{0, 3}) // parked: undersold for a moment
-		e.totals(t, sale, 20)
-		if n := recoverAll(); n != 1 {
-			t.Fatalf("recovered %d transfers, want 1", n)
-		}
-		wantStocks(t, e, "xfer", []int64{3, 7}, []int64{0, 0})
-		if n := recoverAll(); n != 0 {
-			t.Fatalf("recovered %d transfers again, want 0", n)
-		}
-		e.totals(t, sale, 20)
-	})
-	t.Run("crash after accept", func(t *testing.T) {
-		lay()
-		tr, _ := e.store.transferOut(ctx, "xfer", 1, 0, 4)
-		if _, err := e.store.transferIn(ctx, "xfer", tr); err != nil {
-			t.Fatal(err)
-		}
-		recoverAll() // accepts again (a repeat), then settles
-		wantStocks(t, e, "xfer", []int64{4, 6}, []int64{0, 0})
-		e.totals(t, sale, 20)
-	})
-	t.Run("stale generation", func(t *testing.T) {
-		lay()
-		if _, err := e.store.transferOut(ctx, "xfer", 1, 0, 4); err != nil {
-			t.Fatal(err)
-		}
-		// A rebuild ran meanwhile: it re-laid the stock (the parked units
-		// included) and started a new generation.
-		for b := range 2 {
-			e.rdb.Set(ctx, bucketOf("xfer", b).gen(), "42", 0)
-		}
-		recoverAll()
-		wantStocks(t, e, "xfer", []int64{0, 6}, []int64{0, 0}) // never credited twice
-	})
-	t.Run("frozen", func(t *testing.T) {
-		lay()
-		e.rdb.Set(ctx, bucketOf("xfer", 1).frozen(), "rebuild@1", 0)
-		if _, err := e.store.transferOut(ctx, "xfer", 1, 0, 4); !errors.Is(err, ErrPaused) {
-			t.Fatalf("donate on a frozen bucket: %v, want ErrPaused", err)
-		}
+		t.Run("whole", func(t *testing.T) {
+			lay()
+			tr, err := e.store.transferOut(ctx, "xfer", 1, 0, 16)
+			if err != nil || tr.N != 5 {
+				t.Fatalf("donate: %+v %v, want 5 units (half of 10)", tr, err)
+			}
+			wantStocks(t, e, "xfer", []int64{0, 5}, []int64{0, 5})
+			if code, err := e.store.transferIn(ctx, "xfer", tr); err != nil || code != acceptCredited {
+				t.Fatalf("accept: %d %v", code, err)
+			}
+			if code, err := e.store.transferIn(ctx, "xfer", tr); err != nil || code != acceptRepeat {
+				t.Fatalf("accept again: %d %v, want a repeat", code, err)
+			}
+			wantStocks(t, e, "xfer", []int64{5, 5}, []int64{0, 5})
+			if err := e.store.transferSettle(ctx, "xfer", tr); err != nil {
+				t.Fatal(err)
+			}
+			wantStocks(t, e, "xfer", []int64{5, 5}, []int64{0, 0})
+			e.totals(t, sale, 20)
+		})
+		t.Run("crash after donate", func(t *testing.T) {
+			lay()
+			if _, err := e.store.transferOut(ctx, "xfer", 1, 0, 3); err != nil {
+				t.Fatal(err)
+			}
+			wantStocks(t, e, "xfer", []int64{0, 7}, []int64{0, 3}) // parked: undersold for a moment
+			e.totals(t, sale, 20)
+			if n := recoverAll(); n != 1 {
+				t.Fatalf("recovered %d transfers, want 1", n)
+			}
+			wantStocks(t, e, "xfer", []int64{3, 7}, []int64{0, 0})
+			if n := recoverAll(); n != 0 {
+				t.Fatalf("recovered %d transfers again, want 0", n)
+			}
+			e.totals(t, sale, 20)
+		})
+		t.Run("crash after accept", func(t *testing.T) {
+			lay()
+			tr, _ := e.store.transferOut(ctx, "xfer", 1, 0, 4)
+			if _, err := e.store.transferIn(ctx, "xfer", tr); err != nil {
+				t.Fatal(err)
+			}
+			recoverAll() // accepts again (a repeat), then settles
+			wantStocks(t, e, "xfer", []int64{4, 6}, []int64{0, 0})
+			e.totals(t, sale, 20)
+		})
+		t.Run("stale generation", func(t *testing.T) {
+			lay()
+			if _, err := e.store.transferOut(ctx, "xfer", 1, 0, 4); err != nil {
+				t.Fatal(err)
+			}
+			// A rebuild ran meanwhile: it re-laid the stock (the parked units
+			// included) and started a new generation.
+			for b := range 2 {
+				e.rdb.Set(ctx, bucketOf("xfer", b).gen(), "42", 0)
+			}
+			recoverAll()
+			wantStocks(t, e, "xfer", []int64{0, 6}, []int64{0, 0}) // never credited twice
+		})
+		t.Run("frozen", func(t *testing.T) {
+			lay()
+			e.rdb.Set(ctx, bucketOf("xfer", 1).frozen(), "rebuild@1", 0)
+			if _, err := e.store.transferOut(ctx, "xfer", 1, 0, 4); !errors.Is(err, ErrPaused) {
+				t.Fatalf("donate on a frozen bucket: %v, want ErrPaused", err)
+			}
+		})
 	})
 }
 
@@ -123,48 +124,49 @@ func TestTransferSteps(t *testing.T) {
 // units parked by a crashed transfer are not "sold out", and sold out comes
 // only when nothing is left anywhere.
 func TestStealAndSoldOut(t *testing.T) {
-	e := singleRedis(t)
-	ctx := context.Background()
-	const ev = "steal"
-	if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 2}, 6); err != nil {
-		t.Fatal(err)
-	}
-	users := map[int][]string{}
-	for i := 0; len(users[0]) < 8 || len(users[1]) < 8; i++ {
-		u := fmt.Sprint("user", i)
-		users[HomeBucket(u, 2)] = append(users[HomeBucket(u, 2)], u)
-	}
-	claim := func(u string) error {
-		_, err := e.svc.Claim(ctx, Request{Event: ev, User: u, IdemKey: "k", Limit: 1, Buckets: 2})
-		return err
-	}
-	// Bucket 0 sells its 3 units, then its users steal from bucket 1.
-	for _, u := range users[0][:5] {
-		if err := claim(u); err != nil {
-			t.Fatalf("claim %s: %v", u, err)
+	eachRedis(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		const ev = "steal"
+		if err := e.store.Lay(ctx, Sale{ID: ev, Buckets: 2}, 6); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// Park bucket 1's last unit in a transfer whose donor "crashed".
-	tr, err := e.store.transferOut(ctx, ev, 1, 0, 16)
-	if err != nil || tr.N != 1 {
-		t.Fatalf("donate: %+v %v", tr, err)
-	}
-	if err := claim(users[1][0]); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("claim while a unit is parked: %v, want a retryable ErrUnavailable, not sold out", err)
-	}
-	if _, err := e.svc.recoverTransfers(ctx, Sale{ID: ev, Buckets: 2}, 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := claim(users[1][1]); err != nil {
-		t.Fatalf("claim after recovery: %v", err)
-	}
-	if err := claim(users[1][2]); !errors.Is(err, ErrSoldOut) {
-		t.Fatalf("claim with no stock anywhere: %v, want ErrSoldOut", err)
-	}
-	got := e.totals(t, Sale{ID: ev, Buckets: 2}, 6)
-	if got.Granted != 6 || got.Remaining != 0 || got.Parked != 0 {
-		t.Errorf("totals %+v, want 6 granted, nothing left", got)
-	}
+		users := map[int][]string{}
+		for i := 0; len(users[0]) < 8 || len(users[1]) < 8; i++ {
+			u := fmt.Sprint("user", i)
+			users[HomeBucket(u, 2)] = append(users[HomeBucket(u, 2)], u)
+		}
+		claim := func(u string) error {
+			_, err := e.svc.Claim(ctx, Request{Event: ev, User: u, IdemKey: "k", Limit: 1, Buckets: 2})
+			return err
+		}
+		// Bucket 0 sells its 3 units, then its users steal from bucket 1.
+		for _, u := range users[0][:5] {
+			if err := claim(u); err != nil {
+				t.Fatalf("claim %s: %v", u, err)
+			}
+		}
+		// Park bucket 1's last unit in a transfer whose donor "crashed".
+		tr, err := e.store.transferOut(ctx, ev, 1, 0, 16)
+		if err != nil || tr.N != 1 {
+			t.Fatalf("donate: %+v %v", tr, err)
+		}
+		if err := claim(users[1][0]); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("claim while a unit is parked: %v, want a retryable ErrUnavailable, not sold out", err)
+		}
+		if _, err := e.svc.recoverTransfers(ctx, Sale{ID: ev, Buckets: 2}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := claim(users[1][1]); err != nil {
+			t.Fatalf("claim after recovery: %v", err)
+		}
+		if err := claim(users[1][2]); !errors.Is(err, ErrSoldOut) {
+			t.Fatalf("claim with no stock anywhere: %v, want ErrSoldOut", err)
+		}
+		got := e.totals(t, Sale{ID: ev, Buckets: 2}, 6)
+		if got.Granted != 6 || got.Remaining != 0 || got.Parked != 0 {
+			t.Errorf("totals %+v, want 6 granted, nothing left", got)
+		}
+	})
 }
 
 // TestRefillSkipsRefusingDonor: one donor bucket refuses (its server failed

@@ -17,7 +17,8 @@ const StreamName = "ANTEROOM_LIFECYCLE"
 func Subject(ev, typ string) string { return "anteroom.lifecycle." + ev + "." + typ }
 
 // DuplicateWindow is how long JetStream remembers an event id: nodes
-// publishing the same outbox entry do so within milliseconds.
+// publishing the same outbox entry usually do so within milliseconds; a
+// node stalled longer stores a copy again (see the package doc).
 const DuplicateWindow = 2 * time.Minute
 
 // EnsureStream creates or updates the lifecycle stream: limits retention,
