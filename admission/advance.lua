@@ -1,4 +1,4 @@
--- advance.lua v6: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v7: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -32,7 +32,7 @@
 -- is reported held); then np positions present,
 -- np waits (seconds from join to the token, -1 unknown), nc positions that
 -- were granted a claim, nc waits (seconds from the admission token to the
--- grant, -1 unknown), and the rest: positions holding a pending claim. A
+-- grant, -1 unknown), and the rest: position, user of each pending claim. A
 -- wait is tallied when its position is first marked (present, claimed), so
 -- a retried call tallies it once.
 --
@@ -52,7 +52,7 @@
 --
 -- Caps count people: with max_active, F ≤ max_active + n + p − active, where
 -- active = present people whose admission is unexpired and unused, or who
--- hold a pending claim; F − n − p are admitted and not yet present, so
+-- hold a pending claim (each user once); F − n − p are admitted and not yet present, so
 -- they count as active too. In a lottery F ≤ n + units.
 -- Finished positions (KEYS[9]) are neither made active again by a later
 -- token nor counted for a pending claim.
@@ -172,12 +172,21 @@ redis.call('ZREMRANGEBYSCORE', activeset, '-inf', now)
 local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', activeset)
-  for i = cl + 2 * nc, #ARGV do
-    if tonumber(ARGV[i]) >= 4294967296 then
-      -- Another lane's member or a bypass pass (lane * 2^40 + n, 2^50): in
-      -- checkout, and never in this queue's sets.
-      active = active + 1
-    elseif not redis.call('ZSCORE', activeset, ARGV[i]) and redis.call('GETBIT', finishedbits, ARGV[i]) == 0 then
+  -- Pending claims count people, by user: one person however many claims
+  -- they hold, and every bypass pass holder (all at 2^50) is their own.
+  -- A holder whose queue position is active already (counted above) or
+  -- finished is not counted again. Another lane's member or a pass
+  -- (lane * 2^40 + n, 2^50) is never in this queue's sets.
+  local seen = {}
+  for i = cl + 2 * nc, #ARGV - 1, 2 do
+    if tonumber(ARGV[i]) < 4294967296 and (redis.call('ZSCORE', activeset, ARGV[i])
+        or redis.call('GETBIT', finishedbits, ARGV[i]) == 1) then
+      seen[ARGV[i + 1]] = true
+    end
+  end
+  for i = cl + 2 * nc, #ARGV - 1, 2 do
+    if not seen[ARGV[i + 1]] then
+      seen[ARGV[i + 1]] = true
       active = active + 1
     end
   end

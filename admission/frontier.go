@@ -23,8 +23,9 @@
 //   - Caps count people. With max_active, F stops while max_active people
 //     are active: admitted and not yet present (within the grace), present
 //     with an unexpired admission not yet used for a claim, or holding a
-//     pending claim. A lottery's F is at most no-shows + units on sale +
-//     units released, so released units go to the next drawn positions.
+//     pending claim (counted by user: several claims are one person). A
+//     lottery's F is at most no-shows + units on sale + units released,
+//     so released units go to the next drawn positions.
 //   - Admission by checkout capacity: with max_active, the shop may
 //     report a checkout session finished by its admission token's jti
 //     (Frontier.Finish; the node that issued the token maps the jti to the
@@ -52,6 +53,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/luascript"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
@@ -127,9 +129,11 @@ type Step struct {
 	// ClaimedWait holds, for each of Claimed, the seconds from the
 	// admission token to the grant (-1: unknown); nil: all unknown.
 	ClaimedWait []int64
-	// Pending are positions holding a pending claim now (read only when
-	// MaxActive is set).
-	Pending []int64
+	// Pending are the holders of pending claims now, one per claim (read
+	// only when MaxActive is set). They count as people by user: a person
+	// with several pending claims is one, and so is each bypass pass
+	// holder, though all share PassPosition.
+	Pending []claim.Holder
 	// MaxCredit is the most time one step credits to the rate and the
 	// admission clock: after a gap with no step (Redis unreachable, every
 	// node stopped) admission resumes at the rate instead of admitting
@@ -199,14 +203,17 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.HealthChecked {
 		checked = 1
 	}
-	args := make([]any, 0, 14+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
+	args := make([]any, 0, 14+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
 		max(credit.Milliseconds(), 1), checked)
-	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait), s.Pending} {
+	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait)} {
 		for _, p := range ps {
 			args = append(args, p)
 		}
+	}
+	for _, h := range s.Pending {
+		args = append(args, h.Pos, h.User)
 	}
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev), finishedKey(ev), healthKey(ev)}
 	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally, its hold follows the event's health
