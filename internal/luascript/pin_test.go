@@ -24,7 +24,7 @@ var pins = map[string]struct {
 	"admission/passmint.lua":        {1, "f0a0c8e0d0e1db8985bb392b99cc9bde43222ae2"},
 	"admission/passredeem.lua":      {1, "9f13f4e105eb8fbd442154b7ca82dd6f4d558eac"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
-	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
+	"admission/enter.lua":           {2, "db38cc0e8b1701ca04541c02671b5c927b6bcb65"},
 	"admission/advance.lua":         {7, "7bc41162af52f591bc463f61796a4f16517ca90d"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
