@@ -22,7 +22,7 @@ var pins = map[string]struct {
 	"admission/health.lua":          {1, "8ab3cb097b50f00d98befcc60f310d74d4bbb379"},
 	"admission/finish.lua":          {1, "e43df0c2d6dedb796b8126678a6b7529ca3c72ea"},
 	"admission/passmint.lua":        {1, "f0a0c8e0d0e1db8985bb392b99cc9bde43222ae2"},
-	"admission/passredeem.lua":      {1, "9f13f4e105eb8fbd442154b7ca82dd6f4d558eac"},
+	"admission/passredeem.lua":      {2, "48c7430b4cb5a69f1891662fde679e2c2dedc830"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {2, "db38cc0e8b1701ca04541c02671b5c927b6bcb65"},
 	"admission/advance.lua":         {7, "7bc41162af52f591bc463f61796a4f16517ca90d"},
