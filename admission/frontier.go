@@ -153,6 +153,13 @@ type Step struct {
 	// Lane is the index of the lane advanced (see queue/lanes.go): the
 	// script runs unchanged on the lane's own keys. 0 is the default lane.
 	Lane int
+	// Late are held positions (credited no-shows, see Held) whose holder
+	// asked for a token since the last step: with MaxActive they are let
+	// in, oldest first, within the rate and the caps.
+	Late []int64
+	// HeldFrom is the caller's offset in the held log: the reading
+	// carries the entries from there (Reading.HeldLog).
+	HeldFrom int64
 }
 
 // Reading is the state of one event's queue at one Redis instant.
@@ -176,6 +183,12 @@ type Reading struct {
 	// (only with Step.HealthChecked); HealthGen counts the hold's changes.
 	HealthHeld bool
 	HealthGen  int64
+	// HeldLen is the length of the held log and HeldLog its entries from
+	// Step.HeldFrom: q when position q was credited as a no-show under
+	// max_active (held: no token until let in), -q when it was let in or
+	// counted back.
+	HeldLen int64
+	HeldLog []int64
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
@@ -203,11 +216,11 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.HealthChecked {
 		checked = 1
 	}
-	args := make([]any, 0, 14+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
+	args := make([]any, 0, 16+len(s.Late)+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
-		max(credit.Milliseconds(), 1), checked)
-	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait)} {
+		max(credit.Milliseconds(), 1), checked, len(s.Late), max(s.HeldFrom, 0))
+	for _, ps := range [][]int64{s.Late, s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait)} {
 		for _, p := range ps {
 			args = append(args, p)
 		}
@@ -215,16 +228,18 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	for _, h := range s.Pending {
 		args = append(args, h.Pos, h.User)
 	}
+	tag := "ar:{" + ev + "}:"
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev), finishedKey(ev), healthKey(ev)}
 	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally, its hold follows the event's health
-		tag := "ar:{" + ev + "}:l:" + strconv.Itoa(s.Lane) + ":"
+		tag += "l:" + strconv.Itoa(s.Lane) + ":"
 		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed", tag + "fin", healthKey(ev)}
 	}
+	keys = append(keys, tag+"late", tag+"readmit", tag+"heldlog")
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) != 8 {
+	if len(res) < 9 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -237,6 +252,8 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		Active:       res[5],
 		HealthHeld:   res[6] == 1,
 		HealthGen:    res[7],
+		HeldLen:      res[8],
+		HeldLog:      res[9:],
 	}, nil
 }
 
