@@ -1,4 +1,4 @@
--- advance.lua v8: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v9: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -71,8 +71,8 @@
 -- position is counted back (n - 1) and is admitted again, with a new
 -- grace; one who does not come within it is a no-show again.
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
--- health held (0/1), health generation, held log length, then the log's
--- entries from ARGV[16] (at most 4096; "-q" as -q)}.
+-- health held (0/1), health generation, c, held log length, then the
+-- log's entries from ARGV[16] (at most 4096; "-q" as -q)}.
 local frontier, counter, window, presence, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local activeset, tallies, claimedbits, finishedbits, healthhash = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local latereqs, readmitted, heldlog = KEYS[11], KEYS[12], KEYS[13]
@@ -277,7 +277,7 @@ if now >= start then
 end
 redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
-local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), redis.call('LLEN', heldlog)}
+local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), c, redis.call('LLEN', heldlog)}
 for _, e in ipairs(redis.call('LRANGE', heldlog, logfrom, logfrom + 4095)) do
   table.insert(reply, tonumber(e))
 end

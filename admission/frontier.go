@@ -183,6 +183,9 @@ type Reading struct {
 	// (only with Step.HealthChecked); HealthGen counts the hold's changes.
 	HealthHeld bool
 	HealthGen  int64
+	// Checked is the highest position checked for no-shows: every
+	// position at most Checked that never fetched a token is a no-show.
+	Checked int64
 	// HeldLen is the length of the held log and HeldLog its entries from
 	// Step.HeldFrom: q when position q was credited as a no-show under
 	// max_active (held: no token until let in), -q when it was let in or
@@ -239,7 +242,7 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) < 9 {
+	if len(res) < 10 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -252,8 +255,9 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		Active:       res[5],
 		HealthHeld:   res[6] == 1,
 		HealthGen:    res[7],
-		HeldLen:      res[8],
-		HeldLog:      res[9:],
+		Checked:      res[8],
+		HeldLen:      res[9],
+		HeldLog:      res[10:],
 	}, nil
 }
 

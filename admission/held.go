@@ -61,6 +61,13 @@ func (h *heldSet) apply(from, length int64, entries []int64) {
 	h.next = from + int64(len(entries))
 }
 
+// behind reports whether the set has not yet read a log of length n.
+func (h *heldSet) behind(n int64) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.next < n
+}
+
 func (h *heldSet) has(pos int64) bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
@@ -70,9 +77,14 @@ func (h *heldSet) has(pos int64) bool {
 
 // Held reports whether position pos of event ev (default lane) is held:
 // admitted once, credited as a no-show under max_active, and not let in
-// since. A held position must get no admission token. Safe for concurrent
-// use; no Redis.
+// since. A held position must get no admission token. While the node has
+// not yet read the whole held log (for a few ticks after it starts, on a
+// long log; Sale.HeldBehind) every position checked for no-shows counts
+// as held. Safe for concurrent use; no Redis.
 func (s *Snapshots) Held(ev string, pos int64) bool {
+	if sale, ok := s.Get(ev); ok && sale.HeldBehind && pos <= sale.Checked {
+		return true
+	}
 	h, ok := s.held.Load(ev)
 	return ok && h.(*heldSet).has(pos)
 }

@@ -45,6 +45,9 @@ type Sale struct {
 	// Lanes are the views of the event's lanes, in the order of
 	// Config.Lanes (lane index i+1); nil without lanes.
 	Lanes []LaneView
+	// HeldBehind is true while the node has not read the whole held log
+	// (see Held).
+	HeldBehind bool
 }
 
 // LaneView is one node's view of one lane of an event (see event.Lane).
@@ -247,12 +250,13 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	}
 	held.apply(step.HeldFrom, r.HeldLen, r.HeldLog)
 	r.HeldLog = nil // applied; the view need not keep it
+	heldBehind := held.behind(r.HeldLen)
 	lanes, err := s.refreshLanes(ctx, &cfg, step, prev)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes, HeldBehind: heldBehind}
 	if order != nil {
 		sale.Joined = order.Joined()
 	}

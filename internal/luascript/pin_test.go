@@ -25,7 +25,7 @@ var pins = map[string]struct {
 	"admission/passredeem.lua":      {2, "48c7430b4cb5a69f1891662fde679e2c2dedc830"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {2, "db38cc0e8b1701ca04541c02671b5c927b6bcb65"},
-	"admission/advance.lua":         {8, "38e81161c4f67b300fca47595422f5ca33f1204b"},
+	"admission/advance.lua":         {9, "a44f4333184047b6c9394b348f55f151196f6f0b"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
 	"claim/confirm.lua":             {1, "c6788db37239b54e11e79de0e1519b4c299f63c9"},
