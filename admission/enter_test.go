@@ -73,7 +73,7 @@ func TestEnterSafetyNet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rd.Frontier >= 4 {
+		if rd.Frontier >= 4 && rd.Active == 0 { // all three admissions expired (they were a moment apart)
 			if rd.Frontier != 4 {
 				t.Fatalf("frontier %v, want 4", rd.Frontier)
 			}
