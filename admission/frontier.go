@@ -17,6 +17,8 @@
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
+//     With max_active a late no-show is held instead (held.go): no token
+//     until the step lets them in, first, within the rate and the caps.
 //   - F never moves back and never passes the number who joined (with
 //     join shards: who hold a settled position; see queue.Order, which
 //     each node reads from every shard on its tick, ReadOrder).
