@@ -1,4 +1,4 @@
--- advance.lua v6: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v9: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -16,7 +16,11 @@
 -- bitmap (bit = position: granted a claim at least once), KEYS[9] finished
 -- bitmap (bit = position: the shop reported the checkout session finished;
 -- it never counts as active again), KEYS[10] shop health hash (held = 1
--- while the health check fails; see health.lua).
+-- while the health check fails; see health.lua), KEYS[11] late requests
+-- (zset position -> first request, unix ms), KEYS[12] readmitted late
+-- no-shows (zset position -> deadline on the admission clock), KEYS[13]
+-- held log (list: "q" when position q is credited as a no-show under
+-- max_active, "-q" when it is counted back or readmitted).
 -- All keys share the event's hash tag.
 -- ARGV[1] admission start = window end (unix ms), ARGV[2] rate per second,
 -- ARGV[3] 1 when paused or sold out (nobody can be admitted: the admission
@@ -29,10 +33,12 @@
 -- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
 -- ARGV[13] the most time one call credits (ms), ARGV[14] 1 when the sale
 -- follows the shop's health (KEYS[10] held then holds admission too, and
--- is reported held); then np positions present,
+-- is reported held), ARGV[15] nl, ARGV[16] the caller's offset in the held
+-- log; then nl late requests (held no-shows asking to come in), np
+-- positions present,
 -- np waits (seconds from join to the token, -1 unknown), nc positions that
 -- were granted a claim, nc waits (seconds from the admission token to the
--- grant, -1 unknown), and the rest: positions holding a pending claim. A
+-- grant, -1 unknown), and the rest: position, user of each pending claim. A
 -- wait is tallied when its position is first marked (present, claimed), so
 -- a retried call tallies it once.
 --
@@ -52,14 +58,24 @@
 --
 -- Caps count people: with max_active, F ≤ max_active + n + p − active, where
 -- active = present people whose admission is unexpired and unused, or who
--- hold a pending claim; F − n − p are admitted and not yet present, so
+-- hold a pending claim (each user once); F − n − p are admitted and not yet present, so
 -- they count as active too. In a lottery F ≤ n + units.
 -- Finished positions (KEYS[9]) are neither made active again by a later
 -- token nor counted for a pending claim.
+--
+-- Late no-shows are held under max_active: each credited no-show is
+-- logged in KEYS[13], which every node tails (the reply carries the log
+-- from the caller's offset), so status hands a held position no token and
+-- sends a late request instead. Late requests are let in oldest first,
+-- before F moves, only within the rate and the caps: the readmitted
+-- position is counted back (n - 1) and is admitted again, with a new
+-- grace; one who does not come within it is a no-show again.
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
--- health held (0/1), health generation}.
+-- health held (0/1), health generation, c, held log length, then the
+-- log's entries from ARGV[16] (at most 4096; "-q" as -q)}.
 local frontier, counter, window, presence, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local activeset, tallies, claimedbits, finishedbits, healthhash = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local latereqs, readmitted, heldlog = KEYS[11], KEYS[12], KEYS[13]
 local now = now_ms()
 local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -67,6 +83,8 @@ local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARG
 local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 local sharded = tonumber(ARGV[11]) >= 0
 local maxstep = tonumber(ARGV[13])
+local nl, logfrom = tonumber(ARGV[15]), tonumber(ARGV[16])
+local at = 17 + nl -- the first position present
 
 -- Every key is read before anything is written: a key of the wrong type
 -- fails the script here, before a presence mark is set without its
@@ -86,6 +104,9 @@ redis.call('HLEN', tallies)
 redis.call('GETBIT', claimedbits, 0)
 redis.call('GETBIT', finishedbits, 0)
 local hs = redis.call('HMGET', healthhash, 'held', 'gen')
+redis.call('ZCARD', latereqs)
+redis.call('ZCARD', readmitted)
+redis.call('LLEN', heldlog)
 local health = {'0', hs[2] or '0'}
 if ARGV[14] == '1' and hs[1] == '1' then
   health[1] = '1'
@@ -116,18 +137,26 @@ local function tally(pre, s)
   redis.call('HINCRBY', tallies, pre .. ':s', s)
 end
 
-for i = 15, 14 + np do
+for i = at, at + np - 1 do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', presence, pos, 1) == 0 then
     p = p + 1
-    if pos <= c then n = n - 1 end -- credited as a no-show: counted back
+    if pos <= c then
+      -- Credited as a no-show: counted back, unless it was readmitted
+      -- (counted back then).
+      if redis.call('ZREM', readmitted, pos) == 0 then
+        n = n - 1
+        redis.call('RPUSH', heldlog, -pos)
+      end
+      redis.call('ZREM', latereqs, pos)
+    end
     tally('j', ARGV[i + np])
   end
   if maxactive > 0 and redis.call('GETBIT', finishedbits, pos) == 0 then
     redis.call('ZADD', activeset, 'GT', now + ttl, pos)
   end
 end
-local cl = 15 + 2 * np
+local cl = at + 2 * np
 for i = cl, cl + nc - 1 do
   redis.call('ZREM', activeset, ARGV[i]) -- the admission is used
   if redis.call('SETBIT', claimedbits, tonumber(ARGV[i]), 1) == 0 then tally('c', ARGV[i + nc]) end
@@ -160,9 +189,33 @@ if now >= start and now > last then
   if bound > c then
     local upto = math.min(bound, c + maxcheck)
     for q = c + 1, upto do
-      if redis.call('GETBIT', presence, q) == 0 then n = n + 1 end
+      if redis.call('GETBIT', presence, q) == 0 then
+        n = n + 1
+        if maxactive > 0 then redis.call('RPUSH', heldlog, q) end
+      end
     end
     c = upto
+  end
+  -- Readmitted late no-shows who did not come within their new grace are
+  -- no-shows again, and held.
+  for _, q in ipairs(redis.call('ZRANGEBYSCORE', readmitted, '-inf', a)) do
+    redis.call('ZREM', readmitted, q)
+    if redis.call('GETBIT', presence, q) == 0 then
+      n = n + 1
+      redis.call('RPUSH', heldlog, q)
+    end
+  end
+end
+-- A late request counts for a position still held: a credited no-show,
+-- never present, not readmitted.
+if maxactive > 0 then
+  for i = 17, 16 + nl do
+    local q = tonumber(ARGV[i])
+    if q <= c and redis.call('GETBIT', presence, q) == 0 and not redis.call('ZSCORE', readmitted, q) then
+      redis.call('ZADD', latereqs, 'NX', now, q)
+    elseif q <= c and redis.call('GETBIT', presence, q) == 1 then
+      redis.call('RPUSH', heldlog, -q) -- the caller's log was behind the truth
+    end
   end
 end
 
@@ -172,17 +225,44 @@ redis.call('ZREMRANGEBYSCORE', activeset, '-inf', now)
 local active = 0
 if maxactive > 0 then
   active = redis.call('ZCARD', activeset)
-  for i = cl + 2 * nc, #ARGV do
-    if tonumber(ARGV[i]) >= 4294967296 then
-      -- Another lane's member or a bypass pass (lane * 2^40 + n, 2^50): in
-      -- checkout, and never in this queue's sets.
-      active = active + 1
-    elseif not redis.call('ZSCORE', activeset, ARGV[i]) and redis.call('GETBIT', finishedbits, ARGV[i]) == 0 then
+  -- Pending claims count people, by user: one person however many claims
+  -- they hold, and every bypass pass holder (all at 2^50) is their own.
+  -- A holder whose queue position is active already (counted above) or
+  -- finished is not counted again. Another lane's member or a pass
+  -- (lane * 2^40 + n, 2^50) is never in this queue's sets.
+  local seen = {}
+  for i = cl + 2 * nc, #ARGV - 1, 2 do
+    if tonumber(ARGV[i]) < 4294967296 and (redis.call('ZSCORE', activeset, ARGV[i])
+        or redis.call('GETBIT', finishedbits, ARGV[i]) == 1) then
+      seen[ARGV[i + 1]] = true
+    end
+  end
+  for i = cl + 2 * nc, #ARGV - 1, 2 do
+    if not seen[ARGV[i + 1]] then
+      seen[ARGV[i + 1]] = true
       active = active + 1
     end
   end
 end
 
+if now >= start and maxactive > 0 and not hold then
+  -- Held late no-shows first, oldest request first, within the caps. Each
+  -- is an admission the rate pays for: counted back (n - 1), F waits until
+  -- b has paid for it, and no other is let in while that is owed.
+  local room = maxactive + n + p - active - f
+  if units >= 0 then room = math.min(room, n + units - f) end
+  while room >= 1 and b + n - f > 0 do
+    local head = redis.call('ZRANGE', latereqs, 0, 0)[1]
+    if not head then break end
+    redis.call('ZREM', latereqs, head)
+    if redis.call('GETBIT', presence, head) == 0 and not redis.call('ZSCORE', readmitted, head) then
+      n = n - 1
+      room = room - 1
+      redis.call('ZADD', readmitted, a + grace, head)
+      redis.call('RPUSH', heldlog, -tonumber(head))
+    end
+  end
+end
 if now >= start then
   local next = math.min(b + n, joined)
   if units >= 0 then next = math.min(next, n + units) end
@@ -197,4 +277,8 @@ if now >= start then
 end
 redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
-return {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2])}
+local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), c, redis.call('LLEN', heldlog)}
+for _, e in ipairs(redis.call('LRANGE', heldlog, logfrom, logfrom + 4095)) do
+  table.insert(reply, tonumber(e))
+end
+return reply

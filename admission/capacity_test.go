@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/queue"
@@ -154,7 +155,7 @@ func TestMaxActiveCountsOtherLanesClaims(t *testing.T) {
 	f := admission.NewFrontier(rdb)
 	step := admission.Step{
 		Start: time.Now().Add(-time.Second), Rate: 100, Grace: time.Minute, MaxActive: 3, AdmissionTTL: time.Minute,
-		Pending: []int64{queue.Laned(1, 2), admission.PassPosition},
+		Pending: []claim.Holder{{Pos: queue.Laned(1, 2), User: "lane-member"}, {Pos: admission.PassPosition, User: "pass-holder"}},
 	}
 	r, err := f.Advance(ctx, "mixed", step)
 	if err != nil {

@@ -1,9 +1,10 @@
--- enter.lua v1: a safety-net room's join, and its gate's admit-at-once. One
+-- enter.lua v2: a safety-net room's join, and its gate's admit-at-once. One
 -- step: admit at once while nobody waits, fewer than max_active people are
 -- active and the rate allows; otherwise queue first come first served (or,
 -- for the gate, refuse: it keeps no queue entry).
 --
--- KEYS[1] frontier hash (advance.lua's: f, n, p are read; f and p written),
+-- KEYS[1] frontier hash (advance.lua's: f, n, p, c are read; f and p
+-- written),
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
 -- KEYS[4] presence bitmap, KEYS[5] active set (position -> admission
 -- deadline, unix ms), KEYS[6] the user's entry hash shard (join.lua's
@@ -26,8 +27,10 @@
 -- Reply {code, seq, joined (unix s), active}: code 0 admitted now (a new
 -- seq), 1 queued (a new seq), 2 not open yet, 3 ended, 4 an entry still
 -- waiting, 5 an entry admitted and active (or admitted and not yet
--- present), 6 not admitted (admit only). A user whose earlier admission
--- expired (or who was a no-show) gets a new entry: leaving ends the turn.
+-- present, within the grace), 6 not admitted (admit only). A user whose
+-- earlier admission expired, or who was a no-show (admitted, never
+-- present, and checked by advance.lua after the grace: position ≤ c),
+-- gets a new entry: leaving ends the turn.
 local frontier, counter, window, presence, activeset, users, instant = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now = now_ms()
 local user, opens, ends = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -37,7 +40,7 @@ if now < opens then return {2, 0, 0, 0} end
 if now >= ends then return {3, 0, 0, 0} end
 
 -- Read every key before writing (a key of the wrong type fails here).
-local st = redis.call('HMGET', frontier, 'f', 'n', 'p')
+local st = redis.call('HMGET', frontier, 'f', 'n', 'p', 'c')
 local joined = tonumber(redis.call('GET', counter) or '0')
 local w = redis.call('GET', window)
 redis.call('GETBIT', presence, 0)
@@ -46,7 +49,7 @@ local packed = false
 if user ~= '' then packed = redis.call('HGET', users, user) end
 local bk = redis.call('HMGET', instant, 'k', 'kt', 'kf')
 local f, n = tonumber(st[1] or '0'), tonumber(st[2] or '0')
-local p = tonumber(st[3] or '-1')
+local p, checked = tonumber(st[3] or '-1'), tonumber(st[4] or '0')
 if p < 0 then p = redis.call('BITCOUNT', presence) end
 local admitted = math.floor(f)
 
@@ -66,7 +69,7 @@ if packed then
   local joinedAt = math.floor(opens / 1000) + rel
   if seq > admitted then return {4, seq, joinedAt, active} end
   local dl = redis.call('ZSCORE', activeset, seq)
-  if (dl and tonumber(dl) > now) or redis.call('GETBIT', presence, seq) == 0 then
+  if (dl and tonumber(dl) > now) or (seq > checked and redis.call('GETBIT', presence, seq) == 0) then
     return {5, seq, joinedAt, active}
   end
 end

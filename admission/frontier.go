@@ -17,14 +17,17 @@
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
+//     With max_active a late no-show is held instead (held.go): no token
+//     until the step lets them in, first, within the rate and the caps.
 //   - F never moves back and never passes the number who joined (with
 //     join shards: who hold a settled position; see queue.Order, which
 //     each node reads from every shard on its tick, ReadOrder).
 //   - Caps count people. With max_active, F stops while max_active people
 //     are active: admitted and not yet present (within the grace), present
 //     with an unexpired admission not yet used for a claim, or holding a
-//     pending claim. A lottery's F is at most no-shows + units on sale +
-//     units released, so released units go to the next drawn positions.
+//     pending claim (counted by user: several claims are one person). A
+//     lottery's F is at most no-shows + units on sale + units released,
+//     so released units go to the next drawn positions.
 //   - Admission by checkout capacity: with max_active, the shop may
 //     report a checkout session finished by its admission token's jti
 //     (Frontier.Finish; the node that issued the token maps the jti to the
@@ -52,6 +55,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/luascript"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
@@ -127,9 +131,11 @@ type Step struct {
 	// ClaimedWait holds, for each of Claimed, the seconds from the
 	// admission token to the grant (-1: unknown); nil: all unknown.
 	ClaimedWait []int64
-	// Pending are positions holding a pending claim now (read only when
-	// MaxActive is set).
-	Pending []int64
+	// Pending are the holders of pending claims now, one per claim (read
+	// only when MaxActive is set). They count as people by user: a person
+	// with several pending claims is one, and so is each bypass pass
+	// holder, though all share PassPosition.
+	Pending []claim.Holder
 	// MaxCredit is the most time one step credits to the rate and the
 	// admission clock: after a gap with no step (Redis unreachable, every
 	// node stopped) admission resumes at the rate instead of admitting
@@ -149,6 +155,13 @@ type Step struct {
 	// Lane is the index of the lane advanced (see queue/lanes.go): the
 	// script runs unchanged on the lane's own keys. 0 is the default lane.
 	Lane int
+	// Late are held positions (credited no-shows, see Held) whose holder
+	// asked for a token since the last step: with MaxActive they are let
+	// in, oldest first, within the rate and the caps.
+	Late []int64
+	// HeldFrom is the caller's offset in the held log: the reading
+	// carries the entries from there (Reading.HeldLog).
+	HeldFrom int64
 }
 
 // Reading is the state of one event's queue at one Redis instant.
@@ -172,6 +185,15 @@ type Reading struct {
 	// (only with Step.HealthChecked); HealthGen counts the hold's changes.
 	HealthHeld bool
 	HealthGen  int64
+	// Checked is the highest position checked for no-shows: every
+	// position at most Checked that never fetched a token is a no-show.
+	Checked int64
+	// HeldLen is the length of the held log and HeldLog its entries from
+	// Step.HeldFrom: q when position q was credited as a no-show under
+	// max_active (held: no token until let in), -q when it was let in or
+	// counted back.
+	HeldLen int64
+	HeldLog []int64
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
@@ -199,25 +221,30 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.HealthChecked {
 		checked = 1
 	}
-	args := make([]any, 0, 14+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
+	args := make([]any, 0, 16+len(s.Late)+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
-		max(credit.Milliseconds(), 1), checked)
-	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait), s.Pending} {
+		max(credit.Milliseconds(), 1), checked, len(s.Late), max(s.HeldFrom, 0))
+	for _, ps := range [][]int64{s.Late, s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait)} {
 		for _, p := range ps {
 			args = append(args, p)
 		}
 	}
+	for _, h := range s.Pending {
+		args = append(args, h.Pos, h.User)
+	}
+	tag := "ar:{" + ev + "}:"
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev), finishedKey(ev), healthKey(ev)}
 	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally, its hold follows the event's health
-		tag := "ar:{" + ev + "}:l:" + strconv.Itoa(s.Lane) + ":"
+		tag += "l:" + strconv.Itoa(s.Lane) + ":"
 		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed", tag + "fin", healthKey(ev)}
 	}
+	keys = append(keys, tag+"late", tag+"readmit", tag+"heldlog")
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) != 8 {
+	if len(res) < 10 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -230,6 +257,9 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		Active:       res[5],
 		HealthHeld:   res[6] == 1,
 		HealthGen:    res[7],
+		Checked:      res[8],
+		HeldLen:      res[9],
+		HeldLog:      res[10:],
 	}, nil
 }
 

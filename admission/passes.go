@@ -25,6 +25,7 @@ import (
 // Keys, all on the event's hash tag:
 //
 //	ar:{ev}:pass:<id>  hash: id, exp, uses, used, by, at, note, revoked, revoked_by
+//	ar:{ev}:pass:<id>:users  set of the users who redeemed it (a use is one person)
 //	ar:{ev}:passes     set of the event's pass ids
 //	ar:{ev}:passcount  hash: minted, redeemed, revoked, refused
 //
@@ -93,6 +94,11 @@ func NewPasses(rdb passStore) *Passes {
 func passKey(ev, id string) string { return "ar:{" + ev + "}:pass:" + id }
 func passSetKey(ev string) string  { return "ar:{" + ev + "}:passes" }
 
+// redeemKeys are passredeem.lua's keys for pass id of event ev.
+func (p *Passes) redeemKeys(ev, id string) []string {
+	return []string{passKey(ev, id), PassCountsKey(ev), passKey(ev, id) + ":users"}
+}
+
 // PassCountsKey names the Redis hash of event ev's pass counters (fields
 // minted, redeemed, revoked, refused; integers; absent means 0).
 func PassCountsKey(ev string) string { return "ar:{" + ev + "}:passcount" }
@@ -110,16 +116,18 @@ func (p *Passes) Mint(ctx context.Context, ev string, r PassRecord) error {
 	return nil
 }
 
-// Redeem spends one use of pass id of event ev and returns how many uses
-// it has had. ErrPassUnknown, ErrPassRevoked or ErrPassUsedUp refuse it
-// (counted as refused).
-func (p *Passes) Redeem(ctx context.Context, ev, id string) (int, error) {
-	res, err := p.redeem.Run(ctx, p.rdb, []string{passKey(ev, id), PassCountsKey(ev)}, 0).Int64Slice()
+// Redeem spends one use of pass id of event ev for user and returns how
+// many uses it has had. A use is one person: redeeming again as a user who
+// redeemed it before (a retry after a lost answer) spends nothing and
+// succeeds, unless the pass was revoked since. ErrPassUnknown,
+// ErrPassRevoked or ErrPassUsedUp refuse it (counted as refused).
+func (p *Passes) Redeem(ctx context.Context, ev, id, user string) (int, error) {
+	res, err := p.redeem.Run(ctx, p.rdb, p.redeemKeys(ev, id), 0, user).Int64Slice()
 	if err != nil || len(res) != 2 {
 		return 0, fmt.Errorf("pass redeem %s: %v %w", ev, res, err)
 	}
 	switch res[0] {
-	case 0:
+	case 0, 5:
 		return int(res[1]), nil
 	case 1:
 		return 0, ErrPassUnknown
@@ -133,7 +141,7 @@ func (p *Passes) Redeem(ctx context.Context, ev, id string) (int, error) {
 // Refused counts a refusal decided before Redis (a genuine pass of event
 // ev that expired).
 func (p *Passes) Refused(ctx context.Context, ev, id string) error {
-	if err := p.redeem.Run(ctx, p.rdb, []string{passKey(ev, id), PassCountsKey(ev)}, 1).Err(); err != nil {
+	if err := p.redeem.Run(ctx, p.rdb, p.redeemKeys(ev, id), 1, "").Err(); err != nil {
 		return fmt.Errorf("pass refused %s: %w", ev, err)
 	}
 	return nil

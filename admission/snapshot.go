@@ -45,6 +45,9 @@ type Sale struct {
 	// Lanes are the views of the event's lanes, in the order of
 	// Config.Lanes (lane index i+1); nil without lanes.
 	Lanes []LaneView
+	// HeldBehind is true while the node has not read the whole held log
+	// (see Held).
+	HeldBehind bool
 }
 
 // LaneView is one node's view of one lane of an event (see event.Lane).
@@ -87,6 +90,9 @@ type Snapshots struct {
 	present  map[string]map[int64]int64
 	claimed  map[string]map[int64]int64
 	sessions map[string]map[string]int64 // event -> jti -> position
+	late     map[string]map[int64]int64  // held positions asking to come in (LateShow)
+
+	held sync.Map // event -> *heldSet
 }
 
 // Clock is a node's clock as Snapshots uses it (a *clock.Clock): Now for
@@ -234,6 +240,9 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	}
 	step.Present, step.PresentWait = s.take(&s.present, id)
 	step.Claimed, step.ClaimedWait = s.take(&s.claimed, id)
+	held := s.heldOf(id)
+	step.HeldFrom = held.offset()
+	step.Late, _ = s.take(&s.late, id)
 	r, err := s.frontier.Advance(ctx, id, step)
 	if err == nil && s.clock != nil {
 		s.clock.Observe(sent, s.clock.Local(), r.ServerTime)
@@ -241,14 +250,18 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 	if err != nil {
 		s.putBack(&s.present, id, step.Present, step.PresentWait)
 		s.putBack(&s.claimed, id, step.Claimed, step.ClaimedWait)
+		s.putBack(&s.late, id, step.Late, nil)
 		return nil, err
 	}
+	held.apply(step.HeldFrom, r.HeldLen, r.HeldLog)
+	r.HeldLog = nil // applied; the view need not keep it
+	heldBehind := held.behind(r.HeldLen)
 	lanes, err := s.refreshLanes(ctx, &cfg, step, prev)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes}
+	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes, HeldBehind: heldBehind}
 	if order != nil {
 		sale.Joined = order.Joined()
 	}

@@ -23,15 +23,24 @@ type Live struct {
 	Stock []int64
 	// Released counts units released back to stock since the sale began.
 	Released int64
-	// Pending are the positions holding a pending claim (read only when
-	// asked for), at most MaxPendingRead per bucket.
-	Pending []int64
+	// Pending are the pending claims' holders, one per claim (read only
+	// when asked for), at most MaxPendingRead per bucket: a person holding
+	// several claims appears several times.
+	Pending []Holder
 	// Known is false while some bucket's stock is not what it will be: a
 	// staff save holds it or a rebuild froze it, or it was never laid (a
 	// new event whose configuration is saved and whose stock is not laid
 	// yet, or a server that lost it). Stock that is not known is not
 	// gone: a sale is never judged sold out from it.
 	Known bool
+}
+
+// Holder is who holds one pending claim: the admission position the claim
+// was made with and the user. Every bypass pass holder has the same
+// position, so only the user names a person.
+type Holder struct {
+	Pos  int64
+	User string
 }
 
 // Live reads each of sale's buckets' stock and released count in one pipelined round
@@ -71,11 +80,29 @@ func (s *Store) Live(ctx context.Context, sale Sale, pending bool) (Live, error)
 	}
 	for b := range sale.Buckets {
 		k := bucketOf(sale.ID, b)
-		ps, err := s.lua.pending.Run(ctx, s.rdb, []string{k.expiry(), k.records()}, MaxPendingRead).Int64Slice()
+		res, err := s.lua.pending.Run(ctx, s.rdb, []string{k.expiry(), k.records()}, MaxPendingRead).Slice()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return Live{}, fmt.Errorf("pending %s/%d: %w", sale.ID, b, err)
 		}
-		l.Pending = append(l.Pending, ps...)
+		if l.Pending, err = appendHolders(l.Pending, res); err != nil {
+			return Live{}, fmt.Errorf("pending %s/%d: %w", sale.ID, b, err)
+		}
 	}
 	return l, nil
+}
+
+// appendHolders appends pending.lua's reply (position, user, …) to hs.
+func appendHolders(hs []Holder, res []any) ([]Holder, error) {
+	if len(res)%2 != 0 {
+		return hs, fmt.Errorf("unexpected reply of %d values", len(res))
+	}
+	for i := 0; i < len(res); i += 2 {
+		pos, ok1 := res[i].(int64)
+		user, ok2 := res[i+1].(string)
+		if !ok1 || !ok2 {
+			return hs, fmt.Errorf("unexpected reply %v %v", res[i], res[i+1])
+		}
+		hs = append(hs, Holder{Pos: pos, User: user})
+	}
+	return hs, nil
 }

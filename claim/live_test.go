@@ -56,9 +56,10 @@ func TestLive(t *testing.T) {
 			for _, n := range l.Stock {
 				left += n
 			}
-			slices.Sort(l.Pending)
-			if left != 35 || l.Released != 1 || !slices.Equal(l.Pending, []int64{1, 3, 4, 6}) {
-				t.Fatalf("stock %v (sum %d), released %d, pending %v; want 35, 1, [1 3 4 6]", l.Stock, left, l.Released, l.Pending)
+			slices.SortFunc(l.Pending, func(a, b Holder) int { return int(a.Pos - b.Pos) })
+			want := []Holder{{1, "u1"}, {3, "u3"}, {4, "u4"}, {6, "u6"}}
+			if left != 35 || l.Released != 1 || !slices.Equal(l.Pending, want) {
+				t.Fatalf("stock %v (sum %d), released %d, pending %v; want 35, 1, %v", l.Stock, left, l.Released, l.Pending, want)
 			}
 			if l, err = s.Live(ctx, sale, false); err != nil || l.Pending != nil {
 				t.Fatalf("without pending: %v %v", l.Pending, err)

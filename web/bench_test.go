@@ -31,6 +31,7 @@ type benchSales struct {
 func (f benchSales) Get(id string) (*admission.Sale, bool)              { return f.get(id) }
 func (f benchSales) PresentAfter(ev string, pos int64, _ time.Duration) { f.present(ev, pos) }
 func (f benchSales) ClaimedAfter(string, int64, time.Duration)          {}
+func (f benchSales) Held(string, int64) bool                            { return false }
 
 // benchTickets is a hand-written fake of the ticket verifier that accepts
 // one ticket without any cryptography, to show what verification costs.

@@ -26,7 +26,7 @@ import (
 // (*admission.Passes).
 type passStore interface {
 	Mint(ctx context.Context, ev string, r admission.PassRecord) error
-	Redeem(ctx context.Context, ev, id string) (int, error)
+	Redeem(ctx context.Context, ev, id, user string) (int, error)
 	Refused(ctx context.Context, ev, id string) error
 	Revoke(ctx context.Context, ev, id, by string, at time.Time) (before, after admission.PassRecord, err error)
 	List(ctx context.Context, ev string) ([]admission.PassRecord, error)
@@ -189,7 +189,7 @@ func (s *Server) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string
 	if !now.Before(cfg.EndsAt) {
 		return problem(fiber.StatusForbidden, "not_open", "the sale has ended")
 	}
-	used, err := s.deps.Passes.Redeem(ctx, cfg.ID, ps.ID)
+	used, err := s.deps.Passes.Redeem(ctx, cfg.ID, ps.ID, user)
 	if errors.Is(err, admission.ErrPassUnknown) {
 		// On redemption an unknown pass is one this sale never minted.
 		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale")

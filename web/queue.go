@@ -126,6 +126,20 @@ func (s *Server) status(c *fiber.Ctx) error {
 		// In a safety-net room an admission ends: leaving ends the turn.
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
 	}
+	if d.State == admission.Admitted && cfg.MaxActive > 0 && d.Lane == 0 && s.deps.Sales.Held(cfg.ID, d.Position) {
+		// A late no-show: a token now would put one more person in
+		// checkout than max_active. In a room the turn has ended; in a
+		// sale they wait until the frontier lets them in. While the node
+		// still reads the held log it cannot tell: ask again shortly.
+		switch {
+		case sale.HeldBehind:
+		case cfg.IsSafetyNet():
+			return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
+		default:
+			s.deps.Sales.LateShow(cfg.ID, d.Position)
+		}
+		d.State, d.Ahead, d.ETA, d.PollAfter = admission.Waiting, 0, 0, admission.MinPoll
+	}
 	if d.State == admission.Admitted {
 		pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
 		tok, a, err := s.deps.Admitter.Issue(cfg.ID, t.User, pos, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)

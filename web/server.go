@@ -31,6 +31,8 @@ type (
 		PresentAfter(ev string, pos int64, waited time.Duration)
 		ClaimedAfter(ev string, pos int64, waited time.Duration)
 		Session(ev, jti string, pos int64)
+		Held(ev string, pos int64) bool
+		LateShow(ev string, pos int64)
 		All() []*admission.Sale
 	}
 	joiner interface {

@@ -164,3 +164,37 @@ func TestBypassPasses(t *testing.T) {
 		t.Errorf("audit: %v %s", actions, au.Raw)
 	}
 }
+
+// TestPassRedeemRetried: a join that redeems a pass and whose answer is
+// lost is retried by the same user: the retry answers the admission again
+// and spends no second use (a pass of one use would otherwise refuse its
+// own holder as used up). Another user still finds the pass used up.
+func TestPassRedeemRetried(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "drop", openSale(5, 1, 30*time.Minute, 0, 1))
+	a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/drop/passes", map[string]string{"Authorization": "Bearer " + n.AdminToken}, []byte(`{"uses":1}`))
+	if a.Status != http.StatusCreated {
+		t.Fatalf("mint: %d %s", a.Status, a.Raw)
+	}
+	pass := nodetest.Str(a.Body, "pass")
+	redeem := func(user string) nodetest.Answer {
+		t.Helper()
+		return join(t, n, "drop", map[string]string{"X-User-ID": user, tokens.PassHeader: pass})
+	}
+	for i := range 2 { // the first answer is lost; the client retries
+		got := redeem("alice")
+		if got.Status != http.StatusOK || nodetest.Str(got.Body, "admission_token") == "" || got.Body["pass_used"] != float64(1) {
+			t.Fatalf("alice's redeem %d: %d %s, want admitted, 1 use spent", i+1, got.Status, got.Raw)
+		}
+	}
+	problemOK(t, redeem("bob"), http.StatusForbidden, "pass_used_up")
+	c, err := admission.NewPasses(r.Client(t)).Counts(context.Background(), "drop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Redeemed != 1 || c.Refused != 1 {
+		t.Fatalf("counts %+v, want 1 redeemed (alice, once) and 1 refused (bob)", c)
+	}
+}
