@@ -1,11 +1,11 @@
--- advance.lua v6: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v7: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
 -- KEYS[1] frontier hash: b = admissions paid for by the rate, n = no-shows
 --         credited (net of those counted back), c = positions checked for
 --         no-shows, g = highest position admitted at least the grace ago,
---         t = last advance (unix ms), a = admission clock (ms of time not
+--         t = last advance (unix ms; 0 before the start), a = admission clock (ms of time not
 --         held since the start), f = frontier, h = last F pushed to the
 --         history, p = positions ever present
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
@@ -92,13 +92,20 @@ if ARGV[14] == '1' and hs[1] == '1' then
   hold = true
 end
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
-local last = tonumber(st[4] or tostring(start))
+local last = tonumber(st[4] or '0')
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
 -- A frontier written before the admission clock existed has wall-clock
 -- history samples: its clock starts at the last advance, which they match.
 -- Likewise its present count is the bitmap's, counted once.
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
 if p < 0 then p = redis.call('BITCOUNT', presence) end
+-- The last advance is never before the start: a start moved later gives no
+-- catch-up step counted from the old one. Before the start t is stored as
+-- 0 (no advance yet), so a start moved earlier is not waited for; a t
+-- ahead of now that nothing was credited from (a = 0) is the old start an
+-- earlier version stored before the start, not an advance.
+if a == 0 and last > now then last = 0 end
+last = math.max(last, start)
 
 -- tally adds a wait of s seconds to histogram pre (j: join to admission
 -- token, c: admission token to claim): field pre:<bound> for the first
@@ -195,6 +202,7 @@ if now >= start then
     h = math.floor(f)
   end
 end
+if now < start then last = 0 end
 redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
 return {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2])}

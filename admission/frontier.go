@@ -17,6 +17,9 @@
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
+//   - Admission starts at the start as the step passes it (Step.Start):
+//     staff who move the start earlier get admission from the new start,
+//     and moving it later gives no step counted from the old one.
 //   - F never moves back and never passes the number who joined (with
 //     join shards: who hold a settled position; see queue.Order, which
 //     each node reads from every shard on its tick, ReadOrder).

@@ -25,7 +25,7 @@ var pins = map[string]struct {
 	"admission/passredeem.lua":      {1, "9f13f4e105eb8fbd442154b7ca82dd6f4d558eac"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
-	"admission/advance.lua":         {6, "d457807bf9e96ddac21e9d3f98288150e3978e8e"},
+	"admission/advance.lua":         {7, "7c831678b1e76e463439355e502f0f2a0a6a15dd"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
 	"claim/confirm.lua":             {1, "c6788db37239b54e11e79de0e1519b4c299f63c9"},
