@@ -90,6 +90,12 @@ const (
 	// MaxJoinShards bounds JoinShards; a status answer costs O(S).
 	MaxJoinShards = 256
 	MaxRate       = 1_000_000
+	// MaxShardedSpan bounds how long a queue of join shards (JoinShards >
+	// 1) takes joins, from prequeue_opens_at to JoinEnd: a join shard
+	// orders its later joiners by their arrival second, which its user
+	// entries hold up to 2^22 − 1 (48.5 days; queue.MaxShardedSpan, whose
+	// join refuses any later join).
+	MaxShardedSpan = (1<<22 - 1) * time.Second
 )
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -208,6 +214,8 @@ func (c *Config) Validate() error {
 		return bad("buckets must not exceed the units for sale")
 	case c.JoinShards < 1 || c.JoinShards > MaxJoinShards:
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)
+	case c.JoinShards > 1 && c.JoinEnd().Sub(c.PrequeueOpensAt) > MaxShardedSpan:
+		return bad("with join_shards above 1, joining (prequeue_opens_at to ends_at) must last at most %d seconds", int64(MaxShardedSpan/time.Second))
 	}
 	if err := c.validateWebhooks(); err != nil {
 		return err

@@ -36,6 +36,11 @@ func TestValidate(t *testing.T) {
 		{"too many buckets", func(c *Config) { c.Buckets = 101 }, "buckets"},
 		{"no join shards", func(c *Config) { c.JoinShards = -1 }, "join_shards"},
 		{"too many join shards", func(c *Config) { c.JoinShards = MaxJoinShards + 1 }, "join_shards"},
+		{"sharded joining past the span", func(c *Config) {
+			c.JoinShards, c.PrequeueOpensAt = 2, c.EndsAt.Add(-MaxShardedSpan-time.Second)
+		}, "at most 4194303 seconds"},
+		{"sharded joining at the span", func(c *Config) { c.JoinShards, c.PrequeueOpensAt = 2, c.EndsAt.Add(-MaxShardedSpan) }, ""},
+		{"one slot past the span", func(c *Config) { c.PrequeueOpensAt = c.EndsAt.Add(-MaxShardedSpan - time.Second) }, ""},
 		{"short admission", func(c *Config) { c.AdmissionTTLSeconds = 1 }, "admission_ttl"},
 	}
 	for _, tc := range cases {

@@ -82,7 +82,8 @@ type Times struct {
 // Join gives user a sequence number in event ev, or returns the one they
 // already have. Redis TIME decides, so nodes with skewed clocks agree. It
 // returns ErrNotOpen before the queue opens and ErrClosed after joining ends
-// (a user who joined earlier still gets their entry back).
+// or, with shards, more than MaxShardedSpan after the opening (a user who
+// joined earlier still gets their entry back).
 //
 // With S > 1 shards the user's entry is on shard ShardOf(user, S), so a
 // repeated join finds it there; Seq and Window are the shard's own.

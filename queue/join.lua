@@ -1,4 +1,4 @@
--- join.lua v3: give each of n users one sequence number in an event's queue,
+-- join.lua v4: give each of n users one sequence number in an event's queue,
 -- or in one join shard of a queue spread over S > 1 shards (see Order),
 -- exactly as n calls for one user each, run one after another at one
 -- instant, would (concurrent joins share a call: see joinBatcher).
@@ -10,8 +10,13 @@
 -- All keys share one hash tag: the event's, the lane's or the join shard's.
 -- ARGV[1] queue opens, ARGV[2] window end, ARGV[3] join end (unix ms),
 -- ARGV[4] 1 for a join shard, ARGV[4+i] user i.
--- Packed entry: seq * 2^22 + seconds since the queue opened (capped), so a
--- repeated join rebuilds the very same ticket from one small integer.
+-- Packed entry: seq * 2^22 + seconds since the queue opened, so a repeated
+-- join rebuilds the very same ticket from one small integer. The seconds
+-- hold 2^22 - 1 (48.5 days): on one slot, where the position is seq, a
+-- later join's second saturates there (only its ticket's iat is late); a
+-- join shard, whose later joiners are ordered by their second, refuses a
+-- join past it (code 3; event validation keeps a sharded queue's joining
+-- within it: queue.MaxShardedSpan).
 -- Reply: four entries per user, {code, seq, joined_s, W}: code 0 new,
 -- 1 existing, 2 not open yet, 3 joining has ended, -1 the user's bucket
 -- could not be read (seq is Redis's error). W (a shard's W_s) is -1 while
@@ -29,7 +34,7 @@ if not w and now >= wend then
 end
 w = tonumber(w or '-1')
 
-local rel = math.min(math.floor((now - opens) / 1000), 4194303)
+local rel = math.floor((now - opens) / 1000)
 local lastrel -- the seconds list's last second, once read
 local out = {}
 local function reply(code, seq, joined)
@@ -48,11 +53,11 @@ for i = 5, #ARGV do
     reply(1, (packed - r) / 4194304, base + r)
   elseif now < opens then
     reply(2, 0, 0)
-  elseif now >= jend then
+  elseif now >= jend or (sharded and rel > 4194303) then
     reply(3, 0, 0)
   else
     local seq = redis.call('INCR', counter)
-    local r = rel
+    local r = math.min(rel, 4194303)
     if sharded and w >= 0 then
       -- A later joiner of a shard: the seconds list says where each
       -- second starts. Its seconds never go back, even if this server's

@@ -13,6 +13,13 @@ import (
 //go:embed readshard.lua
 var readShardLua string
 
+// MaxShardedSpan is the longest a queue of join shards takes joins after it
+// opens: a shard's user entry holds the arrival second (which orders its
+// later joiners) up to 2^22 − 1. A shard refuses a join past it
+// (ErrClosed), never handing out a ticket no position follows; an event's
+// validation keeps its joining within it (event.MaxShardedSpan).
+const MaxShardedSpan = (1<<22 - 1) * time.Second
+
 // ShardOf returns the join shard of user in a queue of S shards:
 // FNV-1a-32(user bytes) mod S, 0 when S <= 1. Anyone holding a ticket can
 // recompute it from the ticket's user.

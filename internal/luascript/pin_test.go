@@ -50,7 +50,7 @@ var pins = map[string]struct {
 	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":             {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
-	"queue/join.lua":                {3, "63fb83e4c214063d00c8a606e17870c72afb89ac"},
+	"queue/join.lua":                {4, "3e25c839f08d73901f85adc456d0dc3bc8ab7f33"},
 	"queue/readshard.lua":           {2, "fb2683d66c15bfa1e89d673c665a3c099730fc01"},
 }
 
