@@ -1,4 +1,4 @@
--- advance.lua v7: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v8: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -29,7 +29,11 @@
 -- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
 -- ARGV[13] the most time one call credits (ms), ARGV[14] 1 when the sale
 -- follows the shop's health (KEYS[10] held then holds admission too, and
--- is reported held); then np positions present,
+-- is reported held); ARGV[15] the Redis TIME (unix ms) until which the
+-- caller's view of the sale may act (0: no bound; after it the call is
+-- refused before any write, 'anteroom: stale view': a view a staff save
+-- overtook never starts admission or freezes a window at a start the store
+-- no longer has; see event.MaxViewAge); then np positions present,
 -- np waits (seconds from join to the token, -1 unknown), nc positions that
 -- were granted a claim, nc waits (seconds from the admission token to the
 -- grant, -1 unknown), and the rest: positions holding a pending claim. A
@@ -67,6 +71,8 @@ local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARG
 local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 local sharded = tonumber(ARGV[11]) >= 0
 local maxstep = tonumber(ARGV[13])
+local viewend = tonumber(ARGV[15])
+if viewend > 0 and now >= viewend then return redis.error_reply('anteroom: stale view') end
 
 -- Every key is read before anything is written: a key of the wrong type
 -- fails the script here, before a presence mark is set without its
@@ -123,7 +129,7 @@ local function tally(pre, s)
   redis.call('HINCRBY', tallies, pre .. ':s', s)
 end
 
-for i = 15, 14 + np do
+for i = 16, 15 + np do
   local pos = tonumber(ARGV[i])
   if redis.call('SETBIT', presence, pos, 1) == 0 then
     p = p + 1
@@ -134,7 +140,7 @@ for i = 15, 14 + np do
     redis.call('ZADD', activeset, 'GT', now + ttl, pos)
   end
 end
-local cl = 15 + 2 * np
+local cl = 16 + 2 * np
 for i = cl, cl + nc - 1 do
   redis.call('ZREM', activeset, ARGV[i]) -- the admission is used
   if redis.call('SETBIT', claimedbits, tonumber(ARGV[i]), 1) == 0 then tally('c', ARGV[i + nc]) end

@@ -152,7 +152,18 @@ type Step struct {
 	// Lane is the index of the lane advanced (see queue/lanes.go): the
 	// script runs unchanged on the lane's own keys. 0 is the default lane.
 	Lane int
+	// ViewUntil, when set, is the Redis TIME until which the view the step
+	// comes from may act (Sale.ConfigAt + event.MaxViewAge): after it the
+	// script refuses the step (ErrStaleView), before any write, so a view
+	// that a save overtook never starts admission or freezes a window at a
+	// start the store no longer has. Zero: no bound.
+	ViewUntil time.Time
 }
+
+// ErrStaleView is returned for a step or join from a node's view of the
+// configuration older than event.MaxViewAge (by Redis TIME): refresh the
+// view first.
+var ErrStaleView = queue.ErrStaleView
 
 // Reading is the state of one event's queue at one Redis instant.
 type Reading struct {
@@ -202,10 +213,10 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.HealthChecked {
 		checked = 1
 	}
-	args := make([]any, 0, 14+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
+	args := make([]any, 0, 15+2*len(s.Present)+2*len(s.Claimed)+len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
-		max(credit.Milliseconds(), 1), checked)
+		max(credit.Milliseconds(), 1), checked, untilMillis(s.ViewUntil))
 	for _, ps := range [][]int64{s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait), s.Pending} {
 		for _, p := range ps {
 			args = append(args, p)
@@ -217,6 +228,9 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed", tag + "fin", healthKey(ev)}
 	}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
+	if err != nil && queue.IsStaleView(err) {
+		return Reading{}, fmt.Errorf("advance %s: %w", ev, ErrStaleView)
+	}
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
@@ -234,6 +248,14 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		HealthHeld:   res[6] == 1,
 		HealthGen:    res[7],
 	}, nil
+}
+
+// untilMillis is t in unix ms, 0 for the zero time (no bound).
+func untilMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixMilli(), 1)
 }
 
 func frontierKey(ev string) string { return "ar:{" + ev + "}:adm" }

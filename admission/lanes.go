@@ -39,6 +39,7 @@ func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base St
 		step := Step{
 			Start: l.Start(cfg), Rate: cfg.AdmitRatePerSecond * l.Share, Hold: base.Hold, Grace: base.Grace,
 			AdmissionTTL: base.AdmissionTTL, MaxCredit: base.MaxCredit, HealthChecked: base.HealthChecked, Lane: lane,
+			ViewUntil: base.ViewUntil,
 		}
 		step.Present, step.PresentWait = s.take(&s.present, marks)
 		step.Claimed, step.ClaimedWait = s.take(&s.claimed, marks)

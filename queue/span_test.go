@@ -25,7 +25,7 @@ func TestShardedJoinLongAfterOpening(t *testing.T) {
 	times := queue.Times{Opens: now.Add(-49 * 24 * time.Hour), WindowEnd: now.Add(-48 * 24 * time.Hour), JoinEnd: now.Add(time.Hour), Shards: 2}
 	o := queue.NewOrder(times.Shards, times.Opens)
 	read := func() time.Time { // one read of every shard; the earliest shard TIME
-		reads, err := j.ReadShards(ctx, "long", times.WindowEnd, []int{o.ReadFrom(0), o.ReadFrom(1)})
+		reads, err := j.ReadShards(ctx, "long", times.WindowEnd, time.Time{}, []int{o.ReadFrom(0), o.ReadFrom(1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ var pins = map[string]struct {
 	"admission/passredeem.lua":      {1, "9f13f4e105eb8fbd442154b7ca82dd6f4d558eac"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {1, "d01e2e9ef85d4e9326118b43655226d6519945b4"},
-	"admission/advance.lua":         {7, "7c831678b1e76e463439355e502f0f2a0a6a15dd"},
+	"admission/advance.lua":         {8, "d50d15bed73358656a54db1950291a9ccc4f3cd7"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {1, "d31d6b0b546401088f4e822a28c9442ed97e3054"},
 	"claim/confirm.lua":             {1, "c6788db37239b54e11e79de0e1519b4c299f63c9"},
@@ -41,6 +41,7 @@ var pins = map[string]struct {
 	"claim/settle.lua":              {1, "9bf75999ef26f3db1ddbc8a1b7f0e88846b6333b"},
 	"claim/unfreeze.lua":            {1, "17887d4e144bb27f6f256fb77a0af9d6e7158f85"},
 	"event/page_put.lua":            {1, "fb1eb49fac5f7003588069513a8682ea25759511"},
+	"event/get.lua":                 {1, "209dfc7599cf78997d7c4931c3c09235afd61898"},
 	"event/put.lua":                 {1, "5aeb7569d1025e1f0a887f04cb3c8d06a56a8d1f"},
 	"internal/staff/audit_once.lua": {1, "3795a83a6b7f4a5207affec798f7855c25cd05af"},
 	"internal/staff/blocked.lua":    {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
@@ -50,8 +51,8 @@ var pins = map[string]struct {
 	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":             {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
-	"queue/join.lua":                {4, "3e25c839f08d73901f85adc456d0dc3bc8ab7f33"},
-	"queue/readshard.lua":           {2, "fb2683d66c15bfa1e89d673c665a3c099730fc01"},
+	"queue/join.lua":                {5, "19989c4df060c0deee8e88ab3b7a62f4866ae9c2"},
+	"queue/readshard.lua":           {3, "0ccd05d17c3476bd7a0ae2f8264240987cd3cba3"},
 }
 
 var versionLine = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)
