@@ -58,6 +58,9 @@ func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base St
 			if err != nil {
 				return nil, fmt.Errorf("event %s: seed: %w", cfg.ID, err)
 			}
+			if cfg.LaneSeeds { // the lane's own draw (an event of before: the event's seed)
+				seed = queue.LaneSeed(seed, lane)
+			}
 			if v.Perm, err = queue.NewPermutation(seed, r.Window); err != nil {
 				return nil, fmt.Errorf("event %s lane %s: %w", cfg.ID, l.Name, err)
 			}

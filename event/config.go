@@ -78,6 +78,12 @@ type Config struct {
 	// Seed is the secret that keys the shuffle; never shown before the
 	// window closes. Lowercase hex of 32 bytes.
 	Seed string `json:"seed,omitempty"`
+	// LaneSeeds: each lane draws its window with its own seed derived from
+	// Seed (queue.LaneSeed), so an early lane's positions say nothing of
+	// the default window's draw while it is open. Set when the event is
+	// created (its seed is), never by staff; false for an event created
+	// before, whose lanes draw with Seed itself.
+	LaneSeeds bool `json:"lane_seeds,omitempty"`
 	// SeedCommitment is lowercase hex sha256 of the seed bytes, public from
 	// creation on.
 	SeedCommitment string `json:"seed_commitment"`

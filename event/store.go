@@ -131,6 +131,7 @@ func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config
 		}
 		sum := sha256.Sum256(seed)
 		c.Seed, c.SeedCommitment = hex.EncodeToString(seed), hex.EncodeToString(sum[:])
+		c.LaneSeeds = true
 	}
 	expect := c.Version
 	c.Version++
