@@ -154,16 +154,11 @@ type Step struct {
 	Lane int
 	// ViewUntil, when set, is the Redis TIME until which the view the step
 	// comes from may act (Sale.ConfigAt + event.MaxViewAge): after it the
-	// script refuses the step (ErrStaleView), before any write, so a view
+	// script refuses the step (queue.ErrStaleView), before any write, so a view
 	// that a save overtook never starts admission or freezes a window at a
 	// start the store no longer has. Zero: no bound.
 	ViewUntil time.Time
 }
-
-// ErrStaleView is returned for a step or join from a node's view of the
-// configuration older than event.MaxViewAge (by Redis TIME): refresh the
-// view first.
-var ErrStaleView = queue.ErrStaleView
 
 // Reading is the state of one event's queue at one Redis instant.
 type Reading struct {
@@ -229,7 +224,7 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	}
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil && queue.IsStaleView(err) {
-		return Reading{}, fmt.Errorf("advance %s: %w", ev, ErrStaleView)
+		return Reading{}, fmt.Errorf("advance %s: %w", ev, queue.ErrStaleView)
 	}
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
