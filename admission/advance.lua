@@ -1,11 +1,11 @@
--- advance.lua v9: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v10: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
 -- KEYS[1] frontier hash: b = admissions paid for by the rate, n = no-shows
 --         credited (net of those counted back), c = positions checked for
 --         no-shows, g = highest position admitted at least the grace ago,
---         t = last advance (unix ms), a = admission clock (ms of time not
+--         t = last advance (unix ms; 0 before the start), a = admission clock (ms of time not
 --         held since the start), f = frontier, h = last F pushed to the
 --         history, p = positions ever present
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
@@ -33,9 +33,13 @@
 -- while open), or -1 and -1: read KEYS[2] and freeze KEYS[3] here;
 -- ARGV[13] the most time one call credits (ms), ARGV[14] 1 when the sale
 -- follows the shop's health (KEYS[10] held then holds admission too, and
--- is reported held), ARGV[15] nl, ARGV[16] the caller's offset in the held
--- log; then nl late requests (held no-shows asking to come in), np
--- positions present,
+-- is reported held); ARGV[15] the Redis TIME (unix ms) until which the
+-- caller's view of the sale may act (0: no bound; after it the call is
+-- refused before any write, 'anteroom: stale view': a view a staff save
+-- overtook never starts admission or freezes a window at a start the store
+-- no longer has; see event.MaxViewAge), ARGV[16] nl, ARGV[17] the caller's
+-- offset in the held log; then nl late requests (held no-shows asking to
+-- come in), np positions present,
 -- np waits (seconds from join to the token, -1 unknown), nc positions that
 -- were granted a claim, nc waits (seconds from the admission token to the
 -- grant, -1 unknown), and the rest: position, user of each pending claim. A
@@ -72,7 +76,7 @@
 -- grace; one who does not come within it is a no-show again.
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
 -- health held (0/1), health generation, c, held log length, then the
--- log's entries from ARGV[16] (at most 4096; "-q" as -q)}.
+-- log's entries from ARGV[17] (at most 4096; "-q" as -q)}.
 local frontier, counter, window, presence, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local activeset, tallies, claimedbits, finishedbits, healthhash = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local latereqs, readmitted, heldlog = KEYS[11], KEYS[12], KEYS[13]
@@ -83,8 +87,10 @@ local units, maxactive, ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARG
 local np, nc = tonumber(ARGV[9]), tonumber(ARGV[10])
 local sharded = tonumber(ARGV[11]) >= 0
 local maxstep = tonumber(ARGV[13])
-local nl, logfrom = tonumber(ARGV[15]), tonumber(ARGV[16])
-local at = 17 + nl -- the first position present
+local viewend = tonumber(ARGV[15])
+if viewend > 0 and now >= viewend then return redis.error_reply('anteroom: stale view') end
+local nl, logfrom = tonumber(ARGV[16]), tonumber(ARGV[17])
+local at = 18 + nl -- the first position present
 
 -- Every key is read before anything is written: a key of the wrong type
 -- fails the script here, before a presence mark is set without its
@@ -113,13 +119,20 @@ if ARGV[14] == '1' and hs[1] == '1' then
   hold = true
 end
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
-local last = tonumber(st[4] or tostring(start))
+local last = tonumber(st[4] or '0')
 local f, h, bound = tonumber(st[5] or '0'), tonumber(st[6] or '-1'), tonumber(st[7] or '0')
 -- A frontier written before the admission clock existed has wall-clock
 -- history samples: its clock starts at the last advance, which they match.
 -- Likewise its present count is the bitmap's, counted once.
 local a, p = tonumber(st[8] or st[4] or '0'), tonumber(st[9] or '-1')
 if p < 0 then p = redis.call('BITCOUNT', presence) end
+-- The last advance is never before the start: a start moved later gives no
+-- catch-up step counted from the old one. Before the start t is stored as
+-- 0 (no advance yet), so a start moved earlier is not waited for; a t
+-- ahead of now that nothing was credited from (a = 0) is the old start an
+-- earlier version stored before the start, not an advance.
+if a == 0 and last > now then last = 0 end
+last = math.max(last, start)
 
 -- tally adds a wait of s seconds to histogram pre (j: join to admission
 -- token, c: admission token to claim): field pre:<bound> for the first
@@ -209,7 +222,7 @@ end
 -- A late request counts for a position still held: a credited no-show,
 -- never present, not readmitted.
 if maxactive > 0 then
-  for i = 17, 16 + nl do
+  for i = 18, 17 + nl do
     local q = tonumber(ARGV[i])
     if q <= c and redis.call('GETBIT', presence, q) == 0 and not redis.call('ZSCORE', readmitted, q) then
       redis.call('ZADD', latereqs, 'NX', now, q)
@@ -275,6 +288,7 @@ if now >= start then
     h = math.floor(f)
   end
 end
+if now < start then last = 0 end
 redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
 local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), c, redis.call('LLEN', heldlog)}

@@ -27,7 +27,9 @@ func TestFrontierNoCatchUpBurst(t *testing.T) {
 	}
 	const rate = 100.0
 	f := admission.NewFrontier(rdb)
-	step := admission.Step{Start: time.Now().Add(-time.Millisecond), Rate: rate, Grace: time.Hour}
+	// The window closed a minute ago, so the gap below (10 s) lies after
+	// it: before the start there is no advance to make up.
+	step := admission.Step{Start: time.Now().Add(-time.Minute), Rate: rate, Grace: time.Hour}
 	before, err := f.Advance(ctx, "gap", step)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,9 @@
 //     fetches the token later is counted back: the next admissions wait.
 //     With max_active a late no-show is held instead (held.go): no token
 //     until the step lets them in, first, within the rate and the caps.
+//   - Admission starts at the start as the step passes it (Step.Start):
+//     staff who move the start earlier get admission from the new start,
+//     and moving it later gives no step counted from the old one.
 //   - F never moves back and never passes the number who joined (with
 //     join shards: who hold a settled position; see queue.Order, which
 //     each node reads from every shard on its tick, ReadOrder).
@@ -162,6 +165,12 @@ type Step struct {
 	// HeldFrom is the caller's offset in the held log: the reading
 	// carries the entries from there (Reading.HeldLog).
 	HeldFrom int64
+	// ViewUntil, when set, is the Redis TIME until which the view the step
+	// comes from may act (Sale.ConfigAt + event.MaxViewAge): after it the
+	// script refuses the step (queue.ErrStaleView), before any write, so a view
+	// that a save overtook never starts admission or freezes a window at a
+	// start the store no longer has. Zero: no bound.
+	ViewUntil time.Time
 }
 
 // Reading is the state of one event's queue at one Redis instant.
@@ -221,10 +230,10 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.HealthChecked {
 		checked = 1
 	}
-	args := make([]any, 0, 16+len(s.Late)+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
+	args := make([]any, 0, 17+len(s.Late)+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
-		max(credit.Milliseconds(), 1), checked, len(s.Late), max(s.HeldFrom, 0))
+		max(credit.Milliseconds(), 1), checked, untilMillis(s.ViewUntil), len(s.Late), max(s.HeldFrom, 0))
 	for _, ps := range [][]int64{s.Late, s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait)} {
 		for _, p := range ps {
 			args = append(args, p)
@@ -241,6 +250,9 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	}
 	keys = append(keys, tag+"late", tag+"readmit", tag+"heldlog")
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
+	if err != nil && queue.IsStaleView(err) {
+		return Reading{}, fmt.Errorf("advance %s: %w", ev, queue.ErrStaleView)
+	}
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
@@ -261,6 +273,14 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		HeldLen:      res[9],
 		HeldLog:      res[10:],
 	}, nil
+}
+
+// untilMillis is t in unix ms, 0 for the zero time (no bound).
+func untilMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixMilli(), 1)
 }
 
 func frontierKey(ev string) string { return "ar:{" + ev + "}:adm" }

@@ -39,6 +39,7 @@ func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base St
 		step := Step{
 			Start: l.Start(cfg), Rate: cfg.AdmitRatePerSecond * l.Share, Hold: base.Hold, Grace: base.Grace,
 			AdmissionTTL: base.AdmissionTTL, MaxCredit: base.MaxCredit, HealthChecked: base.HealthChecked, Lane: lane,
+			ViewUntil: base.ViewUntil,
 		}
 		step.Present, step.PresentWait = s.take(&s.present, marks)
 		step.Claimed, step.ClaimedWait = s.take(&s.claimed, marks)
@@ -56,6 +57,9 @@ func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base St
 			seed, err := queue.ParseSeedHex(cfg.Seed)
 			if err != nil {
 				return nil, fmt.Errorf("event %s: seed: %w", cfg.ID, err)
+			}
+			if cfg.LaneSeeds { // the lane's own draw (an event of before: the event's seed)
+				seed = queue.LaneSeed(seed, lane)
 			}
 			if v.Perm, err = queue.NewPermutation(seed, r.Window); err != nil {
 				return nil, fmt.Errorf("event %s lane %s: %w", cfg.ID, l.Name, err)

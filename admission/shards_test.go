@@ -57,7 +57,7 @@ func TestFrontierLeaderlessSharded(t *testing.T) {
 				case <-tick.C:
 				}
 				var err error
-				if order, err = f.ReadOrder(ctx, cfg.ID, cfg, order); err != nil {
+				if order, err = f.ReadOrder(ctx, cfg.ID, cfg, time.Time{}, order); err != nil {
 					t.Error(err)
 					return
 				}

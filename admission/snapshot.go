@@ -17,6 +17,9 @@ import (
 // immutable once published: readers may keep them.
 type Sale struct {
 	Config event.Config
+	// ConfigAt is the Redis TIME at which Config was read (Store.GetAt):
+	// joins and frontier steps act on it until event.MaxViewAge after.
+	ConfigAt time.Time
 	Reading
 	// Perm orders the window once it is frozen (Window > 0).
 	Perm queue.Permutation
@@ -62,7 +65,7 @@ type LaneView struct {
 // configs is what Snapshots needs from the event store.
 type configs interface {
 	IDs(ctx context.Context) ([]string, error)
-	Get(ctx context.Context, id string) (event.Config, error)
+	GetAt(ctx context.Context, id string) (event.Config, time.Time, error)
 }
 
 // stock is what Snapshots needs from the claim store.
@@ -191,10 +194,11 @@ func (s *Snapshots) merge(fresh map[string]*Sale) {
 }
 
 func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sale, error) {
-	cfg, err := s.configs.Get(ctx, id)
+	cfg, seen, err := s.configs.GetAt(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	until := seen.Add(event.MaxViewAge)
 	live, err := s.stock.Live(ctx, claim.SaleOf(cfg), cfg.MaxActive > 0)
 	if err != nil {
 		return nil, err
@@ -210,7 +214,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		if prev != nil {
 			po = prev.Order
 		}
-		if order, err = s.frontier.ReadOrder(ctx, id, &cfg, po); err != nil {
+		if order, err = s.frontier.ReadOrder(ctx, id, &cfg, until, po); err != nil {
 			return nil, err
 		}
 	}
@@ -227,7 +231,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + live.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,
 		Pending: live.Pending, Order: order, MaxCredit: time.Duration(s.credit.Load()),
-		HealthChecked: cfg.HealthChecked(),
+		HealthChecked: cfg.HealthChecked(), ViewUntil: until,
 	}
 	sessions := s.takeSessions(id)
 	if err := s.frontier.recordSessions(ctx, id, sessions, step.AdmissionTTL); err != nil {
@@ -261,7 +265,7 @@ func (s *Snapshots) refreshOne(ctx context.Context, id string, prev *Sale) (*Sal
 		return nil, err
 	}
 	now := s.now()
-	sale := &Sale{Config: cfg, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes, HeldBehind: heldBehind}
+	sale := &Sale{Config: cfg, ConfigAt: seen, Reading: r, Remaining: left, BucketStock: perBucket, SoldOut: soldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes, HeldBehind: heldBehind}
 	if order != nil {
 		sale.Joined = order.Joined()
 	}

@@ -78,6 +78,12 @@ type Config struct {
 	// Seed is the secret that keys the shuffle; never shown before the
 	// window closes. Lowercase hex of 32 bytes.
 	Seed string `json:"seed,omitempty"`
+	// LaneSeeds: each lane draws its window with its own seed derived from
+	// Seed (queue.LaneSeed), so an early lane's positions say nothing of
+	// the default window's draw while it is open. Set when the event is
+	// created (its seed is), never by staff; false for an event created
+	// before, whose lanes draw with Seed itself.
+	LaneSeeds bool `json:"lane_seeds,omitempty"`
 	// SeedCommitment is lowercase hex sha256 of the seed bytes, public from
 	// creation on.
 	SeedCommitment string `json:"seed_commitment"`
@@ -90,6 +96,12 @@ const (
 	// MaxJoinShards bounds JoinShards; a status answer costs O(S).
 	MaxJoinShards = 256
 	MaxRate       = 1_000_000
+	// MaxShardedSpan bounds how long a queue of join shards (JoinShards >
+	// 1) takes joins, from prequeue_opens_at to JoinEnd: a join shard
+	// orders its later joiners by their arrival second, which its user
+	// entries hold up to 2^22 − 1 (48.5 days; queue.MaxShardedSpan, whose
+	// join refuses any later join).
+	MaxShardedSpan = (1<<22 - 1) * time.Second
 )
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -208,6 +220,8 @@ func (c *Config) Validate() error {
 		return bad("buckets must not exceed the units for sale")
 	case c.JoinShards < 1 || c.JoinShards > MaxJoinShards:
 		return bad("join_shards must be between 1 and %d", MaxJoinShards)
+	case c.JoinShards > 1 && c.JoinEnd().Sub(c.PrequeueOpensAt) > MaxShardedSpan:
+		return bad("with join_shards above 1, joining (prequeue_opens_at to ends_at) must last at most %d seconds", int64(MaxShardedSpan/time.Second))
 	}
 	if err := c.validateWebhooks(); err != nil {
 		return err

@@ -36,6 +36,11 @@ func TestValidate(t *testing.T) {
 		{"too many buckets", func(c *Config) { c.Buckets = 101 }, "buckets"},
 		{"no join shards", func(c *Config) { c.JoinShards = -1 }, "join_shards"},
 		{"too many join shards", func(c *Config) { c.JoinShards = MaxJoinShards + 1 }, "join_shards"},
+		{"sharded joining past the span", func(c *Config) {
+			c.JoinShards, c.PrequeueOpensAt = 2, c.EndsAt.Add(-MaxShardedSpan-time.Second)
+		}, "at most 4194303 seconds"},
+		{"sharded joining at the span", func(c *Config) { c.JoinShards, c.PrequeueOpensAt = 2, c.EndsAt.Add(-MaxShardedSpan) }, ""},
+		{"one slot past the span", func(c *Config) { c.PrequeueOpensAt = c.EndsAt.Add(-MaxShardedSpan - time.Second) }, ""},
 		{"short admission", func(c *Config) { c.AdmissionTTLSeconds = 1 }, "admission_ttl"},
 	}
 	for _, tc := range cases {
@@ -110,6 +115,15 @@ func TestCheckUpdate(t *testing.T) {
 		{"join shards before the queue opens", t0.Add(-11 * time.Minute), func(c *Config) { c.JoinShards = 16 }, false},
 		{"join shards once the queue opened", t0.Add(-9 * time.Minute), func(c *Config) { c.JoinShards = 16 }, true},
 		{"pause any time", t0.Add(time.Hour), func(c *Config) { c.Paused = true }, false},
+		// Node views lag by up to MaxViewAge: what they act on locks
+		// LockMargin early.
+		{"start postponed just over the margin before it", t0.Add(-LockMargin - time.Millisecond), func(c *Config) { c.StartsAt = t0.Add(time.Hour) }, false},
+		{"start postponed within the margin", t0.Add(-LockMargin), func(c *Config) { c.StartsAt = t0.Add(time.Hour) }, true},
+		{"start moved to within the margin", t0.Add(-time.Hour), func(c *Config) {
+			c.StartsAt, c.RandomWindowSeconds = t0.Add(-time.Hour+LockMargin-time.Millisecond), 0
+		}, true},
+		{"join shards within the margin of the opening", t0.Add(-10*time.Minute - LockMargin), func(c *Config) { c.JoinShards = 16 }, true},
+		{"opening moved within the margin of it", t0.Add(-10*time.Minute - time.Second), func(c *Config) { c.PrequeueOpensAt = t0.Add(-20 * time.Minute) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

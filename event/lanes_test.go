@@ -58,8 +58,9 @@ func TestValidateLanes(t *testing.T) {
 	}
 }
 
-// TestLanesLockWhenTheQueueOpens: names, order and starts lock once the
-// queue opens (tickets name lanes by index); shares and claims do not.
+// TestLanesLockWhenTheQueueOpens: names, order and starts lock LockMargin
+// before the queue opens (tickets name lanes by index); shares and claims
+// do not.
 func TestLanesLockWhenTheQueueOpens(t *testing.T) {
 	old := valid()
 	old.Lanes = []Lane{{Name: "a", Share: 0.1}, {Name: "b", Share: 0.1}}
@@ -78,8 +79,11 @@ func TestLanesLockWhenTheQueueOpens(t *testing.T) {
 		if err := CheckUpdate(&old, &next, open); !errors.Is(err, ErrLocked) {
 			t.Errorf("%s after the queue opened: got %v, want ErrLocked", name, err)
 		}
-		if err := CheckUpdate(&old, &next, old.PrequeueOpensAt.Add(-time.Second)); err != nil {
+		if err := CheckUpdate(&old, &next, old.PrequeueOpensAt.Add(-LockMargin-time.Second)); err != nil {
 			t.Errorf("%s before the queue opened: %v", name, err)
+		}
+		if err := CheckUpdate(&old, &next, old.PrequeueOpensAt.Add(-time.Second)); !errors.Is(err, ErrLocked) {
+			t.Errorf("%s within LockMargin of the opening: got %v, want ErrLocked", name, err)
 		}
 	}
 	next := old

@@ -44,6 +44,27 @@ func (c *Config) WindowClosed(now time.Time) bool { return !now.Before(c.WindowE
 // ErrLocked wraps every refused change to a field that can no longer change.
 var ErrLocked = errors.New("event: configuration locked")
 
+// Node views lag the store: a node serves joins and steps the frontier from
+// its view of the configuration, read on its last tick. Two bounds keep a
+// view that a save has overtaken from acting on what the store no longer
+// says (freezing a window at an end it no longer has, opening a queue
+// layout it no longer has):
+//
+//   - MaxViewAge: a view acts (a join, a frontier step, a shard read) only
+//     until Redis TIME is MaxViewAge past the read of its configuration
+//     (Store.GetAt); the scripts refuse it after that.
+//   - LockMargin: the changes a view acts on at an instant — the window
+//     (mode, random_window_seconds, starts_at), the opening, join_shards
+//     and the lanes' shape — lock LockMargin before that instant.
+//
+// So a view read before a save acts at the latest MaxViewAge after it,
+// still LockMargin − MaxViewAge (the slack for clock differences between
+// Redis servers) before the instant the save moved.
+const (
+	MaxViewAge = 5 * time.Second
+	LockMargin = 10 * time.Second
+)
+
 // lockRule is one group of fields that can no longer change from an instant
 // on.
 type lockRule struct {
@@ -53,21 +74,23 @@ type lockRule struct {
 }
 
 // lockRules lists the locks a change from old to next touches. The shuffle
-// window (mode, random_window_seconds, starts_at) is locked once it has
-// started — at starts_at — and a change that would close it at once (its
-// new end already passed) is refused too: positions drawn are never redrawn
-// and a window is never cut short. Supply, reserve_units and buckets lock at
-// starts_at (stock is live); the opening time and join_shards once the
-// queue has opened (nobody can join before: the first join comes after).
+// window (mode, random_window_seconds, starts_at) locks LockMargin before
+// it starts — before starts_at — and a change that would close it within
+// LockMargin (its new end that close or passed) is refused too: positions
+// drawn are never redrawn and a window is never cut short. Supply,
+// reserve_units and buckets lock at starts_at (stock is live); the opening
+// time, join_shards and the lanes' shape LockMargin before the queue opens
+// (nobody can join before: the first join comes after).
 func lockRules(old, next *Config) []lockRule {
 	window := next.Mode != old.Mode || next.RandomWindowSeconds != old.RandomWindowSeconds || !next.StartsAt.Equal(old.StartsAt)
+	opens := old.PrequeueOpensAt.Add(-LockMargin)
 	return []lockRule{
-		{window, old.StartsAt, "mode and the window (random_window_seconds, starts_at) cannot change once the sale has started"},
-		{window, next.WindowEnd(), "this change would close the window at once"},
+		{window, old.StartsAt.Add(-LockMargin), "mode and the window (random_window_seconds, starts_at) cannot change from 10 s before the sale starts"},
+		{window, next.WindowEnd().Add(-LockMargin), "this change would close the window within 10 s"},
 		{StockChanged(old, next), old.StartsAt, "supply, reserve_units and buckets cannot change after the sale has started"},
-		{!next.PrequeueOpensAt.Equal(old.PrequeueOpensAt), old.PrequeueOpensAt, "prequeue_opens_at cannot change after the queue has opened"},
-		{next.JoinShards != old.JoinShards, old.PrequeueOpensAt, "join_shards cannot change after the queue has opened"},
-		{lanesShape(old.Lanes, next.Lanes), old.PrequeueOpensAt, "the lanes' names, order and starts cannot change after the queue has opened"},
+		{!next.PrequeueOpensAt.Equal(old.PrequeueOpensAt), opens, "prequeue_opens_at cannot change from 10 s before the queue opens"},
+		{next.JoinShards != old.JoinShards, opens, "join_shards cannot change from 10 s before the queue opens"},
+		{lanesShape(old.Lanes, next.Lanes), opens, "the lanes' names, order and starts cannot change from 10 s before the queue opens"},
 	}
 }
 

@@ -25,6 +25,9 @@ var ErrConflict = errors.New("event: changed concurrently, retry")
 //go:embed put.lua
 var putLua string
 
+//go:embed get.lua
+var getLua string
+
 // Store keeps configurations in Redis: one JSON string per event under the
 // event's hash tag, and a set of all event ids. It is safe for concurrent
 // use.
@@ -32,11 +35,12 @@ type Store struct {
 	rdb     redis.UniversalClient
 	put     *redis.Script
 	putPage *redis.Script
+	get     *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
 func NewStore(rdb redis.UniversalClient) *Store {
-	return &Store{rdb: rdb, put: luascript.New(putLua), putPage: luascript.New(pagePutLua)}
+	return &Store{rdb: rdb, put: luascript.New(putLua), putPage: luascript.New(pagePutLua), get: luascript.New(getLua)}
 }
 
 const indexKey = "ar:events"
@@ -52,6 +56,37 @@ func (s *Store) Get(ctx context.Context, id string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("event %s: %w", id, err)
 	}
+	return decode(id, raw)
+}
+
+// GetAt is Get with the Redis TIME of the read, taken in the same step: a
+// node's view of the configuration acts until MaxViewAge after it.
+func (s *Store) GetAt(ctx context.Context, id string) (Config, time.Time, error) {
+	res, err := s.get.Run(ctx, s.rdb, []string{configKey(id)}).Slice()
+	if err != nil {
+		return Config{}, time.Time{}, fmt.Errorf("event %s: %w", id, err)
+	}
+	var ms int64
+	ok := len(res) > 0
+	if ok {
+		ms, ok = res[0].(int64)
+	}
+	if !ok {
+		return Config{}, time.Time{}, fmt.Errorf("event %s: unexpected reply %v", id, res)
+	}
+	if len(res) < 2 || res[1] == nil {
+		return Config{}, time.Time{}, ErrNotFound
+	}
+	raw, ok := res[1].(string)
+	if !ok {
+		return Config{}, time.Time{}, fmt.Errorf("event %s: unexpected reply %v", id, res)
+	}
+	c, err := decode(id, []byte(raw))
+	return c, time.UnixMilli(ms), err
+}
+
+// decode reads a stored configuration of event id.
+func decode(id string, raw []byte) (Config, error) {
 	var st stored
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return Config{}, fmt.Errorf("event %s: decode: %w", id, err)
@@ -96,6 +131,7 @@ func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config
 		}
 		sum := sha256.Sum256(seed)
 		c.Seed, c.SeedCommitment = hex.EncodeToString(seed), hex.EncodeToString(sum[:])
+		c.LaneSeeds = true
 	}
 	expect := c.Version
 	c.Version++

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,18 @@ import (
 var (
 	ErrNotOpen = errors.New("queue: not open yet")
 	ErrClosed  = errors.New("queue: joining has ended")
+	// ErrStaleView: the instants a join or a shard read was judged
+	// against come from a view of the sale read longer ago than
+	// Times.Until allows; the script acted on nothing. Refresh the view.
+	ErrStaleView = errors.New("queue: the view of the sale is stale")
 )
+
+// IsStaleView reports whether err is a script's refusal of a stale view
+// (join.lua's code 4 is ErrStaleView itself; advance.lua and readshard.lua
+// answer this error reply).
+func IsStaleView(err error) bool {
+	return errors.Is(err, ErrStaleView) || err != nil && strings.Contains(err.Error(), "anteroom: stale view")
+}
 
 //go:embed join.lua
 var joinLua string
@@ -77,12 +89,20 @@ type Times struct {
 	// default lane. A lane has one shard; its WindowEnd is the lane's
 	// start.
 	Lane int
+	// Until, when set, is the Redis TIME until which these instants may be
+	// acted on: the view of the configuration they come from was read
+	// event.MaxViewAge before it. A join after it is refused with
+	// ErrStaleView, before anything is read or written, so a view that a
+	// staff save overtook never freezes a window at an end, or opens a
+	// queue layout, that the store no longer has. Zero: no bound.
+	Until time.Time
 }
 
 // Join gives user a sequence number in event ev, or returns the one they
 // already have. Redis TIME decides, so nodes with skewed clocks agree. It
 // returns ErrNotOpen before the queue opens and ErrClosed after joining ends
-// (a user who joined earlier still gets their entry back).
+// or, with shards, more than MaxShardedSpan after the opening (a user who
+// joined earlier still gets their entry back).
 //
 // With S > 1 shards the user's entry is on shard ShardOf(user, S), so a
 // repeated join finds it there; Seq and Window are the shard's own.
@@ -97,6 +117,7 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 		group: joinGroup{
 			tag: tag, sharded: sharded,
 			opens: t.Opens.UnixMilli(), windowEnd: t.WindowEnd.UnixMilli(), joinEnd: t.JoinEnd.UnixMilli(),
+			until: untilMillis(t.Until),
 		},
 		user: user, bucket: userKeyIn(tag, user),
 	}
@@ -118,8 +139,18 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 		return Entry{}, ErrNotOpen
 	case 3:
 		return Entry{}, ErrClosed
+	case 4:
+		return Entry{}, fmt.Errorf("join %s: %w", ev, ErrStaleView)
 	}
 	return Entry{Seq: Laned(t.Lane, r.seq), JoinedAt: time.Unix(r.joined, 0), Window: max(r.window, 0), Existing: r.code == 1, Shard: shard}, nil
+}
+
+// untilMillis is t in unix ms, 0 for the zero time (no bound).
+func untilMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixMilli(), 1)
 }
 
 func seqKey(ev string) string    { return "ar:{" + ev + "}:seq" }

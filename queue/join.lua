@@ -1,4 +1,4 @@
--- join.lua v3: give each of n users one sequence number in an event's queue,
+-- join.lua v5: give each of n users one sequence number in an event's queue,
 -- or in one join shard of a queue spread over S > 1 shards (see Order),
 -- exactly as n calls for one user each, run one after another at one
 -- instant, would (concurrent joins share a call: see joinBatcher).
@@ -9,18 +9,37 @@
 -- KEYS[3+i] user i's hash bucket (user -> packed entry).
 -- All keys share one hash tag: the event's, the lane's or the join shard's.
 -- ARGV[1] queue opens, ARGV[2] window end, ARGV[3] join end (unix ms),
--- ARGV[4] 1 for a join shard, ARGV[4+i] user i.
--- Packed entry: seq * 2^22 + seconds since the queue opened (capped), so a
--- repeated join rebuilds the very same ticket from one small integer.
+-- ARGV[4] 1 for a join shard, ARGV[5] the Redis TIME (unix ms) until
+-- which the caller's view of these instants may act (0: no bound; see
+-- event.MaxViewAge), ARGV[5+i] user i.
+-- Packed entry: seq * 2^22 + seconds since the queue opened, so a repeated
+-- join rebuilds the very same ticket from one small integer. The seconds
+-- hold 2^22 - 1 (48.5 days): on one slot, where the position is seq, a
+-- later join's second saturates there (only its ticket's iat is late); a
+-- join shard, whose later joiners are ordered by their second, refuses a
+-- join past it (code 3; event validation keeps a sharded queue's joining
+-- within it: queue.MaxShardedSpan).
 -- Reply: four entries per user, {code, seq, joined_s, W}: code 0 new,
--- 1 existing, 2 not open yet, 3 joining has ended, -1 the user's bucket
--- could not be read (seq is Redis's error). W (a shard's W_s) is -1 while
+-- 1 existing, 2 not open yet, 3 joining has ended, 4 the view is stale
+-- (past ARGV[5]: nothing was read or written, the caller refreshes its view
+-- of the sale), -1 the user's bucket could not be read (seq is Redis's
+-- error). W (a shard's W_s) is -1 while
 -- the window is open.
 local counter, window, seconds = KEYS[1], KEYS[2], KEYS[3]
 local sharded = ARGV[4] == '1'
 local now = now_ms()
 local opens, wend, jend = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local base = math.floor(opens / 1000)
+local viewend = tonumber(ARGV[5])
+if viewend > 0 and now >= viewend then
+  -- A staff save may have moved these instants since the view was read:
+  -- freeze nothing, place nobody (event.LockMargin keeps a fresh view clear).
+  local out = {}
+  for i = 6, #ARGV do
+    out[#out + 1], out[#out + 2], out[#out + 3], out[#out + 4] = 4, 0, 0, -1
+  end
+  return out
+end
 
 local w = redis.call('GET', window)
 if not w and now >= wend then
@@ -29,7 +48,7 @@ if not w and now >= wend then
 end
 w = tonumber(w or '-1')
 
-local rel = math.min(math.floor((now - opens) / 1000), 4194303)
+local rel = math.floor((now - opens) / 1000)
 local lastrel -- the seconds list's last second, once read
 local out = {}
 local function reply(code, seq, joined)
@@ -37,8 +56,8 @@ local function reply(code, seq, joined)
   out[k + 1], out[k + 2], out[k + 3], out[k + 4] = code, seq, joined, w
 end
 
-for i = 5, #ARGV do
-  local user, bucket = ARGV[i], KEYS[i - 1]
+for i = 6, #ARGV do
+  local user, bucket = ARGV[i], KEYS[i - 2]
   local packed = redis.pcall('HGET', bucket, user)
   if type(packed) == 'table' and packed.err then
     reply(-1, packed.err, 0)
@@ -48,11 +67,11 @@ for i = 5, #ARGV do
     reply(1, (packed - r) / 4194304, base + r)
   elseif now < opens then
     reply(2, 0, 0)
-  elseif now >= jend then
+  elseif now >= jend or (sharded and rel > 4194303) then
     reply(3, 0, 0)
   else
     local seq = redis.call('INCR', counter)
-    local r = rel
+    local r = math.min(rel, 4194303)
     if sharded and w >= 0 then
       -- A later joiner of a shard: the seconds list says where each
       -- second starts. Its seconds never go back, even if this server's

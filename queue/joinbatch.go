@@ -54,6 +54,7 @@ type joinGroup struct {
 	tag                       string
 	sharded                   bool
 	opens, windowEnd, joinEnd int64 // unix ms
+	until                     int64 // unix ms, 0: no bound (Times.Until)
 }
 
 // joinCall is one join and where its reply goes. A call is queued until a
@@ -227,8 +228,8 @@ func groupArgs(calls []*joinCall) ([]string, []any) {
 		sharded = 1
 	}
 	keys := queueKeys(g.tag, len(calls))
-	args := make([]any, 4, 4+len(calls))
-	args[0], args[1], args[2], args[3] = g.opens, g.windowEnd, g.joinEnd, sharded
+	args := make([]any, 5, 5+len(calls))
+	args[0], args[1], args[2], args[3], args[4] = g.opens, g.windowEnd, g.joinEnd, sharded, g.until
 	for _, c := range calls {
 		keys = append(keys, c.bucket)
 		args = append(args, c.user)

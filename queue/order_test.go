@@ -41,7 +41,7 @@ func TestShardedJoinOrder(t *testing.T) {
 	last := int64(-1)
 	for sec := range seconds {
 		for i := 0; ; i++ {
-			r, err := j.ReadShard(ctx, "big", 0, times.WindowEnd, 0)
+			r, err := j.ReadShard(ctx, "big", 0, times.WindowEnd, time.Time{}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestShardedJoinOrder(t *testing.T) {
 		}
 		reads := make([]queue.ShardRead, shards)
 		for s := range reads {
-			r, err := j.ReadShard(ctx, "big", s, times.WindowEnd, o.ReadFrom(s))
+			r, err := j.ReadShard(ctx, "big", s, times.WindowEnd, time.Time{}, o.ReadFrom(s))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestShardSecondsNeverGoBack(t *testing.T) {
 		if !e.JoinedAt.Equal(ahead) {
 			t.Fatalf("joined at %v, want the shard's latest second %v", e.JoinedAt, ahead)
 		}
-		r, err := j.ReadShard(ctx, "back", s, times.WindowEnd, 0)
+		r, err := j.ReadShard(ctx, "back", s, times.WindowEnd, time.Time{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

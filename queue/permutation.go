@@ -94,6 +94,19 @@ type Permutation struct {
 	keys [permRounds][2]uint64 // SipHash keys k0, k1 of each round
 }
 
+// LaneSeed returns the seed that draws lane's window (lane ≥ 1, its index
+// in the event's lanes; see lanes.go) of an event whose seed is seed: the
+// 32 bytes HMAC-SHA256(key = seed, message = "anteroom/lane" ||
+// byte(lane)). Each lane's draw is then independent of the default
+// window's and of every other lane's, while the event's one seed, revealed
+// when its window closes, still verifies them all.
+func LaneSeed(seed []byte, lane int) []byte {
+	mac := hmac.New(sha256.New, seed)
+	mac.Write([]byte("anteroom/lane"))
+	mac.Write([]byte{byte(lane)})
+	return mac.Sum(nil)
+}
+
 // NewPermutation returns the permutation of 1..w keyed by seed. It returns
 // an error if w < 1 or seed is empty. Events use 32-byte seeds (see
 // ParseSeedHex). Other lengths work, but as HMAC keys, seeds that differ only

@@ -1,14 +1,20 @@
--- readshard.lua v2: one node's read of one join shard, on every tick. It
+-- readshard.lua v3: one node's read of one join shard, on every tick. It
 -- freezes the shard's window at the window's end, like a join would, so a
 -- shard nobody joins still freezes.
 -- KEYS[1] shard sequence counter, KEYS[2] shard window size W_s, KEYS[3]
 -- seconds list (see join.lua).
--- ARGV[1] window end (unix ms), ARGV[2] first list index to return.
+-- ARGV[1] window end (unix ms), ARGV[2] first list index to return,
+-- ARGV[3] the Redis TIME (unix ms) until which the caller's view of the
+-- window end may act (0: no bound; after it the read is refused,
+-- 'anteroom: stale view', before it freezes anything: see
+-- event.MaxViewAge).
 -- Reply {now (unix ms), joined, W_s (-1 while open), then second, first seq
 -- of each list entry from ARGV[2] on}. Read in one step, so every join of a
 -- second before now's is counted in joined and listed.
 local counter, window, seconds = KEYS[1], KEYS[2], KEYS[3]
 local now = now_ms()
+local viewend = tonumber(ARGV[3] or '0')
+if viewend > 0 and now >= viewend then return redis.error_reply('anteroom: stale view') end
 local n = redis.call('GET', counter) or '0'
 local w = redis.call('GET', window)
 if not w and now >= tonumber(ARGV[1]) then

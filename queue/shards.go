@@ -13,6 +13,13 @@ import (
 //go:embed readshard.lua
 var readShardLua string
 
+// MaxShardedSpan is the longest a queue of join shards takes joins after it
+// opens: a shard's user entry holds the arrival second (which orders its
+// later joiners) up to 2^22 − 1. A shard refuses a join past it
+// (ErrClosed), never handing out a ticket no position follows; an event's
+// validation keeps its joining within it (event.MaxShardedSpan).
+const MaxShardedSpan = (1<<22 - 1) * time.Second
+
 // ShardOf returns the join shard of user in a queue of S shards:
 // FNV-1a-32(user bytes) mod S, 0 when S <= 1. Anyone holding a ticket can
 // recompute it from the ticket's user.
@@ -49,9 +56,13 @@ type SecondStart struct{ Second, First int64 }
 
 // ReadShard reads join shard s of event ev: its counter, its window size
 // (frozen here once Redis TIME reaches windowEnd) and its seconds list from
-// index from on.
-func (j *Joiner) ReadShard(ctx context.Context, ev string, s int, windowEnd time.Time, from int) (ShardRead, error) {
-	res, err := j.read.Run(ctx, j.rdb, shardReadKeys(ev, s), windowEnd.UnixMilli(), from).Int64Slice()
+// index from on. until bounds the view windowEnd comes from as Times.Until
+// does a join's (ErrStaleView after it; zero: no bound).
+func (j *Joiner) ReadShard(ctx context.Context, ev string, s int, windowEnd, until time.Time, from int) (ShardRead, error) {
+	res, err := j.read.Run(ctx, j.rdb, shardReadKeys(ev, s), windowEnd.UnixMilli(), from, untilMillis(until)).Int64Slice()
+	if IsStaleView(err) {
+		return ShardRead{}, fmt.Errorf("read shard %d of %s: %w", s, ev, ErrStaleView)
+	}
 	if err != nil {
 		return ShardRead{}, fmt.Errorf("read shard %d of %s: %w", s, ev, err)
 	}
@@ -61,13 +72,13 @@ func (j *Joiner) ReadShard(ctx context.Context, ev string, s int, windowEnd time
 // ReadShards reads every shard of event ev, shard s from list index
 // from[s], in one pipeline when the client has one (a cluster client sends
 // each master its part at once), else one shard after another.
-func (j *Joiner) ReadShards(ctx context.Context, ev string, windowEnd time.Time, from []int) ([]ShardRead, error) {
+func (j *Joiner) ReadShards(ctx context.Context, ev string, windowEnd, until time.Time, from []int) ([]ShardRead, error) {
 	out := make([]ShardRead, len(from))
 	if p, ok := j.rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
 		pipe := p.Pipeline()
 		cmds := make([]*redis.Cmd, len(from))
 		for s := range from {
-			cmds[s] = j.read.EvalSha(ctx, pipe, shardReadKeys(ev, s), windowEnd.UnixMilli(), from[s])
+			cmds[s] = j.read.EvalSha(ctx, pipe, shardReadKeys(ev, s), windowEnd.UnixMilli(), from[s], untilMillis(until))
 		}
 		_, _ = pipe.Exec(ctx) // errors are per command, below
 		for s, c := range cmds {
@@ -75,7 +86,7 @@ func (j *Joiner) ReadShards(ctx context.Context, ev string, windowEnd time.Time,
 			if err != nil {
 				// NOSCRIPT on a master that has not seen the script yet, or
 				// a redirect: one shard at a time, loading as needed.
-				return j.readEach(ctx, ev, windowEnd, from)
+				return j.readEach(ctx, ev, windowEnd, until, from)
 			}
 			if out[s], err = parseShardRead(ev, s, res); err != nil {
 				return nil, err
@@ -83,13 +94,13 @@ func (j *Joiner) ReadShards(ctx context.Context, ev string, windowEnd time.Time,
 		}
 		return out, nil
 	}
-	return j.readEach(ctx, ev, windowEnd, from)
+	return j.readEach(ctx, ev, windowEnd, until, from)
 }
 
-func (j *Joiner) readEach(ctx context.Context, ev string, windowEnd time.Time, from []int) ([]ShardRead, error) {
+func (j *Joiner) readEach(ctx context.Context, ev string, windowEnd, until time.Time, from []int) ([]ShardRead, error) {
 	out := make([]ShardRead, len(from))
 	for s := range from {
-		r, err := j.ReadShard(ctx, ev, s, windowEnd, from[s])
+		r, err := j.ReadShard(ctx, ev, s, windowEnd, until, from[s])
 		if err != nil {
 			return nil, err
 		}

@@ -237,6 +237,7 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	}
 	// Fields staff never set.
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
+	next.LaneSeeds = old.LaneSeeds
 	next.PageVersion = old.PageVersion // set by publishing the page (page_admin.go)
 	event.KeepWebhookSecrets(&old, &next)
 	event.KeepShopSecret(&old, &next)

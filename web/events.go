@@ -50,9 +50,13 @@ type publicEventJSON struct {
 	ShardWindows    []int64     `json:"shard_window_sizes,omitempty"` // W_s, with join shards
 	// Lanes are the event's lanes in their configured order (lane index
 	// i+1 of a ticket's seq, queue.Laned), each with its own window.
-	Lanes    []publicLaneJSON `json:"lanes,omitempty"`
-	Joined   int64            `json:"joined"`
-	Admitted int64            `json:"admitted"`
+	Lanes []publicLaneJSON `json:"lanes,omitempty"`
+	// LaneSeeds: each lane draws with its own seed derived from the
+	// event's (queue.LaneSeed); absent for an event created before, whose
+	// lanes draw with the event's seed.
+	LaneSeeds bool  `json:"lane_seeds,omitempty"`
+	Joined    int64 `json:"joined"`
+	Admitted  int64 `json:"admitted"`
 	// Captcha names the widget join asks for: provider and public site
 	// key, never the secret.
 	Captcha *publicCaptchaJSON `json:"captcha,omitempty"`
@@ -62,7 +66,8 @@ type publicEventJSON struct {
 // needs to recompute a lane member's position, never its share or claim.
 // WindowSize is the lane's frozen window size once the window closed (at
 // the lane's start); its members' positions are the event's permutation
-// over it (queue.NewPermutation(seed, window_size)).
+// over it (queue.NewPermutation(queue.LaneSeed(seed, lane), window_size),
+// or the event's seed itself without lane_seeds).
 type publicLaneJSON struct {
 	Name       string    `json:"name"`
 	StartsAt   time.Time `json:"starts_at"`
@@ -108,6 +113,7 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 		}
 	}
 	out.Lanes = publicLanes(sale)
+	out.LaneSeeds = cfg.LaneSeeds && len(cfg.Lanes) > 0
 	if cc := &cfg.Limits.Captcha; cc.On() {
 		out.Captcha = &publicCaptchaJSON{Provider: cc.Provider, SiteKey: cc.SiteKey, Header: CaptchaHeader}
 	}

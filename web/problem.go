@@ -162,6 +162,8 @@ func toProblem(err error) (*Problem, bool) {
 		return problem(fiber.StatusForbidden, "not_open", "the queue is not open yet"), true
 	case errors.Is(err, queue.ErrClosed):
 		return problem(fiber.StatusForbidden, "forbidden", "joining has ended"), true
+	case errors.Is(err, queue.ErrStaleView):
+		return retryLater("degraded", "this node's view of the sale is out of date; retry in a moment", 1), true
 	case errors.Is(err, event.ErrNotFound):
 		return errUnknownEvent, true
 	case errors.Is(err, event.ErrInvalid):

@@ -52,6 +52,7 @@ var sentinels = []struct {
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"queue.ErrNotOpen", queue.ErrNotOpen, http.StatusForbidden, "not_open"},
 	{"queue.ErrClosed", queue.ErrClosed, http.StatusForbidden, "forbidden"},
+	{"queue.ErrStaleView", queue.ErrStaleView, http.StatusServiceUnavailable, "degraded"},
 	{"tokens.ErrInvalid", tokens.ErrInvalid, http.StatusUnauthorized, "unauthenticated"},
 	{"tokens.ErrWrongEvent", tokens.ErrWrongEvent, http.StatusForbidden, "forbidden"},
 	{"limit.ErrTaken", limit.ErrTaken, http.StatusConflict, "limit_reached"},

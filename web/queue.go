@@ -48,13 +48,9 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	times := queue.Times{Opens: cfg.PrequeueOpensAt, WindowEnd: cfg.WindowEnd(), JoinEnd: cfg.JoinEnd(), Shards: cfg.JoinShards}
-	if lane > 0 { // a queue of its own, whose window closes at the lane's start
-		times.WindowEnd, times.Lane = cfg.Lanes[lane-1].Start(cfg), lane
-	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, times)
+	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, sale.JoinTimes(lane)) // refused from a view older than event.MaxViewAge
 	if err != nil {
 		return err
 	}

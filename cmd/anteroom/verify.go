@@ -18,9 +18,11 @@ import (
 // shard) instead of the window size. A lane member's seq (from the ticket
 // or join answer) names the lane (queue.Laned): their position is the
 // permutation of the lane's own window over their number within the lane,
-// so --window is the lane's window size. With --event the figures come
-// from the public event JSON instead (the lane's window by the seq, or by
-// --lane).
+// so --window is the lane's window size, keyed by the lane's own seed
+// (queue.LaneSeed; --shared-lane-seed for an event created before lane
+// seeds, whose lanes draw with the event's seed). With --event the figures
+// come from the public event JSON instead (the lane's window by the seq,
+// or by --lane; lane_seeds says which seed).
 func verify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,16 +34,24 @@ func verify(args []string, stdout, stderr io.Writer) error {
 	shard := fs.Int("shard", -1, "with join shards: your shard, instead of --user")
 	eventFile := fs.String("event", "", "the public event JSON (GET /events/{id}) saved in a file, or - for stdin: replaces --seed, --window and --shard-windows")
 	laneName := fs.String("lane", "", "with --event: your lane's name (lanes[].name), so --seq may be your number within the lane")
+	laneSeed := fs.Int("lane-seed", 0, "your lane's index (from 1) when --seq is your number within it: the lane's own seed draws its window (as the waiting room's verify command gives it)")
+	shared := fs.Bool("shared-lane-seed", false, "a lane member of an event created before lane seeds (its JSON has no lane_seeds): the lane draws with the event's seed itself")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	lane, n := queue.Unlane(*seq)
+	if *laneSeed != 0 && (*laneSeed < 1 || *laneSeed > event.MaxLanes || lane != 0 && lane != *laneSeed) {
+		return fmt.Errorf("verify: --lane-seed %d: want your lane's index, 1..%d, the lane your seq names", *laneSeed, event.MaxLanes)
+	}
+	if *laneSeed > 0 {
+		lane = *laneSeed
+	}
 	switch {
 	case *seq < 1 || n < 1 || lane > event.MaxLanes:
 		return errors.New("verify needs --seq: your sequence number (≥ 1), as your ticket or join answer has it")
-	case *eventFile != "" && (set["seed"] || set["window"] || set["shard-windows"]):
+	case *eventFile != "" && (set["seed"] || set["window"] || set["shard-windows"] || set["shared-lane-seed"] || set["lane-seed"]):
 		return errors.New("verify takes --event or --seed, --window and --shard-windows, not both")
 	case *laneName != "" && *eventFile == "":
 		return errors.New("verify --lane needs --event (or give the lane's window_size as --window)")
@@ -57,6 +67,7 @@ func verify(args []string, stdout, stderr io.Writer) error {
 		if *seedHex, *window, *shardWindows, err = pub.figures(lane); err != nil {
 			return err
 		}
+		*shared = !pub.LaneSeeds
 		fmt.Fprintf(stdout, "event %s: the seed matches its seed_commitment\n", pub.ID)
 	}
 	if *seedHex == "" || *window < 0 {
@@ -73,6 +84,10 @@ func verify(args []string, stdout, stderr io.Writer) error {
 			return errors.New("verify: a lane member's seq with --shard-windows; lanes need join_shards 1")
 		}
 		fmt.Fprintf(stdout, "lane %d (its index in the event's lanes, from 1): number %d within the lane, whose window of %d orders its members\n", lane, n, *window)
+		if !*shared {
+			seed = queue.LaneSeed(seed, lane)
+			fmt.Fprintf(stdout, "the lane draws with its own seed HMAC-SHA256(seed, \"anteroom/lane\" || byte(%d))\n", lane)
+		}
 	}
 	if *shardWindows != "" {
 		sizes, err := parseSizes(*shardWindows)

@@ -19,6 +19,7 @@ type publishedEvent struct {
 	Seed           string  `json:"seed"`
 	WindowSize     *int64  `json:"window_size"`
 	ShardWindows   []int64 `json:"shard_window_sizes"`
+	LaneSeeds      bool    `json:"lane_seeds"`
 	Lanes          []struct {
 		Name       string `json:"name"`
 		WindowSize *int64 `json:"window_size"`

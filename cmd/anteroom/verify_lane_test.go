@@ -53,6 +53,13 @@ func TestVerifyLane(t *testing.T) {
 		}
 		return queue.Position(p, n)
 	}
+	lanePerm := func(l int, w, n int64) int64 {
+		p, err := queue.NewPermutation(queue.LaneSeed(seed, l), w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return queue.Position(p, n)
+	}
 	w := func(n int64) *int64 { return &n }
 	type lane struct {
 		Name       string `json:"name"`
@@ -66,14 +73,31 @@ func TestVerifyLane(t *testing.T) {
 		args []string
 		want int64
 	}{
-		{[]string{"--seed", seedHex, "--window", "5", "--seq", seq(1, 3)}, perm(5, 3)},
+		{[]string{"--seed", seedHex, "--window", "5", "--seq", seq(1, 3)}, lanePerm(1, 5, 3)},
 		{[]string{"--seed", seedHex, "--window", "5", "--seq", seq(1, 9)}, 9},
+		{[]string{"--seed", seedHex, "--window", "5", "--shared-lane-seed", "--seq", seq(1, 3)}, perm(5, 3)},
+		{[]string{"--seed", seedHex, "--lane-seed", "2", "--window", "12", "--seq", "7"}, lanePerm(2, 12, 7)}, // the waiting room's command
+		{[]string{"--seed", seedHex, "--lane-seed", "2", "--window", "12", "--seq", seq(2, 7)}, lanePerm(2, 12, 7)},
 		{[]string{"--event", ev, "--seq", seq(1, 3)}, perm(5, 3)},
 		{[]string{"--event", ev, "--seq", seq(2, 12)}, perm(12, 12)},
 		{[]string{"--event", ev, "--seq", seq(2, 13)}, 13},
 		{[]string{"--event", ev, "--lane", "partner", "--seq", "7"}, perm(12, 7)},
 		{[]string{"--event", ev, "--lane", "partner", "--seq", seq(2, 7)}, perm(12, 7)},
 		{[]string{"--event", ev, "--seq", "17"}, perm(40, 17)},
+	}
+	// An event created with lane seeds says so: each lane draws with its own.
+	pub["lane_seeds"] = true
+	own := writeEvent(t, pub)
+	delete(pub, "lane_seeds")
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{[]string{"--event", own, "--seq", seq(1, 3)}, lanePerm(1, 5, 3)},
+		{[]string{"--event", own, "--lane", "partner", "--seq", "7"}, lanePerm(2, 12, 7)},
+		{[]string{"--event", own, "--seq", "17"}, perm(40, 17)},
+	} {
+		cases = append(cases, tc)
 	}
 	sharded := writeEvent(t, map[string]any{"id": "spread", "seed_commitment": queue.Commitment(seed), "seed": seedHex,
 		"window_size": 10, "shard_window_sizes": []int64{3, 0, 5, 2}})
@@ -93,14 +117,17 @@ func TestVerifyLane(t *testing.T) {
 	pub["seed_commitment"] = strings.Repeat("0", 64)
 	forged := writeEvent(t, pub)
 	for _, bad := range [][]string{
-		{"--event", ev, "--lane", "members", "--seq", seq(2, 1)},                // the seq's lane is another
-		{"--event", ev, "--lane", "nobody", "--seq", "1"},                       // no such lane
-		{"--event", ev, "--seq", seq(3, 1)},                                     // the lane has no window yet
-		{"--event", ev, "--seq", seq(4, 1)},                                     // a lane the event lacks
-		{"--event", forged, "--seq", seq(1, 1)},                                 // the seed is not the committed one
-		{"--event", ev, "--seed", seedHex, "--seq", "1"},                        // two sources of figures
-		{"--seed", seedHex, "--window", "5", "--lane", "members", "--seq", "1"}, // --lane without --event
-		{"--seed", seedHex, "--window", "5", "--seq", seq(1, 0)},                // no number within the lane
+		{"--event", ev, "--lane", "members", "--seq", seq(2, 1)},                     // the seq's lane is another
+		{"--event", ev, "--lane", "nobody", "--seq", "1"},                            // no such lane
+		{"--event", ev, "--seq", seq(3, 1)},                                          // the lane has no window yet
+		{"--event", ev, "--seq", seq(4, 1)},                                          // a lane the event lacks
+		{"--event", forged, "--seq", seq(1, 1)},                                      // the seed is not the committed one
+		{"--event", ev, "--seed", seedHex, "--seq", "1"},                             // two sources of figures
+		{"--event", ev, "--shared-lane-seed", "--seq", seq(1, 1)},                    // the JSON says which seed
+		{"--seed", seedHex, "--lane-seed", "1", "--window", "5", "--seq", seq(2, 1)}, // another lane than the seq's
+		{"--seed", seedHex, "--lane-seed", "9", "--window", "5", "--seq", "1"},       // no such lane index
+		{"--seed", seedHex, "--window", "5", "--lane", "members", "--seq", "1"},      // --lane without --event
+		{"--seed", seedHex, "--window", "5", "--seq", seq(1, 0)},                     // no number within the lane
 		{"--event", filepath.Join(t.TempDir(), "missing.json"), "--seq", "1"},
 	} {
 		if out, err := runVerify(t, bad...); err == nil {

@@ -77,8 +77,8 @@ func TestRoomLaneFairness(t *testing.T) {
 	if w, seq := member.text("w"), member.text("seq"); w != "1 (members)" || seq != "1" {
 		t.Errorf("fairness panel: window %q, sequence %q; want the lane's window \"1 (members)\" and number 1", w, seq)
 	}
-	if cmd := member.text("cmd"); !strings.HasSuffix(cmd, "--window 1 --seq 1") {
-		t.Errorf("verify command %q, want the lane's window and number", cmd)
+	if cmd := member.text("cmd"); !strings.HasSuffix(cmd, "--lane-seed 1 --window 1 --seq 1") {
+		t.Errorf("verify command %q, want the lane's own seed, window and number", cmd)
 	}
 	member.shot("lane-fairness")
 }

@@ -25,7 +25,7 @@ var pins = map[string]struct {
 	"admission/passredeem.lua":      {2, "48c7430b4cb5a69f1891662fde679e2c2dedc830"},
 	"admission/passrevoke.lua":      {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/enter.lua":           {2, "db38cc0e8b1701ca04541c02671b5c927b6bcb65"},
-	"admission/advance.lua":         {9, "a44f4333184047b6c9394b348f55f151196f6f0b"},
+	"admission/advance.lua":         {10, "9d0addf57e5eb7f3d16e8ddca7219b21d39f7044"},
 	"claim/accept.lua":              {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":               {2, "140b8eaf7b8390ad65bcebba5cacd648a6235d1c"},
 	"claim/confirm.lua":             {2, "cb3808c9d32617f585c64377426d86f07dc51457"},
@@ -41,6 +41,7 @@ var pins = map[string]struct {
 	"claim/settle.lua":              {1, "9bf75999ef26f3db1ddbc8a1b7f0e88846b6333b"},
 	"claim/unfreeze.lua":            {1, "17887d4e144bb27f6f256fb77a0af9d6e7158f85"},
 	"event/page_put.lua":            {1, "fb1eb49fac5f7003588069513a8682ea25759511"},
+	"event/get.lua":                 {1, "209dfc7599cf78997d7c4931c3c09235afd61898"},
 	"event/put.lua":                 {1, "5aeb7569d1025e1f0a887f04cb3c8d06a56a8d1f"},
 	"internal/staff/audit_once.lua": {1, "3795a83a6b7f4a5207affec798f7855c25cd05af"},
 	"internal/staff/blocked.lua":    {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
@@ -50,8 +51,8 @@ var pins = map[string]struct {
 	"limit/bucket.lua":              {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":           {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":             {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
-	"queue/join.lua":                {3, "63fb83e4c214063d00c8a606e17870c72afb89ac"},
-	"queue/readshard.lua":           {2, "fb2683d66c15bfa1e89d673c665a3c099730fc01"},
+	"queue/join.lua":                {5, "19989c4df060c0deee8e88ab3b7a62f4866ae9c2"},
+	"queue/readshard.lua":           {3, "0ccd05d17c3476bd7a0ae2f8264240987cd3cba3"},
 }
 
 var versionLine = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)

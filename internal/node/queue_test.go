@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -169,12 +170,13 @@ func TestLottery(t *testing.T) {
 }
 
 // TestModeLocksWhenWindowCloses toggles FCFS ⇄ lottery and the window
-// before the window closes, and gets 409 after.
+// before the window's lock (event.LockMargin before the start), and gets
+// 409 once the window closed.
 func TestModeLocksWhenWindowCloses(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	nodetest.CreateSale(t, n, "toggle", openSale(3, 1, time.Second, 1, 100))
+	nodetest.CreateSale(t, n, "toggle", openSale(3, 1, event.LockMargin+3*time.Second, 1, 100))
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	put := func(body map[string]any) nodetest.Answer {
 		raw, _ := json.Marshal(body)
@@ -186,7 +188,7 @@ func TestModeLocksWhenWindowCloses(t *testing.T) {
 	if a := put(map[string]any{"mode": "fcfs", "random_window_seconds": 1}); a.Status != http.StatusOK {
 		t.Fatalf("toggle back: %d %s", a.Status, a.Raw)
 	}
-	nodetest.WaitFor(t, "the window to close", 10*time.Second, func() bool {
+	nodetest.WaitFor(t, "the window to close", event.LockMargin+15*time.Second, func() bool {
 		return nodetest.Str(nodetest.Call(t, http.MethodGet, n.URL()+"/events/toggle", nil, nil).Body, "seed") != ""
 	})
 	a := put(map[string]any{"mode": "lottery"})

@@ -401,7 +401,7 @@ function ordering(seq) {
   const L = 2 ** 40, li = seq ? Math.floor(seq / L) : 0;
   if (!li) return {w: info.window_size, n: seq, lane: ""};
   const l = (info.lanes || [])[li - 1];
-  return {w: l ? l.window_size : null, n: seq % L, lane: l ? l.name : ""};
+  return {w: l ? l.window_size : null, n: seq % L, lane: l ? l.name : "", li: li};
 }
 function renderFair(w) {
   txt("fairIntro", t(info.mode === "lottery" ? "fairIntroLot" : "fairIntro"));
@@ -414,7 +414,9 @@ function renderFair(w) {
   txt("seed", info.seed);
   txt("w", f.w == null ? "—" : f.lane ? f.w + " (" + f.lane + ")" : f.w);
   txt("seq", seq || "—");
-  txt("cmd", "anteroom verify --seed " + info.seed + " --window " + f.w + " --seq " + (seq || "N"));
+  // A lane of an event with lane seeds draws with its own (queue.LaneSeed).
+  const ls = f.li && info.lane_seeds ? " --lane-seed " + f.li : "";
+  txt("cmd", "anteroom verify --seed " + info.seed + ls + " --window " + f.w + " --seq " + (seq || "N"));
   show("verify", f.w > 0);
   if (hashOk === null && crypto.subtle) {
     hashOk = "…";
