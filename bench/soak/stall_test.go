@@ -14,6 +14,12 @@ import (
 // second.
 const stallAfter = 6 * time.Second
 
+// stallSlack is the stall check's tolerance on people in checkout: after
+// stallAfter with no move, everyone the frontier admitted has polled (at
+// most a second apart) or turned a no-show (the grace is 5 s), so the
+// clients' count misses nobody the nodes count; 1 for rounding.
+const stallSlack = 1
+
 // checkStall checks that the frontier of sale ev (f, as Redis holds it,
 // joined the default lane's joiners, remaining its units left) moves
 // while nothing holds it. This is the liveness half of max_active: a
@@ -43,7 +49,7 @@ func (ss *sales) checkStall(ev string, f float64, joined, remaining int64) {
 		return
 	}
 	inCheckout := ss.h.inCheckoutCount(ev, now)
-	if inCheckout >= saleActive-activeSlack {
+	if inCheckout >= saleActive-stallSlack {
 		return
 	}
 	ss.h.violateNow(ev, "the frontier stood at %.1f for %s after the start with %d joined, %d units left, at most %d people in checkout (max_active %d) and no fault or staff action",
