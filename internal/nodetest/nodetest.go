@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
 )
@@ -25,14 +24,14 @@ func Start(t testing.TB, cfg node.Config) *node.Node {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), Patience)
 		defer cancel()
 		if err := n.Close(ctx); err != nil {
 			t.Errorf("close node: %v", err)
