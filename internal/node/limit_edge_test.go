@@ -13,7 +13,6 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
-	"github.com/anteroom/anteroom/limit"
 )
 
 // TestEarlyBirdCostsNoRedis: before the pre-queue opens, join, status and
@@ -106,11 +105,10 @@ func TestStatusLimitsAreNodeLocal(t *testing.T) {
 func TestNodesHeartbeat(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
-	// The Redis here is on loopback: a call slower than the limiter's
-	// production bounds (100 ms, 25 ms) is this machine being busy, not
-	// Redis being slow, and the test is about the heartbeat.
-	machine := limit.Config{Timeout: nodetest.Patience, SlowAfter: nodetest.Patience}
-	n1 := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Limiter: machine}))
+	// n2 is closed by the test, not by nodetest.Start: it takes the same
+	// patient limiter as n1 (nodetest.PatientLimiter).
+	machine := nodetest.PatientLimiter()
+	n1 := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
 	n2, err := node.Start(context.Background(), node.Config{Identity: "header", TrustedProxies: []string{"127.0.0.1"}, Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Limiter: machine, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
