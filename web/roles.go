@@ -31,7 +31,7 @@ const apiKeyPrefix = "ak_"
 // staffAccounts keeps staff accounts; *staff.Accounts.
 type staffAccounts interface {
 	HasAdmin(ctx context.Context) (bool, error)
-	Create(ctx context.Context, name string, role staff.Role, password string) error
+	Create(ctx context.Context, name string, role staff.Role, password staff.Password) error
 	Get(ctx context.Context, name string) (staff.Account, error)
 	List(ctx context.Context) ([]staff.Account, error)
 	SignIn(ctx context.Context, name, password string) (staff.Account, error)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -109,20 +110,22 @@ func (p *tab) skewClock(d time.Duration) {
 	}
 }
 
-// do runs actions with a timeout.
+// do runs actions, failing the test when they do not finish within
+// nodetest.Patience.
 func (p *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, nodetest.Patience)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
 		p.t.Fatalf("tab %s: %v", p.name, err)
 	}
 }
 
-// eval evaluates a JavaScript expression in the page.
+// eval evaluates a JavaScript expression in the page (within
+// nodetest.Patience).
 func eval[T any](p *tab, expr string) T {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, nodetest.Patience)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -143,16 +146,21 @@ func (p *tab) visible(id string) bool {
 	return eval[bool](p, fmt.Sprintf(`(() => { const e = document.getElementById(%q); return !!e && e.offsetParent !== null; })()`, id))
 }
 
-// waitJS polls a boolean expression until it holds or d passes.
+// waitJS polls a boolean expression until it holds, and fails the test
+// when it does not hold within d, the scenario's own time, plus
+// nodetest.Patience for the machine (see nodetest.WaitFor): d is 0 for
+// what the page does at once (loading, answering a click), the time until
+// the sale's moment for what waits for one.
 func (p *tab) waitJS(what, expr string, d time.Duration) {
 	p.t.Helper()
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d + nodetest.Patience)
 	for !eval[bool](p, expr) {
 		if time.Now().After(deadline) {
 			p.shot("timeout")
 			dbg := eval[string](p, `(() => { try { return JSON.stringify({busy, due, st, res, notice, now: Date.now()}); } catch (e) { return ""; } })()`)
-			p.t.Fatalf("tab %s: timed out after %s waiting for %s; result %q, notice %q, state %q; page %s",
-				p.name, d, what, p.text("result"), p.text("notice"), p.text("state"), dbg)
+			p.t.Fatalf("tab %s: timed out after %s (the scenario's %s and %s of patience) waiting for %s; result %q, notice %q, state %q; page %s",
+				p.name, time.Since(start).Round(time.Millisecond), d, nodetest.Patience, what, p.text("result"), p.text("notice"), p.text("state"), dbg)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -180,7 +188,7 @@ func artifacts(t *testing.T) string {
 // shot saves a full-page PNG of the tab and logs its path.
 func (p *tab) shot(state string) {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(p.ctx, nodetest.Patience)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {

@@ -7,4 +7,11 @@
 // without it the tests skip, except under CI=true, where they fail.
 // Screenshots go to $ANTEROOM_ARTIFACTS/<test name> when that is set, else
 // to the test's temporary directory; their paths are logged.
+//
+// Timing: a busy machine makes Chromium seconds slower, so no wait has a
+// fixed budget for the machine (see nodetest.WaitFor): waitJS takes the
+// scenario's own time and allows nodetest.Patience on top, and a sale
+// whose moment (queue opening, start, a lane's start, an admission's end)
+// the browser must reach first is scheduled nodetest.Lead(setupPace(...))
+// ahead: setup measured on this machine now, never a fixed few seconds.
 package e2e

@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
@@ -65,4 +70,30 @@ func (s sale) MarshalJSON() ([]byte, error) {
 		m["lanes"] = s.lanes
 	}
 	return json.Marshal(m)
+}
+
+// probes numbers the probe sales of setupPace within a node.
+var probes atomic.Int64
+
+// setupPace measures what one shopper's setup costs on this machine now:
+// a fresh tab (with headers) opens the waiting room of probe, a sale whose
+// queue is open and which starts in an hour (give it the test's own
+// sale's mode and friction: a lottery's proof of work is most of the
+// cost), and joins it. A test whose shoppers must open the room and join
+// before a moment of its sale (the queue's opening, the start, a window's
+// close) schedules that moment nodetest.Lead(shoppers × setupPace, its own
+// figure) ahead, never a fixed few seconds that a loaded machine misses.
+func setupPace(t *testing.T, n *node.Node, browser context.Context, probe any, headers map[string]any) time.Duration {
+	t.Helper()
+	id := fmt.Sprint("probe-", probes.Add(1))
+	nodetest.CreateSale(t, n, id, probe)
+	d := nodetest.Pace(func() {
+		p := newTab(t, browser, id, phoneW, phoneH, headers)
+		p.do(chromedp.Navigate(n.URL() + "/e/" + id))
+		p.waitJS("the probe's join button", joinEnabled, 0)
+		p.do(chromedp.Click(chromedp.ID("join")))
+		p.waitJS("the probe's join", `typeof me === "object" && me !== null`, 0)
+	})
+	t.Logf("one shopper's setup (open a tab, load the room, join) took %s on this machine now", d.Round(time.Millisecond))
+	return d
 }

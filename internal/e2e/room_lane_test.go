@@ -54,11 +54,16 @@ func TestRoomLaneInvite(t *testing.T) {
 func TestRoomLaneFairness(t *testing.T) {
 	n, inv := inviteNode(t)
 	browser := startBrowser(t)
+	// The member must open the room and join before the lane starts (its
+	// window closes then): the lane's start is scheduled from that setup
+	// measured on this machine, the sale's a second after it as before.
+	pace := setupPace(t, n, browser, sale{supply: 5, opensIn: -2 * time.Second, startsIn: time.Hour, rate: 10}, map[string]any{"X-User-ID": "probe"})
+	lane := nodetest.Lead(pace, 3*time.Second)
 	now := time.Now().UTC().Truncate(time.Second)
 	nodetest.CreateSale(t, n, "early", map[string]any{"name": "Members first", "supply": 5, "prequeue_opens_at": now.Add(-2 * time.Second),
-		"starts_at": now.Add(4 * time.Second), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
+		"starts_at": now.Add(lane + time.Second), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 10,
 		"limits": map[string]any{"join": map[string]any{"ip": map[string]any{"per_second": -1}}},
-		"lanes":  []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(3 * time.Second)}}})
+		"lanes":  []any{map[string]any{"name": "members", "share": 0.5, "starts_at": now.Add(lane)}}})
 	for _, u := range []string{"bob", "cat"} { // the sale's own window: 2
 		if j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/early/join", map[string]string{"X-User-ID": u}, nil); j.Status != http.StatusOK {
 			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
@@ -68,7 +73,7 @@ func TestRoomLaneFairness(t *testing.T) {
 	member.do(chromedp.Navigate(n.URL() + "/e/early?invite=" + inv.SignLane("early", "alice", "members", now.Add(time.Hour))))
 	member.waitJS("the join button", joinEnabled, 10*time.Second)
 	member.do(chromedp.Click(chromedp.ID("join")))
-	member.waitJS("the revealed seed", `!document.getElementById("reveal").hidden`, 20*time.Second)
+	member.waitJS("the revealed seed", `!document.getElementById("reveal").hidden`, lane+time.Second)
 	pub := nodetest.Call(t, http.MethodGet, n.URL()+"/events/early", nil, nil)
 	lanes, _ := pub.Body["lanes"].([]any)
 	if len(lanes) != 1 || lanes[0].(map[string]any)["window_size"] != 1.0 || pub.Body["window_size"] != 2.0 {

@@ -105,8 +105,11 @@ func TestStatusLimitsAreNodeLocal(t *testing.T) {
 func TestNodesHeartbeat(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
+	// n2 is closed by the test, not by nodetest.Start: it takes the same
+	// patient limiter as n1 (nodetest.PatientLimiter).
+	machine := nodetest.PatientLimiter()
 	n1 := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	n2, err := node.Start(context.Background(), node.Config{Identity: "header", TrustedProxies: []string{"127.0.0.1"}, Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n2, err := node.Start(context.Background(), node.Config{Identity: "header", TrustedProxies: []string{"127.0.0.1"}, Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Limiter: machine, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-	"time"
 )
 
 // Answer is one HTTP answer, its JSON object body decoded when it has one.
@@ -46,19 +45,3 @@ func Call(t testing.TB, method, url string, hdr map[string]string, body []byte) 
 // Str returns m[k] when it is a string, and "" otherwise (also for a nil
 // m), so a test reads a decoded answer's fields without type switches.
 func Str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-
-// pollInterval is how often WaitFor checks its condition.
-const pollInterval = 20 * time.Millisecond
-
-// WaitFor polls cond every 20 ms until it holds, and fails the test when
-// it does not hold within d. It never sleeps longer than it must.
-func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(pollInterval)
-	}
-}

@@ -9,30 +9,34 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/limit"
 )
 
-// Start starts a node with cfg on 127.0.0.1:0 (a temporary data directory
-// and a silent logger unless cfg sets them) and closes it on cleanup.
+// Start starts a node with cfg on 127.0.0.1:0 (a temporary data directory,
+// a silent logger and PatientLimiter unless cfg sets them) and closes it on
+// cleanup.
 func Start(t testing.TB, cfg node.Config) *node.Node {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
 	}
+	if cfg.Limiter == (limit.Config{}) {
+		cfg.Limiter = PatientLimiter()
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), Patience)
 		defer cancel()
 		if err := n.Close(ctx); err != nil {
 			t.Errorf("close node: %v", err)
@@ -50,4 +54,14 @@ func HeaderMode(cfg node.Config) node.Config {
 	cfg.Identity = "header"
 	cfg.TrustedProxies = append(cfg.TrustedProxies[:len(cfg.TrustedProxies):len(cfg.TrustedProxies)], "127.0.0.1")
 	return cfg
+}
+
+// PatientLimiter is the rate limiter's configuration for a test node: a
+// test's Redis is on loopback, so a call slower than the production bounds
+// (it fails after 100 ms, is slow after 25 ms) is the machine being busy,
+// not Redis being slow, and degrading to node-local budgets then would
+// change what the test sees (a fresh local budget lets a spent one pass).
+// Its bounds are Patience. A test about degradation sets cfg.Limiter.
+func PatientLimiter() limit.Config {
+	return limit.Config{Timeout: Patience, SlowAfter: Patience}
 }

@@ -18,13 +18,13 @@ func TestAccountsOnRedis(t *testing.T) {
 	if has, err := a.HasAdmin(ctx); err != nil || has {
 		t.Fatalf("HasAdmin on an empty store = %v, %v", has, err)
 	}
-	if err := a.Create(ctx, "ada", staff.Admin, "correct horse battery"); err != nil {
+	if err := a.Create(ctx, "ada", staff.Admin, password(t, "correct horse battery")); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Create(ctx, "ada", staff.Viewer, "another password"); !errors.Is(err, staff.ErrExists) {
+	if err := a.Create(ctx, "ada", staff.Viewer, password(t, "another password")); !errors.Is(err, staff.ErrExists) {
 		t.Fatalf("second create = %v, want ErrExists", err)
 	}
-	if err := a.Create(ctx, "op", staff.Operator, "short"); err == nil {
+	if _, err := staff.HashPassword("short"); err == nil {
 		t.Fatal("a short password was accepted")
 	}
 	if has, _ := a.HasAdmin(ctx); !has {
@@ -51,7 +51,7 @@ func TestAccountsOnRedis(t *testing.T) {
 		t.Fatalf("deleting the last admin = %v", err)
 	}
 	// API keys: shown once, kept as SHA-256, revocable, gone with the account.
-	if err := a.Create(ctx, "bot", staff.Operator, "automation password"); err != nil {
+	if err := a.Create(ctx, "bot", staff.Operator, password(t, "automation password")); err != nil {
 		t.Fatal(err)
 	}
 	key, prefix, err := a.NewKey(ctx, "bot")
@@ -120,5 +120,36 @@ func TestAuditOnRedis(t *testing.T) {
 	}
 	if rot, _ := au.List(ctx, staff.Query{}); len(rot) != 4 || rot[0].Action != "keys.rotate" || rot[1].Action == "keys.rotate" {
 		t.Fatalf("after RecordOnce ×3: %+v", rot)
+	}
+}
+
+// password hashes p for Accounts.Create.
+func password(t *testing.T, p string) staff.Password {
+	t.Helper()
+	pw, err := staff.HashPassword(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pw
+}
+
+// TestSignInSlowHash: on a busy machine checking a password takes
+// seconds, as long as a request's whole deadline for Redis. The sign-in
+// must not need Redis after the check: here the deadline passes during the
+// check (half the time one hash took on this machine just before).
+func TestSignInSlowHash(t *testing.T) {
+	rdb := testenv.StartRedis(t).Client(t)
+	a := staff.NewAccounts(rdb)
+	start := time.Now()
+	pw := password(t, "correct horse battery")
+	hash := time.Since(start)
+	if err := a.Create(context.Background(), "ada", staff.Admin, pw); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hash/2)
+	defer cancel()
+	acc, err := a.SignIn(ctx, "ada", "correct horse battery")
+	if err != nil || acc.Name != "ada" || acc.Role != staff.Admin {
+		t.Fatalf("SignIn with the deadline passing during the password check = %+v, %v; want ada, admin", acc, err)
 	}
 }

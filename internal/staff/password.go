@@ -39,6 +39,18 @@ func mustHash(p string) string {
 	return h
 }
 
+// Password is a password hashed with argon2id for Accounts.Create; the
+// zero Password is none.
+type Password struct{ hash string }
+
+// HashPassword hashes p, which must have MinPassword to 256 characters.
+// It is CPU work (tens of milliseconds, seconds on a busy machine): do it
+// before starting a request's deadline for Redis, not under it.
+func HashPassword(p string) (Password, error) {
+	h, err := hashPassword(p)
+	return Password{hash: h}, err
+}
+
 func hashPassword(p string) (string, error) {
 	if len(p) < MinPassword || len(p) > maxPassword {
 		return "", fmt.Errorf("staff accounts: a password has %d to %d characters", MinPassword, maxPassword)
