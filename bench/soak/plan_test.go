@@ -38,9 +38,10 @@ type plan struct {
 
 	// Set by the put-back tests only: the share of arrivals sent with the
 	// pass (default 0.05) and to the lane (default 0.3), and how long the
-	// order worker stops 8 s after the start (claims stay pending).
-	passShare, laneShareOf float64
-	stopWorker             time.Duration
+	// order worker stops, from stopWorkerAt after the start (claims stay
+	// pending meanwhile).
+	passShare, laneShareOf   float64
+	stopWorker, stopWorkerAt time.Duration
 	// lagFrom, when set, is the fraction of the lead at which the replica
 	// of a lagFailover stops copying, and it lags until 0.75 of the lead
 	// (default: from 0.55, for 1.5-3 s).

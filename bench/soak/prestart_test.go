@@ -21,7 +21,8 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 		return
 	}
 	if st.plan.stopWorker > 0 && ss.f != nil {
-		defer ss.stopWorkerAfterStart(ctx, st)
+		// At once: the first arrivals' claims must stay pending.
+		ss.f.wg.Go(func() { ss.stopWorkerAfterStart(ctx, st) })
 	}
 	if st.plan.lead == 0 {
 		return
@@ -59,10 +60,10 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 	}
 }
 
-// stopWorkerAfterStart stops the order worker 8 s after the start for
-// the plan's stopWorker: claims stay pending meanwhile.
+// stopWorkerAfterStart stops the order worker stopWorkerAt after the
+// start for the plan's stopWorker: claims stay pending meanwhile.
 func (ss *sales) stopWorkerAfterStart(ctx context.Context, st *saleState) {
-	if !sleep(ctx, time.Until(st.start.Add(8*time.Second))) || !ss.f.take("worker") {
+	if !sleep(ctx, time.Until(st.start.Add(st.plan.stopWorkerAt))) || !ss.f.take("worker") {
 		return
 	}
 	ss.f.count("worker-stop")

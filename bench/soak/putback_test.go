@@ -36,9 +36,13 @@ func TestSoakCatchesPutBack(t *testing.T) {
 			plan{lead: 18 * time.Second, lane: true, laneShareOf: 0.6, lagFailover: true, lagFrom: 0.25, claimTTL: 1800},
 			[]string{"supply"}},
 		{"bug 6: max_active counts pending claims, not people", "putback-bug6.patch",
-			// No shop finishes anyone and the worker stops: pending claims
-			// pile up, two a person for many.
-			plan{stopWorker: 40 * time.Second, claimTTL: 1800},
+			// The worker stops at the start, so every claim stays pending;
+			// the shop finishes default-lane shoppers once done, and nine
+			// pass holders (never a checkout session) hold most of two
+			// claims each: the old rule counts their 15 or so claims,
+			// above max_active 12, and admits nobody; counted as the nine
+			// people they are, three places stay.
+			plan{shop: true, passUses: 9, passShare: 0.3, stopWorker: 60 * time.Second, claimTTL: 1800},
 			[]string{"frontier stood"}},
 	}
 	for _, tc := range cases {
