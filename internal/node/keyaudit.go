@@ -46,6 +46,11 @@ func (w *keyWatch) observe(ctx context.Context) error {
 	switch {
 	case w.last.Active == "":
 		action = "keys.observed" // first sight on this node: a new deployment, or a change made while it was down
+	case now.Active == w.last.Active && len(now.Kids) > len(w.last.Kids):
+		// A rotation seen half-way: `anteroom keys rotate` writes the new
+		// key before it makes it active, so a node reloading in between
+		// sees it published and not yet signing; the rotation follows.
+		action = "keys.publish"
 	case now.Active == w.last.Active:
 		action = "keys.retire"
 	}
