@@ -45,7 +45,9 @@ func (ss *sales) checkStall(ev string, f float64, joined, remaining int64) {
 		return
 	}
 	ss.checks.Add(1)
-	if why := ss.h.disturbed(since.Add(-5 * time.Second)); why != "" {
+	// Nothing that may hold the frontier in the last stallAfter (and 5 s
+	// before, for the nodes to pick up a change).
+	if why := ss.h.disturbed(now.Add(-stallAfter - 5*time.Second)); why != "" {
 		return
 	}
 	inCheckout := ss.h.inCheckoutCount(ev, now)
