@@ -68,6 +68,25 @@ func envSetting(getenv func(string) string, name string) string {
 	return settings.Lookup(getenv, s)
 }
 
+// envFlag registers a string flag of a tool (invite, loadgen) whose
+// default is the node setting name from the environment, without showing
+// that value in -h: it may be a secret or a URL with credentials. Call the
+// returned function after fs.Parse for the value in effect.
+func envFlag(fs *flag.FlagSet, getenv func(string) string, name, usage string) func() string {
+	v := fs.String(name, "", usage)
+	return func() string {
+		if *v != "" {
+			return *v
+		}
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+		if set {
+			return ""
+		}
+		return envSetting(getenv, name)
+	}
+}
+
 func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {

@@ -29,7 +29,7 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 	user := fs.String("user", "", "the invited user id, as the node's identity names them")
 	lane := fs.String("lane", "", "the lane (event lanes[].name) the invite puts the user in; empty: no lane")
 	ttl := fs.Duration("ttl", 7*24*time.Hour, "how long the invite stays valid")
-	secretHex := fs.String("ticket-secret", envSetting(getenv, "ticket-secret"), "hex ticket secret shared by the nodes (ANTEROOM_TICKET_SECRET)")
+	secretHex := envFlag(fs, getenv, "ticket-secret", "hex ticket secret shared by the nodes (default: ANTEROOM_TICKET_SECRET)")
 	dataDir := fs.String("data-dir", envSetting(getenv, "data-dir"), "data dir holding ticket-secret when -ticket-secret is empty (ANTEROOM_DATA_DIR)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -44,7 +44,7 @@ func invite(args []string, getenv func(string) string, now func() time.Time, std
 	case *ttl <= 0:
 		return errors.New("invite --ttl must be positive")
 	}
-	secret, err := inviteSecret(*secretHex, *dataDir)
+	secret, err := inviteSecret(secretHex(), *dataDir)
 	if err != nil {
 		return err
 	}

@@ -40,10 +40,10 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	buckets := fs.Int("buckets", 1, "stock buckets (with -create)")
 	joinShards := fs.Int("join-shards", 1, "join shards S (with -create): one event's joins over S Redis Cluster slots")
 	userHeader := fs.String("user-header", "", "name each shopper by this header (X-User-ID for nodes in header mode that trust this machine as a proxy); empty: by the visitor cookie (anonymous mode)")
-	admin := fs.String("admin-token", envSetting(getenv, "admin-token"), "admin token (ANTEROOM_ADMIN_TOKEN)")
-	redisURL := fs.String("redis-url", envSetting(getenv, "redis-url"), "Redis to reconcile against (ANTEROOM_REDIS_URL)")
-	cluster := fs.String("redis-cluster-addrs", envSetting(getenv, "redis-cluster-addrs"), "Redis Cluster to reconcile against")
-	natsURL := fs.String("nats-url", envSetting(getenv, "nats-url"), "NATS to reconcile against (ANTEROOM_NATS_URL)")
+	admin := envFlag(fs, getenv, "admin-token", "admin token (default: ANTEROOM_ADMIN_TOKEN)")
+	redisURL := envFlag(fs, getenv, "redis-url", "Redis to reconcile against (default: ANTEROOM_REDIS_URL)")
+	cluster := envFlag(fs, getenv, "redis-cluster-addrs", "Redis Cluster to reconcile against (default: ANTEROOM_REDIS_CLUSTER_ADDRS)")
+	natsURL := envFlag(fs, getenv, "nats-url", "NATS to reconcile against (default: ANTEROOM_NATS_URL)")
 	scenario := fs.String("scenario", "", "million: -users people join one new event and keep polling at the poll_after_ms they are told for -duration after the last join, admitted at -rate; reports status p99, admissions/s, Redis memory per person and CPU")
 	spawn := fs.Bool("spawn", false, "with -scenario million: start redis-server, anteroom natsd and -nodes nodes on loopback (header identity) instead of using -url")
 	nodes := fs.Int("nodes", 2, "nodes -spawn starts")
@@ -53,7 +53,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	if *scenario == "million" {
-		o := millionOpts{urls: strings.Split(*urls, ","), event: *ev, admin: *admin, redisURL: *redisURL, people: *users,
+		o := millionOpts{urls: strings.Split(*urls, ","), event: *ev, admin: admin(), redisURL: redisURL(), people: *users,
 			rate: *rate, hold: *limit, joinShards: *joinShards, joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes,
 			userHeader: cmp.Or(*userHeader, "X-User-ID"), progressEvery: 5 * time.Second}
 		for _, p := range strings.Split(*pids, ",") {
@@ -79,7 +79,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	targets := strings.Split(*urls, ",")
 	if *create {
 		now := time.Now().UTC().Truncate(time.Second)
-		if err := putEvent(ctx, targets[0], *admin, *ev, map[string]any{
+		if err := putEvent(ctx, targets[0], admin(), *ev, map[string]any{
 			"name": "loadgen " + *ev, "supply": *units, "per_user_limit": *perUser, "buckets": *buckets, "join_shards": *joinShards,
 			"prequeue_opens_at": now.Add(time.Second), "starts_at": now.Add(3 * time.Second),
 			"ends_at": now.Add(time.Hour), "random_window_seconds": 1, "admit_rate_per_second": *rate,
@@ -110,22 +110,22 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		fmt.Fprintf(stderr, "loadgen: crowd stopped early: %v\n", err)
 	}
 	printEndpoints(stdout, res)
-	if *redisURL == "" && *cluster == "" || *natsURL == "" {
+	if redisURL() == "" && cluster() == "" || natsURL() == "" {
 		fmt.Fprintln(stdout, "\n(no -redis-url/-redis-cluster-addrs and -nats-url: skipping reconciliation against Redis and the stream)")
 		return err
 	}
 	var rdb redis.UniversalClient
-	if *cluster != "" {
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*cluster, ",")})
+	if cluster() != "" {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(cluster(), ",")})
 	} else {
-		opt, perr := redis.ParseURL(*redisURL)
+		opt, perr := redis.ParseURL(redisURL())
 		if perr != nil {
 			return perr
 		}
 		rdb = redis.NewClient(opt)
 	}
 	defer rdb.Close()
-	nc, cerr := nats.Connect(*natsURL)
+	nc, cerr := nats.Connect(natsURL())
 	if cerr != nil {
 		return cerr
 	}
