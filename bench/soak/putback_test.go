@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // TestSoakCatchesPutBack shows that the soak catches the bugs of issue 24
@@ -16,7 +18,8 @@ import (
 // each, this tree is copied, the patch in testdata that reverts the fix
 // (the product code only, not its tests) is applied, the copy is built,
 // and a short soak of the plan that exercises the feature runs on it and
-// must stop on a violation naming the broken promise. A patch that no
+// must stop on a violation naming the broken promise; the same plans run
+// on this tree's build first and must pass (the control). A patch that no
 // longer applies fails the test: regenerate it from the fix (see
 // testdata/README.md).
 func TestSoakCatchesPutBack(t *testing.T) {
@@ -45,6 +48,20 @@ func TestSoakCatchesPutBack(t *testing.T) {
 			plan{shop: true, passUses: 9, passShare: 0.3, stopWorker: 60 * time.Second, claimTTL: 1800},
 			[]string{"frontier stood"}},
 	}
+	// The control: this tree's build runs every plan without a violation,
+	// so what the patched builds trip on is the bug taken back.
+	t.Run("control", func(t *testing.T) {
+		bin := filepath.Join(t.TempDir(), "anteroom")
+		if err := testenv.BuildAnteroom(bin); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range cases {
+			if found := runSoak(t, soakRun{length: 100 * time.Second, seed: 1, bin: bin, quiet: true,
+				plan: func(int) plan { return tc.plan }}); found != nil {
+				t.Fatalf("the fixed build, plan of %s:\n%s", tc.name, found.render(1))
+			}
+		}
+	})
 	for _, tc := range cases {
 		t.Run(strings.SplitN(tc.name, ":", 2)[0], func(t *testing.T) {
 			bin := buildPatched(t, filepath.Join("testdata", tc.patch))
