@@ -115,6 +115,24 @@ type saleBook struct {
 	inCheckout    map[string]time.Time       // default-lane users admitted and not finished → admission time
 	maxActive     int64
 	maxActiveSeen int
+	// claimTTL is the sale's claim_ttl_seconds: an unpaid claim older
+	// than that may have expired and its unit been sold again, which no
+	// client is told; grantAt is when each claim id was first answered.
+	claimTTL time.Duration
+	grantAt  map[string]time.Time
+}
+
+// unexpired counts the claim ids of set (a map keyed by claim id) that
+// cannot have expired by at: answered less than the claim TTL (less a
+// second for the node's instant of the grant, which is earlier) before.
+func unexpired[V any](b *saleBook, set map[string]V, at time.Time) int {
+	n := 0
+	for id := range set {
+		if b.claimTTL <= 0 || at.Sub(b.grantAt[id]) < b.claimTTL-time.Second {
+			n++
+		}
+	}
+	return n
 }
 
 // supply is the supply of sale ev the checks hold it to: the highest
@@ -126,6 +144,15 @@ func (h *history) supply(ev string) int64 {
 		return b.supply
 	}
 	return saleSupply
+}
+
+// setClaimTTL sets the claim TTL of sale ev (see saleBook.claimTTL).
+func (h *history) setClaimTTL(ev string, d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.sales[ev]; b != nil {
+		b.claimTTL = d
+	}
 }
 
 // setSupply sets the supply the checks hold sale ev to.
@@ -149,7 +176,7 @@ func (h *history) open(sale string, supply, limit, maxActive int64) {
 		byKey: map[string]string{}, held: map[string]map[string]bool{}, live: map[string]string{},
 		confirmed: map[string]bool{}, released: map[string]bool{}, acked: map[string]string{},
 		posUser: map[string]string{}, posAt: map[string]time.Time{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{},
-		finished: map[string]bool{}, inCheckout: map[string]time.Time{}}
+		finished: map[string]bool{}, inCheckout: map[string]time.Time{}, grantAt: map[string]time.Time{}}
 }
 
 func (h *history) book(sale string) *saleBook {
@@ -250,10 +277,13 @@ func (h *history) record(o op) {
 		}
 		b.held[o.User][o.ClaimID] = true
 		b.live[o.ClaimID] = o.User
-		if n := len(b.held[o.User]); int64(n) > b.limit {
+		if _, ok := b.grantAt[o.ClaimID]; !ok {
+			b.grantAt[o.ClaimID] = o.At
+		}
+		if n := unexpired(b, b.held[o.User], o.At); int64(n) > b.limit {
 			h.violate(o, "%s holds %d claims, limit %d", o.User, n, b.limit)
 		}
-		if n := len(b.live); int64(n) > b.supply {
+		if n := unexpired(b, b.live, o.At); int64(n) > b.supply {
 			h.violate(o, "%d units granted and not released, supply %d", n, b.supply)
 		}
 	case "lookup":

@@ -188,6 +188,7 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 	}
 	body, _ := json.Marshal(cfg)
 	ss.h.open(ev, saleSupply, saleLimit, saleActive)
+	ss.h.setClaimTTL(ev, time.Duration(p.claimTTL)*time.Second)
 	ss.mu.Lock()
 	ss.rates[ev] = []rateAt{{time.Now(), saleRate}}
 	ss.frames = nil
