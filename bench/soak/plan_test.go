@@ -87,7 +87,7 @@ func drawPlan(rnd *rand.Rand, n int, onCluster bool) plan {
 	p.edit = p.lead > 0 && rnd.Float64() < 0.7
 	p.lagFailover = !onCluster && p.lead > 0 && (p.lane || p.passUses > 0) && rnd.Float64() < 0.35
 	if rnd.Float64() < 0.4 {
-		p.claimTTL = 8 + rnd.IntN(8)
+		p.claimTTL = 10 + rnd.IntN(6) // the shortest a sale takes
 	}
 	return p
 }

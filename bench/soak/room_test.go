@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -146,16 +147,19 @@ func (r *room) admitted(user, token string) {
 	r.held[user] = span{iat, exp}
 	r.issued = append(r.issued, iat)
 	holding := 0
-	for _, sp := range r.held {
+	var who []string
+	for u, sp := range r.held {
 		if !sp.from.After(iat) && sp.to.After(iat) {
 			holding++
+			who = append(who, fmt.Sprintf("%s %s–%s", u, sp.from.Format("05"), sp.to.Format("05")))
 		}
 	}
+	slices.Sort(who)
 	// Tokens carry whole seconds: an admission issued within the same
 	// second as another's end may overlap it by up to a second.
 	if holding > roomActive+roomSlack {
-		r.h.violateNow(roomID, "%d people hold an unexpired admission of the safety-net room at %s, max_active %d (+%d)",
-			holding, iat.Format("15:04:05"), roomActive, roomSlack)
+		r.h.violateNow(roomID, "%d people hold an unexpired admission of the safety-net room at %s, max_active %d (+%d): %s",
+			holding, iat.Format("15:04:05"), roomActive, roomSlack, strings.Join(who, ", "))
 	}
 	// The rate: at most rate × (window + 1 s of credit) + 2 admissions in
 	// any 5 s window (tokens carry whole seconds).

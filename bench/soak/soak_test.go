@@ -63,7 +63,10 @@ func TestSoak(t *testing.T) {
 		}
 		seed = s
 	}
-	found := runSoak(t, soakRun{length: length, seed: seed, onCluster: os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster", faults: true, room: true})
+	// ANTEROOM_SOAK_FAULTS=off runs the crowd without faults (to tell a
+	// fault's finding from the crowd's).
+	found := runSoak(t, soakRun{length: length, seed: seed, onCluster: os.Getenv("ANTEROOM_SOAK_REDIS") == "cluster",
+		faults: os.Getenv("ANTEROOM_SOAK_FAULTS") != "off", room: true})
 	if found != nil {
 		t.Fatal(found.render(seed))
 	}
