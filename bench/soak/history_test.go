@@ -86,6 +86,13 @@ func (h *history) promoted() {
 	h.promotions = append(h.promotions, time.Now())
 }
 
+// promotedWithin reports whether a replica was promoted since t.
+func (h *history) promotedWithin(t time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.promotedBetween(t, time.Now().Add(time.Hour))
+}
+
 // promotedBetween reports whether a replica was promoted in (a, b); h.mu
 // is held.
 func (h *history) promotedBetween(a, b time.Time) bool {
