@@ -89,16 +89,14 @@ func TestVerifyLane(t *testing.T) {
 	pub["lane_seeds"] = true
 	own := writeEvent(t, pub)
 	delete(pub, "lane_seeds")
-	for _, tc := range []struct {
+	cases = append(cases, []struct {
 		args []string
 		want int64
 	}{
 		{[]string{"--event", own, "--seq", seq(1, 3)}, lanePerm(1, 5, 3)},
 		{[]string{"--event", own, "--lane", "partner", "--seq", "7"}, lanePerm(2, 12, 7)},
 		{[]string{"--event", own, "--seq", "17"}, perm(40, 17)},
-	} {
-		cases = append(cases, tc)
-	}
+	}...)
 	sharded := writeEvent(t, map[string]any{"id": "spread", "seed_commitment": queue.Commitment(seed), "seed": seedHex,
 		"window_size": 10, "shard_window_sizes": []int64{3, 0, 5, 2}})
 	cases = append(cases, struct {
