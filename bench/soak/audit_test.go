@@ -26,9 +26,15 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// A NATS server may be down for a fault meanwhile (up to 8 s): the
+	// stream is unreadable only if it stays so.
 	evs, err := claim.CountedEvents(ctx, ss.s.js, ev)
+	for try := 0; err != nil && try < 30; try++ {
+		time.Sleep(time.Second)
+		evs, err = claim.CountedEvents(ctx, ss.s.js, ev)
+	}
 	if err != nil {
-		h.violateNow(ev, "order stream unreadable: %v", err)
+		h.violateNow(ev, "order stream unreadable for 30 s: %v", err)
 		return
 	}
 	grants, released, users := map[string]int{}, map[string]bool{}, map[string]map[string]bool{}
