@@ -112,8 +112,12 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	orders, err = claim.OrderStatuses(ctx, ss.s.js, ev)
+	for try := 0; err != nil && try < 30; try++ {
+		time.Sleep(time.Second)
+		orders, err = claim.OrderStatuses(ctx, ss.s.js, ev)
+	}
 	if err != nil {
-		h.violateNow(ev, "orders bucket unreadable: %v", err)
+		h.violateNow(ev, "orders bucket unreadable for 30 s: %v", err)
 		return
 	}
 	for id, st := range orders {
