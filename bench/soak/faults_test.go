@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -209,14 +210,17 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 	if err := s.startWorker(); err != nil {
 		return err
 	}
+	// A rebuild that fails is recorded, and the failover still ends with a
+	// new replica: the next failover must find one to promote.
+	var rebuildErr error
 	if between == nil {
 		for _, ev := range f.sales.all() {
-			if err := f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK); err != nil {
-				return err
+			if err := f.rebuild(ev); err != nil {
+				rebuildErr = err
 			}
 		}
-	} else if err := f.rebuildOnEvidence(ctx, promotedAt); err != nil {
-		return err
+	} else {
+		rebuildErr = f.rebuildOnEvidence(ctx, promotedAt)
 	}
 	fresh := testenv.StartRedis(s.t, testenv.WithReplicaOf(promoted.Addr()))
 	if err := testenv.WaitSynced(ctx, rc, fresh.Client(s.t), 60*time.Second); err != nil {
@@ -226,7 +230,22 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 	s.replica = fresh
 	s.mu.Unlock()
 	f.h.note("fault", "new replica in sync")
-	return nil
+	return rebuildErr
+}
+
+// rebuild asks a node to rebuild sale ev, as the runbook does after a
+// failover. A rebuild already running (a retried request whose first try
+// is still at work) is waited for: asked again until one answers 200.
+func (f *faults) rebuild(ev string) error {
+	var err error
+	for range 20 {
+		err = f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK)
+		if err == nil || !strings.Contains(err.Error(), "already running") {
+			return err
+		}
+		time.Sleep(3 * time.Second)
+	}
+	return err
 }
 
 // rebuildOnEvidence is an operator who rebuilds a sale only once its
@@ -244,7 +263,7 @@ func (f *faults) rebuildOnEvidence(ctx context.Context, promoted time.Time) erro
 			}
 			rebuilt[ev] = true
 			f.h.note("fault", "operator: claims of %s answer 503 paused since the failover, rebuilding it", ev)
-			if err := f.staff(rand.New(rand.NewPCG(1, 2)), http.MethodPost, "/admin/events/"+ev+"/rebuild", nil, http.StatusOK); err != nil {
+			if err := f.rebuild(ev); err != nil {
 				return err
 			}
 		}
