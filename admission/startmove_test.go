@@ -60,19 +60,32 @@ func TestFrontierStartMovedLater(t *testing.T) {
 	}
 	f := admission.NewFrontier(rdb)
 	const rate = 1000.0
-	now := time.Now()
-	// Whole milliseconds, as the script reads the start.
-	old, moved := time.UnixMilli(now.Add(300*time.Millisecond).UnixMilli()), time.UnixMilli(now.Add(1300*time.Millisecond).UnixMilli())
-	rd, err := f.Advance(ctx, "later", admission.Step{Start: old, Rate: rate, Grace: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rd.ServerTime.Before(old) {
-		t.Skipf("the step meant to run before the old start ran at %s, after it: the machine is too slow for this scenario", rd.ServerTime)
+	// The first step must run before the old start: the lead grows tenfold
+	// until this machine makes it (300 ms, 3 s, 30 s), never a skip.
+	var old, moved time.Time
+	var rd admission.Reading
+	for lead := 300 * time.Millisecond; ; lead *= 10 {
+		now := time.Now()
+		// Whole milliseconds, as the script reads the start.
+		old, moved = time.UnixMilli(now.Add(lead).UnixMilli()), time.UnixMilli(now.Add(lead+time.Second).UnixMilli())
+		if err := rdb.Del(ctx, "ar:{later}:adm").Err(); err != nil { // admission/frontier.go's frontierKey
+			t.Fatal(err)
+		}
+		var err error
+		if rd, err = f.Advance(ctx, "later", admission.Step{Start: old, Rate: rate, Grace: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if rd.ServerTime.Before(old) {
+			break
+		}
+		if lead >= 30*time.Second {
+			t.Fatalf("the step meant to run before the old start ran at %s, %s after it, with a lead of %s", rd.ServerTime, rd.ServerTime.Sub(old), lead)
+		}
 	}
 	step := admission.Step{Start: moved, Rate: rate, Grace: time.Hour}
 	deadline := moved.Add(time.Minute)
 	for time.Now().Before(deadline) {
+		var err error
 		if rd, err = f.Advance(ctx, "later", step); err != nil {
 			t.Fatal(err)
 		}
