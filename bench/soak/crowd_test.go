@@ -197,8 +197,19 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		return
 	}
 	auth := map[string]string{"Authorization": "Bearer " + ticket}
+	// 6 % of the default lane step away once while they wait, longer than
+	// the no-show grace: their turn may pass, and with max_active they
+	// are held as late no-shows until the frontier lets them in.
+	stepAway := s.lane == "" && s.rnd.Float64() < 0.06
 	for token == "" {
 		a := c.do(ctx, s, "status", http.MethodGet, base+"/status", auth)
+		if stepAway && a.Status == http.StatusOK && a.State == "waiting" {
+			stepAway = false
+			if !sleep(ctx, dur(s.rnd, 6*time.Second, 15*time.Second)) {
+				return
+			}
+			continue
+		}
 		switch {
 		case a.Status == http.StatusOK && a.State == "admitted":
 			token, _ = a.body["admission_token"].(string)
