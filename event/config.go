@@ -33,50 +33,154 @@ const (
 
 // Config is one sale. Times are absolute; durations are in seconds so the JSON
 // form is what staff type.
+//
+// Each field says its default (what Defaults fills into a zero value;
+// DefaultConfig is a Config holding every default) and when it locks. A
+// field that locks cannot change from that instant on, judged by Redis
+// TIME in the same step as the save (Store.PutBefore, 409 locked). The
+// locks, from lockRules:
+//
+//   - the window (mode, random_window_seconds, starts_at): LockMargin
+//     (10 s) before starts_at, and a change that would close the window
+//     within LockMargin is refused;
+//   - the opening (prequeue_opens_at, join_shards, the lanes' names, order
+//     and starts): LockMargin before prequeue_opens_at;
+//   - the stock (supply, reserve_units, buckets): at starts_at;
+//   - every other field never locks: it is hot-updatable, and every node
+//     acts on a change within a tick.
 type Config struct {
-	ID                  string    `json:"id"`
-	Name                string    `json:"name"`
-	Supply              int64     `json:"supply"`
-	PerUserLimit        int64     `json:"per_user_limit"`
-	PrequeueOpensAt     time.Time `json:"prequeue_opens_at"`
-	StartsAt            time.Time `json:"starts_at"`
-	EndsAt              time.Time `json:"ends_at"`
-	Mode                Mode      `json:"mode"`
-	RandomWindowSeconds int64     `json:"random_window_seconds"`
-	AdmitRatePerSecond  float64   `json:"admit_rate_per_second"`
-	MaxActive           int64     `json:"max_active"`
-	NoShowGraceSeconds  int64     `json:"no_show_grace_seconds"`
-	AdmissionTTLSeconds int64     `json:"admission_ttl_seconds"`
-	ClaimTTLSeconds     int64     `json:"claim_ttl_seconds"`
-	Buckets             int       `json:"buckets"`
-	ReserveUnits        int64     `json:"reserve_units"`
-	Paused              bool      `json:"paused"`
-	Limits              Limits    `json:"limits"` // edge protection, see limits.go
+	// ID names the event in its URLs, Redis keys and NATS subjects
+	// (ValidID: lowercase letters, digits, '_' and '-', at most 64). It
+	// comes from the path of PUT /admin/events/{id} and never changes.
+	ID string `json:"id"`
+	// Name is what shoppers and staff see, at most 200 bytes. Never locks.
+	//
+	// Default: ""
+	Name string `json:"name"`
+	// Supply is the units for sale, 1 to MaxSupply (0 in a safety-net
+	// room, which sells nothing). Required. Locks at starts_at; before
+	// it, a change is refused while more units are sold (bypass passes,
+	// early lanes) than the new supply leaves.
+	Supply int64 `json:"supply"`
+	// PerUserLimit is how many units one user may hold in claims, 1 to
+	// 100. Never locks.
+	//
+	// Default: 1
+	PerUserLimit int64 `json:"per_user_limit"`
+	// PrequeueOpensAt is when the queue opens for joining; not after
+	// StartsAt. Locks LockMargin before the queue opens (the stored
+	// value).
+	//
+	// Default: StartsAt
+	PrequeueOpensAt time.Time `json:"prequeue_opens_at"`
+	// StartsAt is when the sale starts: the shuffle window opens (FCFS),
+	// registration ends (lottery), or the room is switched on (safety
+	// net). Required. Locks with the window, LockMargin before the stored
+	// StartsAt; a change that would close the window within LockMargin is
+	// refused.
+	StartsAt time.Time `json:"starts_at"`
+	// EndsAt is when the sale ends; after StartsAt and after the window
+	// closes. Never locks.
+	//
+	// Default: StartsAt + 24 h (a safety-net room: StartsAt + SafetyNetLife)
+	EndsAt time.Time `json:"ends_at"`
+	// Mode is how people are ordered: FCFS, Lottery or SafetyNet. Locks
+	// with the window, LockMargin before StartsAt: a running room cannot
+	// become a sale, nor a sale a room.
+	//
+	// Default: FCFS
+	Mode Mode `json:"mode"`
+	// RandomWindowSeconds is how long after StartsAt arrivals are still
+	// shuffled (FCFS), 0 to 86400; 0 in a safety-net room. Locks with the
+	// window, LockMargin before StartsAt.
+	//
+	// Default: 0 (no shuffle window: arrival order)
+	RandomWindowSeconds int64 `json:"random_window_seconds"`
+	// AdmitRatePerSecond is how many people are admitted per second over
+	// all nodes (lanes take their shares of it), above 0 and at most
+	// MaxRate. Never locks.
+	//
+	// Default: 100
+	AdmitRatePerSecond float64 `json:"admit_rate_per_second"`
+	// MaxActive caps the people active at once (admitted and within their
+	// grace, holding an unused admission, or holding a pending claim);
+	// 0 is no cap. Required (at least 1) in a safety-net room. Never
+	// locks.
+	//
+	// Default: 0
+	MaxActive int64 `json:"max_active"`
+	// NoShowGraceSeconds is how long an admitted person has to fetch
+	// their admission token before the frontier moves past them as a
+	// no-show, 2 to 600. Never locks.
+	//
+	// Default: 15
+	NoShowGraceSeconds int64 `json:"no_show_grace_seconds"`
+	// AdmissionTTLSeconds is how long an admission token lasts, 10 to
+	// 3600. Never locks (tokens already issued keep their expiry).
+	//
+	// Default: 300
+	AdmissionTTLSeconds int64 `json:"admission_ttl_seconds"`
+	// ClaimTTLSeconds is how long a pending claim holds its unit before
+	// it is released, 10 to 604800. Never locks.
+	//
+	// Default: 900
+	ClaimTTLSeconds int64 `json:"claim_ttl_seconds"`
+	// Buckets is how many stock buckets (Redis keys, spread over shards)
+	// hold the units, 1 to MaxBuckets and at most the units for sale; 1
+	// in a safety-net room. Locks at StartsAt; before it, a change is
+	// refused once a unit was sold.
+	//
+	// Default: 1
+	Buckets int `json:"buckets"`
+	// ReserveUnits are units of Supply kept out of the sale, at least 0
+	// and less than Supply. Locks at StartsAt.
+	//
+	// Default: 0
+	ReserveUnits int64 `json:"reserve_units"`
+	// Paused stops admission and claims (staff's pause and resume set
+	// it). Never locks.
+	//
+	// Default: false
+	Paused bool `json:"paused"`
+	// Limits are the sale's edge protection: rate limits, proof of work,
+	// captcha, invite-only, one claim per device or payment (limits.go
+	// gives each default; Limits.Defaults fills them). Never locks.
+	Limits Limits `json:"limits"`
 	// JoinShards is S, how many join shards the queue is spread over, each
-	// on its own Redis Cluster slot (see queue.Order). 1 keeps every key of
-	// the queue on the event's one slot. Locked once the queue opens.
+	// on its own Redis Cluster slot (see queue.Order), 1 to MaxJoinShards.
+	// 1 keeps every key of the queue on the event's one slot. Locks
+	// LockMargin before the queue opens (PrequeueOpensAt).
 	//
 	// Default: 1
 	JoinShards int `json:"join_shards"`
 	// Webhooks receive the sale's lifecycle events (see webhook.go).
+	// Never locks.
+	//
+	// Default: none
 	Webhooks []Webhook `json:"webhooks,omitempty"`
 	// PageVersion names the published waiting-room page (Pages, stored
 	// apart): the Pages version at which it was published; 0 for the
 	// built-in page. Set by publishing, never by a PUT of the event.
 	PageVersion int64 `json:"page_version,omitempty"`
 	// Lanes give groups of people a share of the admission rate and an
-	// earlier start (see lanes.go). Names, order and starts lock once the
-	// queue opens.
+	// earlier start (see lanes.go). Their names, order and starts lock
+	// LockMargin before the queue opens; shares and claims never lock.
+	//
+	// Default: none
 	Lanes []Lane `json:"lanes,omitempty"`
 	// Shop signs the shop's calls (a finished checkout session, a health
 	// signal) and holds admission while the shop's health check fails
 	// (see shop.go). With MaxActive it admits by checkout capacity.
+	// Never locks.
+	//
+	// Default: none (no shop secret, no health check)
 	Shop Shop `json:"shop"`
 
-	// Version increases with every stored change.
+	// Version increases with every stored change. Set by the store.
 	Version int64 `json:"version"`
 	// Seed is the secret that keys the shuffle; never shown before the
-	// window closes. Lowercase hex of 32 bytes.
+	// window closes. Lowercase hex of 32 bytes, drawn when the event is
+	// created; never set by staff.
 	Seed string `json:"seed,omitempty"`
 	// LaneSeeds: each lane draws its window with its own seed derived from
 	// Seed (queue.LaneSeed), so an early lane's positions say nothing of
@@ -85,7 +189,7 @@ type Config struct {
 	// before, whose lanes draw with Seed itself.
 	LaneSeeds bool `json:"lane_seeds,omitempty"`
 	// SeedCommitment is lowercase hex sha256 of the seed bytes, public from
-	// creation on.
+	// creation on. Set with the seed.
 	SeedCommitment string `json:"seed_commitment"`
 }
 
@@ -128,6 +232,17 @@ func ValidID(s string) bool {
 
 // ErrInvalid wraps every validation failure.
 var ErrInvalid = errors.New("event: invalid configuration")
+
+// DefaultConfig returns a Config holding every default: what Defaults
+// fills into a sale that leaves its fields out (and Limits' defaults). It
+// has no ID and no times: starts_at is required, and prequeue_opens_at and
+// ends_at default to values derived from it. The console shows these
+// defaults (GET /admin/defaults) instead of copying them.
+func DefaultConfig() Config {
+	var c Config
+	c.Defaults()
+	return c
+}
 
 // Defaults fills zero fields with their defaults.
 func (c *Config) Defaults() {

@@ -371,6 +371,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Delete("/admin/session", s.signOut)
 	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
 	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
+	app.Get("/admin/defaults", s.allow(staff.Viewer, false), s.eventDefaults)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/pow.js", s.powScript)
