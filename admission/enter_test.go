@@ -181,7 +181,7 @@ func TestEnterTimes(t *testing.T) {
 // admitted who never fetched the admission token is a no-show once the
 // grace has passed, and the frontier admits the next person in their
 // place. When the no-show comes back, their turn has ended (the script's
-// rule, README's "Leaving"): they get a new entry at the back — not an
+// rule, docs/integrate.md's "Leaving"): they get a new entry at the back — not an
 // admission at once above max_active.
 func TestEnterNoShowStartsAgain(t *testing.T) {
 	f, _ := frontier(t)

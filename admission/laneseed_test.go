@@ -41,7 +41,7 @@ func TestEarlyLaneRevealsNoDefaultPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The default window's draw, as the README defines it (π over 1..W
+	// The default window's draw, as docs/verify.md defines it (π over 1..W
 	// keyed by the event's seed), once it closes with W = 60.
 	later, err := queue.NewPermutation(seed, defaultW)
 	if err != nil {

@@ -30,7 +30,7 @@ type Page struct {
 	// ja, de, hi, ar) and message key.
 	Copy map[string]map[string]string `json:"copy,omitempty"`
 	// Template, when set, replaces the whole built-in page: Go
-	// html/template text with the variables listed in the README.
+	// html/template text with the variables listed in docs/api.md.
 	Template string `json:"template,omitempty"`
 }
 

@@ -8,7 +8,7 @@ import (
 // PageData is everything a waiting-room template sees, the built-in one
 // (assets/room.html) and an operator's (event.Page.Template): a plain
 // value with no functions, so executing a template only reads it. The
-// README's "The waiting room page" lists these as the template variables.
+// docs/api.md (Pages, the shop's own page) lists these as the template variables.
 //
 // On the live page the visitor's own figures (State, Position, Ahead, ETA)
 // are empty: the page is rendered once per event version and language and

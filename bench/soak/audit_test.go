@@ -66,7 +66,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 	}
 	// The stream holds each event at least once: a node stalled past the
 	// duplicate window stores its copy again, and every reader counts
-	// claim ids (README, claim/doc.go). The audit counts them too and
+	// claim ids (docs/how-it-works.md, claim/doc.go). The audit counts them too and
 	// reports the copies.
 	copies := 0
 	for _, n := range grants {

@@ -249,7 +249,7 @@ func (f *faults) rebuild(ev string) error {
 }
 
 // rebuildOnEvidence is an operator who rebuilds a sale only once its
-// claims answer 503 paused after the failover at promoted, as the README's
+// claims answer 503 paused after the failover at promoted, as docs/operate.md's
 // runbook reads them (claims refuse until the rebuild), for up to 40 s: a
 // sale whose claims go on being granted on a server that lost grants is
 // never rebuilt, and the soak's checks must then find it oversold if the

@@ -220,7 +220,7 @@ func (h *history) record(o op) {
 			lp := fmt.Sprintf("%s/%d", o.Lane, o.Pos)
 			if u, ok := b.posUser[lp]; ok && u != o.User {
 				if h.promotedBetween(b.posAt[lp], o.At) {
-					// The documented exception (README, failover): the
+					// The documented exception (docs/operate.md, failover): the
 					// first join was lost with the old primary, and its
 					// sequence number was given again. Counted, reported.
 					h.lostJoins++

@@ -164,7 +164,7 @@ func (r *room) admitted(user, token string) {
 	}
 	slices.Sort(who)
 	if holding > roomActive+roomSlack && len(positions) <= roomActive+roomSlack && r.h.promotedWithin(iat.Add(-5*time.Minute)) {
-		// The known limit (README, "What a failover does to the queue"):
+		// The known limit (docs/operate.md, "What a Redis failover does"):
 		// joins lost with the old primary, their sequence numbers given
 		// again, two people on one position, counted once.
 		r.sharedOverMax++

@@ -9,7 +9,7 @@
 //	anteroom worker     run the order worker (confirms claims from the order stream)
 //	anteroom reconcile  rebuild an event's stock and claims from the order stream
 //	anteroom invite     print a signed invite of one user to an invite-only event
-//	anteroom settings-table  print (or with -w rewrite) README.md's settings table
+//	anteroom settings-table  print (or with -w rewrite) docs/configure.md's settings table
 //	anteroom help       show this help
 //
 // Configuration comes from ANTEROOM_* environment variables and matching
@@ -52,7 +52,7 @@ commands:
   keys       rotate, retire or list the admission signing keys
   invite     print a signed invite of one user to an invite-only event
   natsd      run a NATS server with JetStream (for a loopback cluster)
-  settings-table  print the settings table of README.md (-w README.md rewrites it there)
+  settings-table  print the settings table of docs/configure.md (-w docs/configure.md rewrites it there)
 
 Each command takes -h.
 `

@@ -16,7 +16,7 @@ import (
 	"github.com/anteroom/anteroom/web"
 )
 
-//go:generate go run . settings-table -w ../../README.md
+//go:generate go run . settings-table -w ../../docs/configure.md
 
 // options is what the settings fill: the node's configuration, the log
 // format its logger is built with, and serve's shutdown timing.
@@ -26,7 +26,7 @@ type options struct {
 	drainDelay, drainTimeout time.Duration
 }
 
-// registry is every node setting, in the order the README's table shows
+// registry is every node setting, in the order docs/configure.md's table shows
 // them: those of serve, worker and reconcile, then serve's own.
 func registry(o *options) []settings.Setting {
 	return append(nodeSettings(o), serveSettings(o)...)

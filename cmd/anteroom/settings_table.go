@@ -10,11 +10,11 @@ import (
 	"github.com/anteroom/anteroom/internal/settings"
 )
 
-// regenerate is how to bring README.md's settings table back in line with
+// regenerate is how to bring docs/configure.md's settings table back in line with
 // the registry, from the repository's root.
-const regenerate = "go run ./cmd/anteroom settings-table -w README.md"
+const regenerate = "go run ./cmd/anteroom settings-table -w docs/configure.md"
 
-// settingsSection is the text the README holds between its settings
+// settingsSection is the text docs/configure.md holds between its settings
 // markers: how to read the table, then the table of the registry.
 func settingsSection() string {
 	return "Every setting is an environment variable and a flag of `anteroom serve`;\n" +
@@ -27,7 +27,7 @@ func settingsSection() string {
 		settings.Markdown(registry(&options{})) + "\n"
 }
 
-// settingsTable runs `anteroom settings-table`: it prints the README's
+// settingsTable runs `anteroom settings-table`: it prints docs/configure.md's
 // generated settings section, or with -w rewrites it between the settings
 // markers of a file.
 func settingsTable(args []string, stdout, stderr io.Writer) error {

@@ -223,22 +223,22 @@ func TestServeLogsSettingsInEffect(t *testing.T) {
 	}
 }
 
-// TestREADMESettingsTable: README.md's Configuration table is the
+// TestDocsSettingsTable: docs/configure.md's settings table is the
 // registry's, byte for byte.
-func TestREADMESettingsTable(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+func TestDocsSettingsTable(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/configure.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := settings.Block(string(raw))
 	if err != nil {
-		t.Fatalf("README.md: %v; regenerate with: %s", err, regenerate)
+		t.Fatalf("docs/configure.md: %v; regenerate with: %s", err, regenerate)
 	}
 	if want := settingsSection(); got != want {
 		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
 		for i := range max(len(gl), len(wl)) {
 			if i >= len(gl) || i >= len(wl) || gl[i] != wl[i] {
-				t.Errorf("README.md's settings table is not the registry's (cmd/anteroom/settings.go); regenerate it from the repository root with:\n\t%s\nfirst difference, line %d of the section:\nREADME:   %q\nregistry: %q",
+				t.Errorf("docs/configure.md's settings table is not the registry's (cmd/anteroom/settings.go); regenerate it from the repository root with:\n\t%s\nfirst difference, line %d of the section:\ndocs:     %q\nregistry: %q",
 					regenerate, i+1, at(gl, i), at(wl, i))
 				break
 			}

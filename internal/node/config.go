@@ -21,7 +21,7 @@ import (
 // Config is a node's process configuration. Each field a deployment sets
 // has one entry in the settings registry of cmd/anteroom (settings.go):
 // its flag, ANTEROOM_* environment variable, default (from DefaultConfig)
-// and doc, from which README.md's settings table is generated. Tick,
+// and doc, from which docs/configure.md's settings table is generated. Tick,
 // Manual, CaptchaTimeout and Limiter are for tests and embedders only.
 type Config struct {
 	// Addr is the HTTP listen address.

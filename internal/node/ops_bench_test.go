@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The sizing figures of README's Production section come from these
+// The sizing figures of bench/RESULTS.md (docs/operate.md, Sizing) come from these
 // benchmarks:
 //
 //	go test -run '^$' -bench BenchmarkOps -benchtime 20000x ./internal/node/

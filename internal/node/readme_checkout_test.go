@@ -15,7 +15,7 @@ import (
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
-// TestReadmeCheckoutCapacity runs the README's "Admission by checkout
+// TestReadmeCheckoutCapacity runs docs/integrate.md's "Admission by checkout
 // capacity" as written: its configuration (pointed at a loopback health
 // endpoint, max_active lowered to 1), its shell and Node.js calls that
 // finish a session — each admits the next shopper — and its shell health

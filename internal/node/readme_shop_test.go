@@ -19,26 +19,41 @@ import (
 )
 
 // readmeBlock returns the fenced block that follows
-// "<!-- readme-test: name -->" in the README.
+// "<!-- readme-test: name -->" in README.md or one of docs/*.md (exactly
+// one of them holds it).
 func readmeBlock(t *testing.T, name string) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	files, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(raw), "<!-- readme-test: "+name+" -->\n```")
-	if !ok {
-		t.Fatalf("README has no block %q", name)
+	var block, in string
+	for _, f := range append([]string{"../../README.md"}, files...) {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(raw), "<!-- readme-test: "+name+" -->\n```")
+		if !ok {
+			continue
+		}
+		if in != "" {
+			t.Fatalf("block %q is in %s and in %s", name, in, f)
+		}
+		_, rest, _ = strings.Cut(rest, "\n") // the language tag
+		b, _, ok := strings.Cut(rest, "\n```")
+		if !ok {
+			t.Fatalf("%s: block %q is not closed", f, name)
+		}
+		block, in = b, f
 	}
-	_, rest, _ = strings.Cut(rest, "\n") // the language tag
-	block, _, ok := strings.Cut(rest, "\n```")
-	if !ok {
-		t.Fatalf("README block %q is not closed", name)
+	if in == "" {
+		t.Fatalf("neither README.md nor docs/*.md has a block %q", name)
 	}
 	return block
 }
 
-// TestReadmeShopIntegration runs the README's "Integrate with your shop"
+// TestReadmeShopIntegration runs docs/integrate.md's "Integrate with your shop"
 // as written: its webhook configuration, pointed at a loopback receiver,
 // brings a your_turn for an admitted user, and its Node.js and shell
 // verifiers accept the delivered request and refuse a tampered one.
@@ -75,7 +90,7 @@ func TestReadmeShopIntegration(t *testing.T) {
 	if j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/readme/join", map[string]string{"X-User-ID": "shopper-42"}, nil); j.Status != http.StatusOK {
 		t.Fatalf("join: %d %s", j.Status, j.Raw)
 	}
-	nodetest.WaitFor(t, "your_turn at the README's URL", 30*time.Second, func() bool {
+	nodetest.WaitFor(t, "your_turn at the docs' URL", 30*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return body != nil

@@ -37,7 +37,7 @@ for (const [name, tok] of Object.entries(cases)) {
 console.log(JSON.stringify(out));
 `
 
-// TestReadmeEdgeWorker runs the README's edge function in Node against a
+// TestReadmeEdgeWorker runs docs/integrate.md's edge function in Node against a
 // live node: its JWKS fetched from the node, a token the node issued lets
 // the request through to a stub shop with X-User-ID = the token's sub (the
 // client's own X-User-ID overwritten), and forged, alg none, expired,

@@ -71,10 +71,10 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// TestSafetyNetNginx runs the README's safety-net nginx configuration (the
+// TestSafetyNetNginx runs docs/integrate.md's safety-net nginx configuration (the
 // same as deploy/gateway/nginx-safety-net.conf) as written in a real nginx
 // in front of a stub site and a node (anonymous visitors), with the
-// README's room (switched on now, with small thresholds for the test).
+// docs' room (switched on now, with small thresholds for the test).
 // Under max_active (2) each new visitor's very first request reaches the
 // site, with X-User-ID = the admission's subject and the admission cookie
 // set; the third is sent to the waiting page, joins the queue through
@@ -84,11 +84,11 @@ func contains(xs []string, x string) bool {
 func TestSafetyNetNginx(t *testing.T) {
 	site := readmeBlock(t, "safety-net-nginx") + "\n"
 	if file, err := os.ReadFile("../../deploy/gateway/nginx-safety-net.conf"); err != nil || string(file) != site {
-		t.Fatalf("deploy/gateway/nginx-safety-net.conf differs from the README's block (%v)", err)
+		t.Fatalf("deploy/gateway/nginx-safety-net.conf differs from docs/integrate.md's block (%v)", err)
 	}
 	room := map[string]any{}
 	if err := json.Unmarshal([]byte(readmeBlock(t, "safety-net-room")), &room); err != nil || room["mode"] != "safety_net" {
-		t.Fatalf("README's safety-net room: %v %v", room, err)
+		t.Fatalf("docs/integrate.md's safety-net room: %v %v", room, err)
 	}
 	for k, v := range safetyNet(3, 10, 100) {
 		if k != "name" && k != "mode" {

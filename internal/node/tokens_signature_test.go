@@ -76,7 +76,7 @@ func TestAdmissionSignatureRequiredOverHTTP(t *testing.T) {
 
 // TestAdmissionNodeAgreesWithJWKSOverHTTP checks that a node accepts
 // exactly the admission tokens that a plain JWKS verifier (golang-jwt with
-// the keys from /.well-known/jwks.json, as README's gateway section says)
+// the keys from /.well-known/jwks.json, as docs/integrate.md's gateway section says)
 // accepts: genuine tokens of the node and of its key, and the same tokens
 // stripped, tampered or re-headed.
 func TestAdmissionNodeAgreesWithJWKSOverHTTP(t *testing.T) {
