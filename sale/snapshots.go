@@ -38,8 +38,10 @@ type stock interface {
 }
 
 // Snapshots keeps a node-local view of every sale and advances every
-// frontier on each tick. Reads are lock-free; Refresh is called by one
-// goroutine (Run). The zero value is not usable: use NewSnapshots.
+// frontier on each tick. Reads (Get, All, Held) and marks (Present,
+// Claimed, Session, LateShow) are safe for concurrent use and never touch
+// Redis; Refresh is called by one goroutine (Run), and Reload may run
+// beside it. The zero value is not usable: use NewSnapshots.
 type Snapshots struct {
 	configs  configs
 	frontier *admission.Frontier
