@@ -1,8 +1,12 @@
-// Package admission decides who is admitted: the frontier F (positions ≤ F
-// are admitted) advances at a fixed rate of present people from the moment
-// the window closes, driven by a leaderless Redis script every node calls on
-// its tick, and each node keeps a snapshot of every sale so status answers
-// need no Redis.
+// Package admission owns how fast people get in. StepFor is the rule, pure
+// and table-tested: the rate × each lane's share, the holds (paused, sold
+// out, the shop's health), a lottery's units and max_active's caps, and the
+// most one step may credit. The Frontier then takes each step: positions
+// ≤ F are admitted, and F advances at a fixed rate of present people from
+// the moment the window closes, driven by a leaderless Redis script every
+// node calls on its tick. admission also answers a status poll from a
+// node's view of a sale (Decide, Sale), without Redis; keeping that view
+// fresh is package sale's job, which calls StepFor and Advance on its tick.
 //
 // The model, all in advance.lua, one step per tick and event:
 //
@@ -17,8 +21,9 @@
 //   - A position admitted longer than the grace ago whose holder fetched no
 //     admission token is a no-show, and F moves one further. A no-show who
 //     fetches the token later is counted back: the next admissions wait.
-//     With max_active a late no-show is held instead (held.go): no token
-//     until the step lets them in, first, within the rate and the caps.
+//     With max_active a late no-show is held instead (Reading.HeldLog;
+//     package sale keeps each node's copy): no token until the step lets
+//     them in, first, within the rate and the caps.
 //   - Admission starts at the start as the step passes it (Step.Start):
 //     staff who move the start earlier get admission from the new start,
 //     and moving it later gives no step counted from the old one.
@@ -34,8 +39,8 @@
 //   - Admission by checkout capacity: with max_active, the shop may
 //     report a checkout session finished by its admission token's jti
 //     (Frontier.Finish; the node that issued the token maps the jti to the
-//     position on its next tick, Snapshots.Session). A finished position
-//     never counts as active again. The rate still bounds every advance:
+//     position on its next tick, sale.Snapshots.Session). A finished
+//     position never counts as active again. The rate still bounds every advance:
 //     the caps bank no credit, so room made all at once is filled at the
 //     rate.
 //   - A shop health hold (Health, with the sale's shop.health) holds
@@ -43,7 +48,7 @@
 //     hold are two flags, and either holds.
 //
 // Status never touches Redis: a node records admission tokens issued
-// (Present) and claims granted (Claimed) in memory and hands them to the
+// (Step.Present) and claims granted (Step.Claimed) in memory and hands them to the
 // next tick's script, which records presence in a bitmap and admissions in
 // a sorted set of deadlines; the tick also reads the positions holding a
 // pending claim from the claim store when max_active is set. Marks a failed
@@ -58,7 +63,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/luascript"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
@@ -138,7 +142,7 @@ type Step struct {
 	// only when MaxActive is set). They count as people by user: a person
 	// with several pending claims is one, and so is each bypass pass
 	// holder, though all share PassPosition.
-	Pending []claim.Holder
+	Pending []Holder
 	// MaxCredit is the most time one step credits to the rate and the
 	// admission clock: after a gap with no step (Redis unreachable, every
 	// node stopped) admission resumes at the rate instead of admitting

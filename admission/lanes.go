@@ -1,13 +1,9 @@
 package admission
 
 import (
-	"context"
-	"fmt"
 	"math"
-	"strconv"
 	"time"
 
-	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 )
 
@@ -21,54 +17,7 @@ import (
 // (max_active caps the default lane, counting every pending claim) and no
 // lottery (lanes need FCFS). Status stays free: the node's view keeps each
 // lane's frontier, window and permutation, and a ticket's sequence number
-// names its lane (queue.Laned).
-
-// laneMarks keys the presence and claim marks of lane of event ev.
-func laneMarks(ev string, lane int) string { return ev + "/" + strconv.Itoa(lane) }
-
-// refreshLanes advances every lane of cfg (after the default lane's step
-// base) and returns their views.
-func (s *Snapshots) refreshLanes(ctx context.Context, cfg *event.Config, base Step, prev *Sale) ([]LaneView, error) {
-	if len(cfg.Lanes) == 0 {
-		return nil, nil
-	}
-	out := make([]LaneView, len(cfg.Lanes))
-	for i := range cfg.Lanes {
-		l, lane := &cfg.Lanes[i], i+1
-		marks := laneMarks(cfg.ID, lane)
-		step := Step{
-			Start: l.Start(cfg), Rate: cfg.AdmitRatePerSecond * l.Share, Hold: base.Hold, Grace: base.Grace,
-			AdmissionTTL: base.AdmissionTTL, MaxCredit: base.MaxCredit, HealthChecked: base.HealthChecked, Lane: lane,
-			ViewUntil: base.ViewUntil,
-		}
-		step.Present, step.PresentWait = s.take(&s.present, marks)
-		step.Claimed, step.ClaimedWait = s.take(&s.claimed, marks)
-		r, err := s.frontier.Advance(ctx, cfg.ID, step)
-		if err != nil {
-			s.putBack(&s.present, marks, step.Present, step.PresentWait)
-			s.putBack(&s.claimed, marks, step.Claimed, step.ClaimedWait)
-			return nil, err
-		}
-		v := LaneView{Reading: r, Rate: step.Rate}
-		if prev != nil && i < len(prev.Lanes) {
-			v.Perm = prev.Lanes[i].Perm
-		}
-		if r.WindowFrozen && r.Window > 0 && v.Perm.Size() != r.Window {
-			seed, err := queue.ParseSeedHex(cfg.Seed)
-			if err != nil {
-				return nil, fmt.Errorf("event %s: seed: %w", cfg.ID, err)
-			}
-			if cfg.LaneSeeds { // the lane's own draw (an event of before: the event's seed)
-				seed = queue.LaneSeed(seed, lane)
-			}
-			if v.Perm, err = queue.NewPermutation(seed, r.Window); err != nil {
-				return nil, fmt.Errorf("event %s lane %s: %w", cfg.ID, l.Name, err)
-			}
-		}
-		out[i] = v
-	}
-	return out, nil
-}
+// names its lane (queue.Laned). StepFor makes each lane's step.
 
 // decideLane answers a status poll for number n of lane (1-based) from
 // the node's view, like DecidePlace for the default lane: positions are

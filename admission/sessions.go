@@ -5,10 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	"github.com/anteroom/anteroom/queue"
 )
 
 //go:embed finish.lua
@@ -26,51 +23,11 @@ var ErrUnknownSession = errors.New("admission: unknown checkout session")
 // answered, not refused.
 const SessionGrace = 10 * time.Minute
 
-// Session records that an admission token with id jti was issued for
-// position pos of event ev, so that the shop can report the checkout
-// session finished by that jti (Frontier.Finish). The next refresh writes
-// the mapping to Redis, for as long as the token lasts plus SessionGrace.
-// Only the default lane's positions are kept: max_active caps the default
-// lane alone, and a lane member's or a bypass pass's position (see
-// queue.Laned, PassPosition) has no place in its bitmaps, so finishing such
-// a token is an unknown session. Safe for concurrent use; no Redis.
-func (s *Snapshots) Session(ev, jti string, pos int64) {
-	if lane, _ := queue.Unlane(pos); lane != 0 {
-		return
-	}
-	s.putBackSessions(ev, map[string]int64{jti: pos})
-}
-
-func (s *Snapshots) putBackSessions(ev string, m map[string]int64) {
-	if len(m) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sessions == nil {
-		s.sessions = map[string]map[string]int64{}
-	}
-	cur := s.sessions[ev]
-	if cur == nil {
-		cur = map[string]int64{}
-		s.sessions[strings.Clone(ev)] = cur
-	}
-	for jti, pos := range m {
-		cur[strings.Clone(jti)] = pos
-	}
-}
-
-func (s *Snapshots) takeSessions(ev string) map[string]int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.sessions[ev]
-	delete(s.sessions, ev)
-	return m
-}
-
-// recordSessions writes jti -> position for event ev in one script call
-// (every key carries the event's hash tag: one slot on a cluster).
-func (f *Frontier) recordSessions(ctx context.Context, ev string, m map[string]int64, ttl time.Duration) error {
+// RecordSessions writes jti -> position for event ev in one script call
+// (every key carries the event's hash tag: one slot on a cluster), each
+// kept for ttl (the admission TTL) plus SessionGrace; the frontier's step
+// then counts a finished session's position as never active again.
+func (f *Frontier) RecordSessions(ctx context.Context, ev string, m map[string]int64, ttl time.Duration) error {
 	if len(m) == 0 {
 		return nil
 	}

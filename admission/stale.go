@@ -35,3 +35,20 @@ func staleFloor(marks []mark, now time.Time, f int64, age time.Duration) ([]mark
 	}
 	return kept, floor
 }
+
+// TrackStale sets s.Stale, in a safety-net room, from the samples of the
+// view before it (prev; nil for none) and s's own reading: positions at or
+// below it were admitted longer than the admission TTL plus the no-show
+// grace ago. Call it once, before s is published; outside a safety-net room
+// it does nothing. prev is never written.
+func (s *Sale) TrackStale(prev *Sale) {
+	if !s.Config.IsSafetyNet() {
+		return
+	}
+	var prevMarks []mark
+	if prev != nil {
+		prevMarks = prev.marks
+	}
+	ttl := time.Duration(s.Config.AdmissionTTLSeconds+s.Config.NoShowGraceSeconds) * time.Second
+	s.marks, s.Stale = staleFloor(prevMarks, s.ServerTime, int64(s.Frontier), ttl)
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	saleview "github.com/anteroom/anteroom/sale" // this package has a sale helper
 )
 
 // TestSoldOutAtTheRealSellOut: staff create a sale that opens at once; a
@@ -23,18 +24,18 @@ func TestSoldOutAtTheRealSellOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	configs, stock := event.NewStore(s.rdb), claim.NewStore(s.rdb)
-	snaps := admission.NewSnapshots(configs, admission.NewFrontier(s.rdb), stock)
+	snaps := saleview.NewSnapshots(configs, admission.NewFrontier(s.rdb), stock)
 	rec := NewRecorder(s.rdb, js)
 	tick := func() *admission.Sale {
 		t.Helper()
-		if err := snaps.RefreshOne(ctx, "now"); err != nil {
+		if err := snaps.Refresh(ctx); err != nil { // the node's tick; "now" is the only sale
 			t.Fatal(err)
 		}
-		sale, _ := snaps.Get("now")
-		if err := rec.Observe(ctx, sale); err != nil {
+		v, _ := snaps.Get("now")
+		if err := rec.Observe(ctx, v); err != nil {
 			t.Fatal(err)
 		}
-		return sale
+		return v
 	}
 	soldOutAt := func() string {
 		t.Helper()

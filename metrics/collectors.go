@@ -12,7 +12,7 @@ import (
 )
 
 // Sales is what the collectors read the node's view of every sale from:
-// admission.Snapshots. All must be cheap (no Redis) and safe for concurrent
+// sale.Snapshots. All must be cheap (no Redis) and safe for concurrent
 // use.
 type Sales interface {
 	All() []*admission.Sale

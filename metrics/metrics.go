@@ -31,7 +31,7 @@ import (
 // Config says where the scrape-time collectors read from. A nil source
 // leaves its metrics out.
 type Config struct {
-	// Sales is the node's view of every sale (admission.Snapshots).
+	// Sales is the node's view of every sale (sale.Snapshots).
 	Sales Sales
 	// Claims reads the claim totals of a sale from Redis (claim.Store).
 	Claims Claims

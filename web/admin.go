@@ -167,7 +167,7 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 			// Saved, its stock not laid: recorded as saved, answered as
 			// what it is.
 			s.recordPut(c, id, &old, &saved)
-			if rerr := s.deps.Sales.RefreshOne(ctx, id); rerr != nil {
+			if rerr := s.deps.Sales.Reload(ctx, id); rerr != nil {
 				s.cfg.Log.Warn("refresh after a save", "event", id, "err", rerr)
 			}
 			return unlaid.problem(id)
@@ -182,7 +182,7 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 				return err
 			}
 		}
-		if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
+		if err := s.deps.Sales.Reload(ctx, id); err != nil {
 			return err
 		}
 		out, err := s.adminView(ctx, saved)
@@ -338,7 +338,7 @@ func (s *Server) pauseEvent(paused bool) fiber.Handler {
 				action = "event.pause"
 			}
 			s.record(c, action, id, fiber.Map{"paused": was}, fiber.Map{"paused": paused})
-			if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
+			if err := s.deps.Sales.Reload(ctx, id); err != nil {
 				return err
 			}
 			out, err := s.adminView(ctx, saved)

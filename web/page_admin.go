@@ -189,7 +189,7 @@ func (s *Server) setPageVersion(ctx context.Context, id string, version int64) e
 		}
 		break
 	}
-	return s.deps.Sales.RefreshOne(ctx, id)
+	return s.deps.Sales.Reload(ctx, id)
 }
 
 // previewPage answers GET /admin/events/{id}/preview?state=&lang=&page=:

@@ -28,7 +28,7 @@ func (s *Server) rebuildEvent(c *fiber.Ctx) error {
 		return err
 	}
 	s.record(c, "event.rebuild", id, nil, rep)
-	if err := s.deps.Sales.RefreshOne(ctx, id); err != nil {
+	if err := s.deps.Sales.Reload(ctx, id); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")

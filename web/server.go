@@ -27,7 +27,7 @@ import (
 type (
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
-		RefreshOne(ctx context.Context, id string) error
+		Reload(ctx context.Context, id string) error
 		PresentAfter(ev string, pos int64, waited time.Duration)
 		ClaimedAfter(ev string, pos int64, waited time.Duration)
 		Session(ev, jti string, pos int64)
@@ -84,7 +84,7 @@ type (
 // Optional: every field after Ready; each one's comment says what nil (or
 // empty) does.
 type Deps struct {
-	// Sales is the node-local snapshot of every sale (*admission.Snapshots).
+	// Sales is the node-local snapshot of every sale (*sale.Snapshots).
 	Sales sales
 	// Joiner hands out sequence numbers (*queue.Joiner, wrapped by lifecycle.Joiner).
 	Joiner joiner

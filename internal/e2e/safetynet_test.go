@@ -71,6 +71,12 @@ func TestConsoleSafetyNet(t *testing.T) {
 	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/site", map[string]string{"Authorization": "Bearer " + n.AdminToken}, room); a.Status != http.StatusCreated {
 		t.Fatalf("create the room: %d %s", a.Status, a.Raw)
 	}
+	// A save shows the room at once; its first tick steps it (freezes its
+	// window), and only then does a queued visitor wait.
+	nodetest.WaitFor(t, "the room's first tick", 10*time.Second, func() bool {
+		s, ok := n.Snapshots.Get("site")
+		return ok && !s.ServerTime.IsZero()
+	})
 	for i, want := range []string{"admitted", "waiting"} {
 		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil); a.Status != http.StatusOK || nodetest.Str(a.Body, "state") != want {
 			t.Fatalf("join %d: %d %s, want %s", i, a.Status, a.Raw, want)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 )
 
@@ -135,5 +137,66 @@ func TestFencedSaveNeedsRebuild(t *testing.T) {
 	}
 	if left, err := n.Claims.Remaining(ctx, claim.SaleOf(cfg)); err != nil || left != cfg.OnSale() {
 		t.Fatalf("stock %d (%v), want %d untouched", left, err, cfg.OnSale())
+	}
+}
+
+// TestStaffSaveDoesNotStepTheFrontier: a staff save (an update, a pause, a
+// resume) reloads the node's view of the sale, and the sale's view shows
+// it at once, but only the tick steps the frontier: on a node whose tick
+// is an hour away, the frontier's state in Redis is exactly what it was
+// before the saves, however much Redis time passed. (Before, every save
+// ran a frontier step through the view's refresh.)
+func TestStaffSaveDoesNotStepTheFrontier(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	rdb := r.Client(t)
+	ctx := context.Background()
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Tick: time.Hour})
+	if err := rdb.Set(ctx, queue.KeysFor("still").Seq, 1_000_000, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	nodetest.CreateSale(t, n, "still", map[string]any{
+		"name": "still", "supply": 10, "per_user_limit": 1, "prequeue_opens_at": now.Add(-2 * time.Minute),
+		"starts_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour), "admit_rate_per_second": 100,
+	})
+	const frontier = "ar:{still}:adm"
+	if err := n.Snapshots.Refresh(ctx); err != nil { // a tick
+		t.Fatal(err)
+	}
+	before, err := rdb.HGetAll(ctx, frontier).Result()
+	if err != nil || before["t"] == "" {
+		t.Fatalf("the frontier after a tick: %v %v, want it stepped", before, err)
+	}
+	// Redis time moves on: a step now would admit people and write its time.
+	first, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, "Redis time to pass 200 ms", nodetest.Patience, func() bool {
+		at, err := rdb.Time(ctx).Result()
+		return err == nil && at.Sub(first) >= 200*time.Millisecond
+	})
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/still", admin, []byte(`{"name":"still, renamed"}`)); a.Status != http.StatusOK {
+		t.Fatalf("save: %d %s", a.Status, a.Raw)
+	}
+	if v, ok := n.Snapshots.Get("still"); !ok || v.Config.Name != "still, renamed" {
+		t.Fatalf("the view after a save: %v %+v, want the saved name at once", ok, v)
+	}
+	for _, action := range []string{"pause", "resume"} {
+		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/still/"+action, admin, nil); a.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", action, a.Status, a.Raw)
+		}
+		if v, _ := n.Snapshots.Get("still"); v.Config.Paused != (action == "pause") {
+			t.Fatalf("the view after %s: paused %v", action, v.Config.Paused)
+		}
+	}
+	after, err := rdb.HGetAll(ctx, frontier).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, before) {
+		t.Fatalf("the frontier after three staff saves: %v, want it unstepped: %v", after, before)
 	}
 }

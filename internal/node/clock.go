@@ -11,7 +11,7 @@ import (
 
 // syncClock measures the node's offset to Redis TIME before the node
 // serves, so its first admission token already carries Redis time; every
-// frontier step measures it again (admission.Snapshots.UseClock). A clock
+// frontier step measures it again (sale.Snapshots.UseClock). A clock
 // more than a second off is logged: the node keeps Redis time, but the
 // machine's clock needs fixing (NTP).
 func syncClock(ctx context.Context, rdb redis.UniversalClient, clk *clock.Clock, log *slog.Logger) {

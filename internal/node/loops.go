@@ -8,11 +8,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/health"
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/sale"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
@@ -74,12 +74,12 @@ func (n *Node) goLoop(f func()) {
 	}()
 }
 
-func salesOf(s *admission.Snapshots) func() []claim.Sale {
+func salesOf(s *sale.Snapshots) func() []claim.Sale {
 	return func() []claim.Sale {
 		all := s.All()
 		out := make([]claim.Sale, 0, len(all))
-		for _, sale := range all {
-			out = append(out, claim.SaleOf(sale.Config))
+		for _, v := range all {
+			out = append(out, claim.SaleOf(v.Config))
 		}
 		return out
 	}

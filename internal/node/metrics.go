@@ -6,10 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/metrics"
+	"github.com/anteroom/anteroom/sale"
 	"github.com/anteroom/anteroom/web"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,7 +31,7 @@ type ops struct {
 // newOps creates the node's registry and metrics, reading the node's view
 // of every sale and the claim totals at scrape time, and times every Redis
 // call of back's client.
-func newOps(cfg *Config, back *backends, snaps *admission.Snapshots, claims *claim.Store) (*ops, error) {
+func newOps(cfg *Config, back *backends, snaps *sale.Snapshots, claims *claim.Store) (*ops, error) {
 	m, err := metrics.New(prometheus.NewRegistry(), metrics.Config{
 		Sales: snaps, Claims: claims, SlowRedis: cfg.SlowRedis,
 		OnError: func(err error) { cfg.Log.Debug("metrics scrape", "err", err) },

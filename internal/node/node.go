@@ -8,10 +8,10 @@ import (
 	"os"
 	"sync"
 
-	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/sale"
 	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -40,7 +40,7 @@ type Node struct {
 	// reconcile) and tests.
 	Events    *event.Store
 	Claims    *claim.Store
-	Snapshots *admission.Snapshots
+	Snapshots *sale.Snapshots
 	JS        jetstream.JetStream
 	// Limiter keeps the rate limits; its Degraded and Stats are for
 	// metrics.

@@ -106,6 +106,7 @@ func TestSafetyNetNginx(t *testing.T) {
 	conf = strings.Replace(conf, "127.0.0.1:3000", strings.TrimPrefix(srv.URL, "http://"), 1)
 	gw := testenv.StartNginx(t, conf)
 	nodetest.CreateSale(t, n, "site", room)
+	afterTick(t, n, "site") // a save shows the sale; its first tick steps it
 
 	const page = "/products/42?color=red"
 	mallory := map[string]string{"X-User-ID": "mallory"}

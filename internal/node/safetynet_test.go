@@ -85,7 +85,7 @@ func TestSafetyNetRoom(t *testing.T) {
 	// The gate: a room with a credit of one admission admits the first
 	// visitor at once and sends the second to the waiting page.
 	nodetest.CreateSale(t, n, "slow", safetyNet(100, 60, 0.01))
-	if err := n.Snapshots.RefreshOne(context.Background(), "slow"); err != nil {
+	if err := n.Snapshots.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	first := nodetest.Call(t, http.MethodGet, n.URL()+"/events/slow/gate", nil, nil)

@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
+	"github.com/anteroom/anteroom/sale"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/gofiber/fiber/v2"
@@ -50,7 +51,7 @@ type wiring struct {
 	events   *event.Store
 	claims   *claim.Store
 	frontier *admission.Frontier
-	snaps    *admission.Snapshots
+	snaps    *sale.Snapshots
 	shop     *admission.Health
 	refusals *report.Refusals
 	reports  *report.Builder
@@ -193,7 +194,7 @@ func (w *wiring) services() error {
 		w.cfg.Log.Warn("captcha tokens are checked by a development siteverify URL, not by the providers", "url", w.cfg.CaptchaSiteverifyURL)
 	}
 	w.frontier = admission.NewFrontier(rdb)
-	w.snaps = admission.NewSnapshots(w.events, w.frontier, w.claims)
+	w.snaps = sale.NewSnapshots(w.events, w.frontier, w.claims)
 	w.snaps.UseClock(w.clk)
 	w.shop = admission.NewHealth(rdb)
 	w.refusals = report.NewRefusals(rdb)
@@ -314,18 +315,18 @@ func (w *wiring) node() *Node {
 // script call.
 const claimBatch = 32
 
-func bucketStockOf(s *admission.Snapshots) func(ev string) []int64 {
+func bucketStockOf(s *sale.Snapshots) func(ev string) []int64 {
 	return func(ev string) []int64 {
-		if sale, ok := s.Get(ev); ok {
-			return sale.BucketStock
+		if v, ok := s.Get(ev); ok {
+			return v.BucketStock
 		}
 		return nil
 	}
 }
 
-func wantsYourTurn(s *admission.Snapshots) func(ev string) bool {
+func wantsYourTurn(s *sale.Snapshots) func(ev string) bool {
 	return func(ev string) bool {
-		sale, ok := s.Get(ev)
-		return ok && sale.Config.WantsYourTurn()
+		v, ok := s.Get(ev)
+		return ok && v.Config.WantsYourTurn()
 	}
 }

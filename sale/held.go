@@ -1,11 +1,11 @@
-package admission
+package sale
 
 import (
 	"strings"
 	"sync"
 )
 
-// Late no-shows under max_active (see advance.lua): a position credited as
+// Late no-shows under max_active (see admission/advance.lua): a position credited as
 // a no-show is held — its holder, if they come after all, gets no
 // admission token at once (that would put one more person in checkout
 // than max_active) but waits until the frontier's step lets them in,
@@ -79,10 +79,10 @@ func (h *heldSet) has(pos int64) bool {
 // admitted once, credited as a no-show under max_active, and not let in
 // since. A held position must get no admission token. While the node has
 // not yet read the whole held log (for a few ticks after it starts, on a
-// long log; Sale.HeldBehind) every position checked for no-shows counts
-// as held. Safe for concurrent use; no Redis.
+// long log; admission.Sale.HeldBehind) every position checked for
+// no-shows counts as held. Safe for concurrent use; no Redis.
 func (s *Snapshots) Held(ev string, pos int64) bool {
-	if sale, ok := s.Get(ev); ok && sale.HeldBehind && pos <= sale.Checked {
+	if v, ok := s.Get(ev); ok && v.HeldBehind && pos <= v.Checked {
 		return true
 	}
 	h, ok := s.held.Load(ev)

@@ -1,4 +1,4 @@
-package admission_test
+package sale_test
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestPresenceSurvivesFailedAdvance(t *testing.T) {
 	if err := rdb.HSet(ctx, present, "x", 1).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.snaps.RefreshOne(ctx, "flaky"); err == nil {
+	if err := g.snaps.StepOne(ctx, "flaky"); err == nil {
 		t.Fatal("refresh succeeded with a broken presence bitmap")
 	}
 	if err := rdb.Del(ctx, present).Err(); err != nil {
@@ -150,7 +150,7 @@ func TestRefreshSurvivesOneBrokenEvent(t *testing.T) {
 	if err := rdb.Set(ctx, "ar:{broken}:cfg", "{not json", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.snaps.RefreshOne(ctx, "broken"); err == nil {
+	if err := g.snaps.StepOne(ctx, "broken"); err == nil {
 		t.Fatal("refresh with a corrupt configuration succeeded")
 	}
 	if err := rdb.Set(ctx, "ar:{broken}:cfg", raw, 0).Err(); err != nil {
@@ -187,7 +187,7 @@ func TestLateShowSurvivesFailedAdvance(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.snaps.Present("halfway", 1) // late, but it came
-	if err := g.snaps.RefreshOne(ctx, "halfway"); err == nil {
+	if err := g.snaps.StepOne(ctx, "halfway"); err == nil {
 		t.Fatal("refresh succeeded with a broken history list")
 	}
 	if err := rdb.Del(ctx, hist).Err(); err != nil {

@@ -1,4 +1,4 @@
-package admission_test
+package sale_test
 
 import (
 	"context"
