@@ -11,8 +11,8 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/health"
-	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
