@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // answer is one HTTP exchange's outcome.
@@ -93,7 +95,7 @@ func (c *crowd) fail(format string, a ...any) {
 // at 2 s (a drill must move on), at least 200 ms, with jitter.
 func backoff(ctx context.Context, a answer) bool {
 	d := min(max(a.retryAfter, 200*time.Millisecond), 2*time.Second)
-	return sleep(ctx, d+time.Duration(rand.Int64N(int64(200*time.Millisecond))))
+	return wait.Sleep(ctx, d+time.Duration(rand.Int64N(int64(200*time.Millisecond))))
 }
 
 // retryable reports whether a may be retried: no answer, 429, 5xx.

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
@@ -163,7 +164,7 @@ func retry(ctx context.Context, s *shopper, a answer) bool {
 	if a.Err == "" && a.Status != http.StatusTooManyRequests && a.Status < 500 {
 		return false
 	}
-	return sleep(ctx, 200*time.Millisecond+time.Duration(s.rnd.Int64N(int64(600*time.Millisecond))))
+	return wait.Sleep(ctx, 200*time.Millisecond+time.Duration(s.rnd.Int64N(int64(600*time.Millisecond))))
 }
 
 // play runs one shopper to a final answer or the end of the run.
@@ -205,7 +206,7 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		a := c.do(ctx, s, "status", http.MethodGet, base+"/status", auth)
 		if stepAway && a.Status == http.StatusOK && a.State == "waiting" {
 			stepAway = false
-			if !sleep(ctx, dur(s.rnd, 6*time.Second, 15*time.Second)) {
+			if !wait.Sleep(ctx, dur(s.rnd, 6*time.Second, 15*time.Second)) {
 				return
 			}
 			continue
@@ -217,7 +218,7 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 			return
 		case a.Status == http.StatusOK:
 			ms, _ := a.body["poll_after_ms"].(float64)
-			if !sleep(ctx, min(max(time.Duration(ms)*time.Millisecond, 100*time.Millisecond), time.Second)) {
+			if !wait.Sleep(ctx, min(max(time.Duration(ms)*time.Millisecond, 100*time.Millisecond), time.Second)) {
 				return
 			}
 		case !retry(ctx, s, a):
@@ -230,7 +231,7 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 	defer c.finish(ctx, s, token)
 	var granted []string
 	for k := range s.keys {
-		if k > 0 && !sleep(ctx, s.think) {
+		if k > 0 && !wait.Sleep(ctx, s.think) {
 			return
 		}
 		key := fmt.Sprintf("%s-k%d", s.id, k)
@@ -291,7 +292,7 @@ func (c *crowd) finish(ctx context.Context, s *shopper, token string) {
 		a := c.do(ctx, s, "finish", http.MethodPost, path, hdr)
 		if a.Status == http.StatusNotFound && s.lane == "" && try < 29 {
 			// A session is known about a tick after its token was issued.
-			if !sleep(ctx, 300*time.Millisecond) {
+			if !wait.Sleep(ctx, 300*time.Millisecond) {
 				return
 			}
 			continue
@@ -327,18 +328,6 @@ func (c *crowd) claim(ctx context.Context, s *shopper, base string, hdr map[stri
 		if !retry(ctx, s, a) {
 			return a
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // The safety-net room the soak runs beside its sales for the whole run:
@@ -70,9 +72,9 @@ func (r *room) run(ctx context.Context, s *system) {
 			r.h.violateNow(roomID, "could not create the safety-net room: %d %s", status, raw)
 			return
 		}
-		sleep(ctx, time.Second)
+		wait.Sleep(ctx, time.Second)
 	}
-	for sleep(ctx, time.Second) {
+	for wait.Sleep(ctx, time.Second) {
 		for range roomArrivals {
 			r.n++
 			v := &shopper{id: fmt.Sprintf("r%d", r.n), sale: roomID, node: r.rnd.IntN(nodes), timeout: 2 * time.Second,
@@ -103,7 +105,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 		if stepAway {
 			// Another tab, a coffee: their turn may come and go meanwhile.
 			stepAway = false
-			if !sleep(ctx, dur(v.rnd, 3*time.Second, 20*time.Second)) {
+			if !wait.Sleep(ctx, dur(v.rnd, 3*time.Second, 20*time.Second)) {
 				return
 			}
 		}
@@ -121,7 +123,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 			return
 		case a.Status == http.StatusOK:
 			ms, _ := a.body["poll_after_ms"].(float64)
-			if !sleep(ctx, min(max(time.Duration(ms)*time.Millisecond, 100*time.Millisecond), time.Second)) {
+			if !wait.Sleep(ctx, min(max(time.Duration(ms)*time.Millisecond, 100*time.Millisecond), time.Second)) {
 				return
 			}
 		case !retry(ctx, v, a):
@@ -130,7 +132,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 	}
 	r.admitted(v.id, token)
 	// They browse for a while and leave; the admission runs out by itself.
-	if !sleep(ctx, time.Duration(roomTTL)*time.Second+dur(v.rnd, 0, 10*time.Second)) {
+	if !wait.Sleep(ctx, time.Duration(roomTTL)*time.Second+dur(v.rnd, 0, 10*time.Second)) {
 		return
 	}
 	if n < 2 && v.rnd.Float64() < 0.3 {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // Config describes one crowd.
@@ -150,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			defer wg.Done()
 			defer r.c.done.Add(1)
 			r.c.users.Add(1)
-			if !sleep(ctx, delay) {
+			if !wait.Sleep(ctx, delay) {
 				return
 			}
 			r.user(ctx, fmt.Sprintf("%s%d", cfg.UserPrefix, i), cfg.URLs[i%len(cfg.URLs)])
@@ -165,18 +167,4 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Progress(res.Stats)
 	}
 	return res, ctx.Err()
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 type runner struct {
@@ -133,8 +135,8 @@ func (r *runner) user(ctx context.Context, id, base string) {
 			ticket = str(rep.body, "ticket")
 		case rep.status == http.StatusForbidden && str(rep.body, "code") == "not_open",
 			rep.status == http.StatusTooManyRequests, rep.status == http.StatusServiceUnavailable:
-			wait := min(max(rep.retryAfter, 200*time.Millisecond), 2*time.Second)
-			if !sleep(ctx, wait+time.Duration(rand.Int64N(int64(200*time.Millisecond)))) {
+			pause := min(max(rep.retryAfter, 200*time.Millisecond), 2*time.Second)
+			if !wait.Sleep(ctx, pause+time.Duration(rand.Int64N(int64(200*time.Millisecond)))) {
 				return
 			}
 		case rep.status == http.StatusForbidden:
@@ -161,7 +163,7 @@ func (r *runner) user(ctx context.Context, id, base string) {
 		}
 		if rep.status != http.StatusOK {
 			if rep.status == http.StatusTooManyRequests || rep.status == http.StatusServiceUnavailable {
-				if !sleep(ctx, max(rep.retryAfter, time.Second)) {
+				if !wait.Sleep(ctx, max(rep.retryAfter, time.Second)) {
 					return
 				}
 				continue
@@ -184,8 +186,8 @@ func (r *runner) user(ctx context.Context, id, base string) {
 			r.c.closed.Add(1)
 			return
 		}
-		wait := min(time.Duration(num(rep.body, "poll_after_ms"))*time.Millisecond, r.cfg.MaxPoll)
-		if !sleep(ctx, max(wait, 50*time.Millisecond)) {
+		pause := min(time.Duration(num(rep.body, "poll_after_ms"))*time.Millisecond, r.cfg.MaxPoll)
+		if !wait.Sleep(ctx, max(pause, 50*time.Millisecond)) {
 			return
 		}
 	}
@@ -238,7 +240,7 @@ func (r *runner) claimOnce(ctx context.Context, s *shopper, ev string, hdr map[s
 				return ""
 			}
 			// A timeout may hide a grant: retry with the same key.
-			if !sleep(ctx, 200*time.Millisecond) {
+			if !wait.Sleep(ctx, 200*time.Millisecond) {
 				return ""
 			}
 			continue
@@ -256,7 +258,7 @@ func (r *runner) claimOnce(ctx context.Context, s *shopper, ev string, hdr map[s
 			r.c.limited.Add(1)
 			return ""
 		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
-			if !sleep(ctx, max(rep.retryAfter, 200*time.Millisecond)) {
+			if !wait.Sleep(ctx, max(rep.retryAfter, 200*time.Millisecond)) {
 				return ""
 			}
 			continue
