@@ -3,6 +3,12 @@
 // once admitted (retrying with the same Idempotency-Key), or abandons. The
 // demo, the load generator and the integration tests use it, so they all
 // exercise the real contract over real sockets.
+//
+// Exchange, Answer and Backoff are the shopper's HTTP step that the soak
+// (bench/soak) and the drills (bench/drills) share with Run: one request,
+// its answer decoded (status, JSON body, problem code, Retry-After,
+// poll_after_ms), and the wait before a retry. Each of those crowds keeps
+// its own plan and account of what it was told.
 package crowd
 
 import (
