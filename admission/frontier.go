@@ -60,7 +60,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -246,10 +245,10 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	for _, h := range s.Pending {
 		args = append(args, h.Pos, h.User)
 	}
-	tag := "ar:{" + ev + "}:"
+	tag := queue.LaneTag(ev, 0)
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), historyKey(ev), activeKey(ev), tallyKey(ev), claimedKey(ev), finishedKey(ev), healthKey(ev)}
 	if s.Lane > 0 { // the lane's own keys; its waits go to the event's tally, its hold follows the event's health
-		tag += "l:" + strconv.Itoa(s.Lane) + ":"
+		tag = queue.LaneTag(ev, s.Lane)
 		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed", tag + "fin", healthKey(ev)}
 	}
 	keys = append(keys, tag+"late", tag+"readmit", tag+"heldlog")

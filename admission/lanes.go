@@ -21,23 +21,23 @@ import (
 
 // decideLane answers a status poll for number n of lane (1-based) from
 // the node's view, like DecidePlace for the default lane: positions are
-// the lane's own, and so is the ETA.
-func decideLane(s *Sale, lane int, n int64, now time.Time) Decision {
+// the lane's own, and so is the ETA. u jitters the poll.
+func decideLane(s *Sale, lane int, n int64, now time.Time, u float64) Decision {
 	c := &s.Config
 	if lane > len(s.Lanes) || lane > len(c.Lanes) {
 		// A ticket of a lane this view does not have (yet): not admitted.
-		return Decision{State: Waiting, Lane: lane, PollAfter: jitter(MinPoll)}
+		return Decision{State: Waiting, Lane: lane, PollAfter: jitter(MinPoll, u)}
 	}
 	v, start := &s.Lanes[lane-1], c.Lanes[lane-1].Start(c)
 	if inWindow := !v.WindowFrozen || n <= v.Window; inWindow && (!v.WindowFrozen || v.Window == 0) {
 		wait := start.Sub(now)
-		return Decision{State: Prequeue, Lane: lane, ETA: max(wait, 0), PollAfter: jitter(clamp(wait, MinPoll, MaxPoll))}
+		return Decision{State: Prequeue, Lane: lane, ETA: max(wait, 0), PollAfter: jitter(clamp(wait, MinPoll, MaxPoll), u)}
 	}
 	pos := n
 	if v.Window > 0 {
 		pos = queue.Position(v.Perm, n)
 	}
-	d := decideAt(s, pos, int64(math.Floor(v.Frontier)), v.Rate, start, now)
+	d := decideAt(s, pos, int64(math.Floor(v.Frontier)), v.Rate, start, now, u)
 	d.Lane = lane
 	return d
 }

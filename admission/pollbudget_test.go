@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func aggregatePolls(t *testing.T, n int64, rate float64) float64 {
 	const stride = 97
 	var sum float64
 	for seq := int64(1); seq <= n; seq += stride {
-		d := Decide(s, seq, now)
+		d := Decide(s, seq, now, rand.Float64)
 		if d.State != Waiting {
 			t.Fatalf("seq %d: %s", seq, d.State)
 		}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
@@ -62,22 +61,25 @@ func PollCap(s *Sale) time.Duration {
 }
 
 // Decide answers a status poll for sequence number seq of a queue on one
-// slot (JoinShards = 1) from the node's view of the sale, without Redis.
-// now is the node's clock.
-func Decide(s *Sale, seq int64, now time.Time) Decision {
-	return DecidePlace(s, queue.Place{Seq: seq}, now)
+// slot (JoinShards = 1) from the node's view of the sale, without Redis;
+// now and rnd as for DecidePlace.
+func Decide(s *Sale, seq int64, now time.Time, rnd func() float64) Decision {
+	return DecidePlace(s, queue.Place{Seq: seq}, now, rnd)
 }
 
 // DecidePlace answers a status poll for the user at p (with one join
 // shard, p.Seq alone decides) from the node's view of the sale, without
-// Redis. now is the node's clock.
-func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
+// Redis. now is the node's clock. rnd returns a uniform number in [0, 1)
+// that spreads PollAfter by ±20% (see jitter): rand.Float64 when serving,
+// a constant in a test that wants one exact answer. It is called once.
+func DecidePlace(s *Sale, p queue.Place, now time.Time, rnd func() float64) Decision {
 	c := &s.Config
 	if !now.Before(c.EndsAt) {
 		return Decision{State: Closed, PollAfter: MaxPoll}
 	}
+	u := rnd()
 	if lane, n := queue.Unlane(p.Seq); lane > 0 {
-		return decideLane(s, lane, n, now)
+		return decideLane(s, lane, n, now, u)
 	}
 	seq, shardWindow := p.Seq, s.Window
 	if s.Order != nil {
@@ -87,14 +89,14 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 	inWindow := !s.WindowFrozen || seq <= shardWindow
 	if inWindow && (!s.WindowFrozen || s.Window == 0) {
 		wait := c.WindowEnd().Sub(now)
-		return Decision{State: Prequeue, ETA: max(wait, 0), PollAfter: jitter(clamp(wait, MinPoll, MaxPoll))}
+		return Decision{State: Prequeue, ETA: max(wait, 0), PollAfter: jitter(clamp(wait, MinPoll, MaxPoll), u)}
 	}
 	f := int64(math.Floor(s.Frontier))
 	pos := seq
 	switch {
 	case s.Order != nil:
 		if pos = s.Order.Position(s.Perm, p); pos == 0 {
-			return unsettled(s, f)
+			return unsettled(s, f, u)
 		}
 	case s.Window > 0:
 		pos = queue.Position(s.Perm, seq)
@@ -103,12 +105,12 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time) Decision {
 	if rate <= 0 {
 		rate = c.AdmitRatePerSecond
 	}
-	return decideAt(s, pos, f, rate, c.WindowEnd(), now)
+	return decideAt(s, pos, f, rate, c.WindowEnd(), now, u)
 }
 
 // decideAt answers for position pos of a queue whose frontier is f,
-// admitting rate a second from start.
-func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time) Decision {
+// admitting rate a second from start; u jitters the poll.
+func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time, u float64) Decision {
 	c := &s.Config
 	admitted := pos <= f
 	switch {
@@ -118,43 +120,43 @@ func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time) Decisio
 		return Decision{State: SoldOut, Position: pos, PollAfter: MaxPoll}
 	case c.Paused, s.HealthHeld && !admitted:
 		// A health hold stops admission; who is admitted keeps checking out.
-		return Decision{State: Paused, Position: pos, Ahead: max(pos-f-1, 0), PollAfter: jitter(5 * time.Second)}
+		return Decision{State: Paused, Position: pos, Ahead: max(pos-f-1, 0), PollAfter: jitter(5*time.Second, u)}
 	case admitted:
-		return Decision{State: Admitted, Position: pos, PollAfter: jitter(MaxPoll)}
+		return Decision{State: Admitted, Position: pos, PollAfter: jitter(MaxPoll, u)}
 	}
 	ahead := pos - f - 1
 	eta := time.Duration(float64(ahead+1) / rate * float64(time.Second))
 	if now.Before(start) {
 		eta += start.Sub(now)
 	}
-	return Decision{State: Waiting, Position: pos, Ahead: ahead, ETA: eta, PollAfter: jitter(clamp(eta/4, MinPoll, PollCap(s)))}
+	return Decision{State: Waiting, Position: pos, Ahead: ahead, ETA: eta, PollAfter: jitter(clamp(eta/4, MinPoll, PollCap(s)), u)}
 }
 
 // unsettled answers a later joiner of a queue of join shards whose arrival
 // second is not settled on every shard yet (about a second after joining):
 // no position yet, and behind everyone settled. The frontier never passes
-// the settled, so nobody unsettled is admitted.
-func unsettled(s *Sale, f int64) Decision {
+// the settled, so nobody unsettled is admitted. u jitters the poll.
+func unsettled(s *Sale, f int64, u float64) Decision {
 	c := &s.Config
 	ahead := max(s.Order.Settled()-f, 0)
 	switch {
 	case s.SoldOut:
 		return Decision{State: SoldOut, PollAfter: MaxPoll}
 	case c.Paused, s.HealthHeld:
-		return Decision{State: Paused, Ahead: ahead, PollAfter: jitter(5 * time.Second)}
+		return Decision{State: Paused, Ahead: ahead, PollAfter: jitter(5*time.Second, u)}
 	}
 	rate := s.Rate
 	if rate <= 0 {
 		rate = c.AdmitRatePerSecond
 	}
 	eta := time.Duration(float64(ahead+1) / rate * float64(time.Second))
-	return Decision{State: Waiting, Ahead: ahead, ETA: eta, PollAfter: jitter(MinPoll)}
+	return Decision{State: Waiting, Ahead: ahead, ETA: eta, PollAfter: jitter(MinPoll, u)}
 }
 
 func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
 
 // jitter spreads polls ±20% so a crowd admitted together does not poll in
-// lockstep.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+// lockstep: d × (0.8 + 0.4u) for u in [0, 1), so u = 0.5 leaves d as it is.
+func jitter(d time.Duration, u float64) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*u))
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ func TestDecideShards(t *testing.T) {
 		{"a seq past what was read", queue.Place{Shard: 1, Seq: 9, Joined: at(7)}, Waiting, 0},
 	}
 	for _, c := range cases {
-		d := DecidePlace(s, c.place, now)
+		d := DecidePlace(s, c.place, now, rand.Float64)
 		if d.State != c.state || d.Position != c.pos {
 			t.Errorf("%s: %+v, want %s at %d", c.name, d, c.state, c.pos)
 		}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestDecide(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.s, tc.seq, tc.now)
+			d := Decide(tc.s, tc.seq, tc.now, rand.Float64)
 			if d.State != tc.state || d.Position != tc.pos {
 				t.Fatalf("got %s at %d, want %s at %d", d.State, d.Position, tc.state, tc.pos)
 			}
@@ -62,8 +63,8 @@ func TestDecide(t *testing.T) {
 func TestDecidePollGrowsWithDistance(t *testing.T) {
 	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
 	s := sale(t, event.FCFS, true, 0, 0, false, false)
-	near := Decide(s, 5, now)
-	far := Decide(s, 5000, now)
+	near := Decide(s, 5, now, rand.Float64)
+	far := Decide(s, 5000, now, rand.Float64)
 	if near.ETA >= far.ETA || near.Ahead != 4 || far.Ahead != 4999 {
 		t.Fatalf("near %+v, far %+v", near, far)
 	}

@@ -147,7 +147,7 @@ func waitsOf(ps, waits []int64) []int64 {
 }
 
 func laneFrontierKey(ev string, lane int) string {
-	return "ar:{" + ev + "}:l:" + strconv.Itoa(lane) + ":adm"
+	return queue.LaneTag(ev, lane) + "adm"
 }
 func tallyKey(ev string) string   { return "ar:{" + ev + "}:tally" }
 func claimedKey(ev string) string { return "ar:{" + ev + "}:claimbits" }

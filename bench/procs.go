@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/anteroom/anteroom/internal/loopback"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // proc is a child process the harness owns.
@@ -56,16 +57,14 @@ func (p *proc) stop() {
 	}
 }
 
-// poll calls ok until it returns true or d passes.
+// poll calls ok every 20 ms until it returns true or d passes.
 func poll(d time.Duration, what string, ok func() bool) error {
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out waiting for %s", what)
+	return wait.Until(d, 20*time.Millisecond, func() error {
+		if ok() {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return nil
+		return fmt.Errorf("timed out waiting for %s", what)
+	})
 }
 
 func startRedis(dir string) (*proc, string, error) {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // passPos is a bypass pass holder's position (admission.PassPosition):
@@ -76,7 +77,7 @@ func TestPassPositionRoundTrips(t *testing.T) {
 		checkRecord("after its release", "release", StatusReleased)
 
 		e.run(t, sale)
-		waitFor(t, "the short claims to expire", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "the short claims to expire", 30*time.Second, func() bool {
 			got, err := e.store.Totals(ctx, sale)
 			return err == nil && got.Released == 3 && got.Outbox == 0
 		})
@@ -118,7 +119,7 @@ func TestPassPositionRoundTrips(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- w.Run(wctx) }()
 		defer func() { stop(); <-done }()
-		waitFor(t, "the worker to catch up", time.Minute, func() bool {
+		testenv.WaitFor(t, "the worker to catch up", time.Minute, func() bool {
 			lag, err := OrderLag(ctx, e.js)
 			return err == nil && lag != nil && lag.Pending == 0 && lag.AckPending == 0
 		})
@@ -191,7 +192,7 @@ func TestLegacyFloatPositions(t *testing.T) {
 			t.Errorf("my claims from an older node's record: %+v %v, want position %d", mine, err, passPos)
 		}
 		e.run(t, sale)
-		waitFor(t, "the expiry loop to release the readable claims", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "the expiry loop to release the readable claims", 30*time.Second, func() bool {
 			got, err := e.store.Totals(ctx, sale)
 			return err == nil && got.Released == 2 && got.Outbox == 0
 		})
@@ -216,7 +217,7 @@ func TestLegacyFloatPositions(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- w.Run(wctx) }()
 		defer func() { stop(); <-done }()
-		waitFor(t, "the worker to catch up", time.Minute, func() bool {
+		testenv.WaitFor(t, "the worker to catch up", time.Minute, func() bool {
 			lag, err := OrderLag(ctx, e.js)
 			return err == nil && lag != nil && lag.Pending == 0 && lag.AckPending == 0
 		})

@@ -104,7 +104,7 @@ func (e *env) totals(t *testing.T, sale Sale, onSale int64) Totals {
 // drained polls until the sale's outboxes are empty.
 func (e *env) drained(t *testing.T, sale Sale) {
 	t.Helper()
-	waitFor(t, "outbox to drain", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "outbox to drain", 20*time.Second, func() bool {
 		got, err := e.store.Totals(context.Background(), sale)
 		return err == nil && got.Outbox == 0
 	})
@@ -142,16 +142,4 @@ func (e *env) streamCheck(t *testing.T, ev string) (map[string]OrderEvent, map[s
 		}
 	}
 	return granted, released
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

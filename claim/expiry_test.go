@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // TestExpiry lets unconfirmed claims expire: their units return to their
@@ -43,7 +45,7 @@ func TestExpiry(t *testing.T) {
 		}
 		e.run(t, sale)
 		const expired = units - units/4
-		waitFor(t, "unconfirmed claims to expire", 10*time.Second, func() bool {
+		testenv.WaitFor(t, "unconfirmed claims to expire", 10*time.Second, func() bool {
 			got, err := e.store.Totals(ctx, sale)
 			return err == nil && got.Released == expired && got.Outbox == 0
 		})
@@ -159,7 +161,7 @@ func TestExpireDropsIndexWithoutRecord(t *testing.T) {
 	if err := e.rdb.ZAdd(ctx, k.expiry(), redis.Z{Score: 1, Member: "0-0123456789abcdef01234567"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the claim to be due", 5*time.Second, func() bool {
+	testenv.WaitFor(t, "the claim to be due", 5*time.Second, func() bool {
 		ids, _, _, err := e.store.due(ctx, ev, 0, time.Now(), 10)
 		return err == nil && len(ids) == 1
 	})

@@ -66,7 +66,7 @@ func TestFailoverRebuild(t *testing.T) {
 		t.Fatalf("claim on a dead publisher: %v", err)
 	}
 	promoted := NewStore(replica.Client(t))
-	waitFor(t, "the replica to catch up", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the replica to catch up", 10*time.Second, func() bool {
 		got, err := promoted.Totals(ctx, SaleOf(cfg))
 		return err == nil && got.Granted == 31 && got.Released == 2
 	})

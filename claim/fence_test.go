@@ -57,7 +57,7 @@ func workerCaughtUp(t *testing.T, e *env) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waitFor(t, "the worker to acknowledge every message", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "the worker to acknowledge every message", 20*time.Second, func() bool {
 		st, err := e.js.Stream(ctx, StreamName)
 		if err != nil {
 			return false
@@ -93,7 +93,7 @@ func TestConfirmedSurvivesFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	promoted := NewStore(replica.Client(t))
-	waitFor(t, "the replica to hold the claim", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the replica to hold the claim", 10*time.Second, func() bool {
 		_, err := promoted.Lookup(ctx, cfg.ID, res.ClaimID)
 		return err == nil
 	})
@@ -101,7 +101,7 @@ func TestConfirmedSurvivesFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := runWorker(t, old)
-	waitFor(t, "the worker to confirm the claim on the old primary", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "the worker to confirm the claim on the old primary", 20*time.Second, func() bool {
 		rec, err := old.store.Lookup(ctx, cfg.ID, res.ClaimID)
 		return err == nil && rec.Status == "confirmed"
 	})
@@ -147,7 +147,7 @@ func TestConfirmedOrderOutlivesRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	runWorker(t, e)
-	waitFor(t, "the worker to confirm", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "the worker to confirm", 20*time.Second, func() bool {
 		st, err := OrderStatuses(ctx, e.js, cfg.ID)
 		return err == nil && st[res.ClaimID] == "confirmed"
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // heldPublisher is a node stalled between claim.lua and its publish (a GC
@@ -87,7 +88,7 @@ func TestLateCopyPastDuplicateWindow(t *testing.T) {
 		return !ack.Duplicate
 	}
 	probe()
-	waitFor(t, "the duplicate window to pass", time.Minute, probe)
+	testenv.WaitFor(t, "the duplicate window to pass", time.Minute, probe)
 	close(stalled.release)
 	a := <-answered
 	if a.err != nil || a.res.ClaimID == "" {
@@ -106,7 +107,7 @@ func TestLateCopyPastDuplicateWindow(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	defer func() { stop(); <-done }()
-	waitFor(t, "the worker to catch up", time.Minute, func() bool {
+	testenv.WaitFor(t, "the worker to catch up", time.Minute, func() bool {
 		lag, err := OrderLag(ctx, e.js)
 		return err == nil && lag != nil && lag.Pending == 0 && lag.AckPending == 0
 	})

@@ -38,7 +38,7 @@ func TestLayKeepsTheFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	promoted := NewStore(replica.Client(t))
-	waitFor(t, "the replica to hold the laid stock", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the replica to hold the laid stock", 10*time.Second, func() bool {
 		left, err := promoted.Remaining(ctx, SaleOf(saved))
 		return err == nil && left == saved.OnSale()
 	})

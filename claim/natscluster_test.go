@@ -73,7 +73,7 @@ func TestNATSServerStoppedMidSale(t *testing.T) {
 		}
 	}()
 
-	waitFor(t, "a third of the sale", time.Minute, func() bool { return done.Load() >= users/3 })
+	testenv.WaitFor(t, "a third of the sale", time.Minute, func() bool { return done.Load() >= users/3 })
 	leader := streamLeader(t, e.js)
 	for i := range 3 {
 		if nc.Server(i).Name() == leader {
@@ -105,7 +105,7 @@ func TestNATSServerStoppedMidSale(t *testing.T) {
 func streamLeader(t *testing.T, js jetstream.JetStream) string {
 	t.Helper()
 	var leader string
-	waitFor(t, "a stream leader", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "a stream leader", 30*time.Second, func() bool {
 		st, err := js.Stream(context.Background(), StreamName)
 		if err != nil {
 			return false

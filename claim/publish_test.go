@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // dyingPublisher publishes through real until it is killed; then, like a
@@ -116,7 +118,7 @@ func TestPublisherKilled(t *testing.T) {
 				t.Errorf("totals %+v, want 300 granted and an empty outbox", got)
 			}
 			// A second sweep finds nothing left to publish: no duplicates.
-			waitFor(t, "a quiet sweep", 5*time.Second, func() bool {
+			testenv.WaitFor(t, "a quiet sweep", 5*time.Second, func() bool {
 				n, err := e.svc.publishOutbox(ctx, ev, 0, 0)
 				return err == nil && len(n) == 0
 			})

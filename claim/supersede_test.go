@@ -58,7 +58,7 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 		}
 	}
 	promoted := NewStore(replica.Client(t))
-	waitFor(t, "the replica to catch up", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the replica to catch up", 10*time.Second, func() bool {
 		got, err := promoted.Totals(ctx, SaleOf(cfg))
 		return err == nil && got.Granted == 3
 	})
@@ -74,7 +74,7 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 		_, err := cut.Claim(ctx, Request{Event: cfg.ID, User: "held", IdemKey: "k", Limit: 1, Buckets: 1})
 		heldDone <- err
 	}()
-	waitFor(t, "the held grant on the old primary", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the held grant on the old primary", 10*time.Second, func() bool {
 		got, err := old.store.Totals(ctx, SaleOf(cfg))
 		return err == nil && got.Granted == 4
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // TestWorkerReleasedBeforeGranted delivers a claim's released event before
@@ -157,7 +159,7 @@ func TestWorkerRecoveryBranches(t *testing.T) {
 	if err := rb.unfreeze(ctx, SaleOf(cfg), token); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retried confirmation", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "the retried confirmation", 20*time.Second, func() bool {
 		rec, err := e.store.Lookup(ctx, cfg.ID, res.ClaimID)
 		return err == nil && rec.Status == "confirmed"
 	})

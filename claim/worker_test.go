@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // TestOrderWorker runs the order worker over a sale with releases and a
@@ -63,7 +65,7 @@ func TestOrderWorker(t *testing.T) {
 		go func() { done <- w.Run(wctx) }()
 		defer func() { stop(); <-done }()
 
-		waitFor(t, "the worker to catch up", 20*time.Second, func() bool {
+		testenv.WaitFor(t, "the worker to catch up", 20*time.Second, func() bool {
 			lag, err := OrderLag(ctx, e.js)
 			return err == nil && lag != nil && lag.Pending == 0 && lag.AckPending == 0
 		})

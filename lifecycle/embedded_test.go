@@ -143,7 +143,7 @@ func TestLateCopyReachesWebhooksOnce(t *testing.T) {
 	if err := NewRecorder(s.rdb, js).Observe(ctx, sale(ev, 1, cfg.StartsAt.Add(time.Second))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first delivery", 30*time.Second, func() bool { return rc.count(id) == 1 })
+	testenv.WaitFor(t, "the first delivery", 30*time.Second, func() bool { return rc.count(id) == 1 })
 	recent, err := NewRecorder(s.rdb, js).Recent(ctx, ev, 1)
 	if err != nil || len(recent) != 1 {
 		t.Fatalf("recent: %d %v", len(recent), err)
@@ -157,11 +157,11 @@ func TestLateCopyReachesWebhooksOnce(t *testing.T) {
 		}
 		return !ack.Duplicate
 	}
-	waitFor(t, "JetStream to store the late copy", 30*time.Second, again)
+	testenv.WaitFor(t, "JetStream to store the late copy", 30*time.Second, again)
 	if n := subjectCounts(t, js, ev)["sale_opened"]; n != 2 {
 		t.Fatalf("stream holds %d sale_opened messages, want the late copy stored again: 2", n)
 	}
-	waitFor(t, "the late copy to be handled", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the late copy to be handled", 30*time.Second, func() bool {
 		c, err := js.Consumer(ctx, StreamName, ConsumerName)
 		if err != nil {
 			return false
@@ -171,17 +171,5 @@ func TestLateCopyReachesWebhooksOnce(t *testing.T) {
 	})
 	if n := rc.count(id); n != 1 {
 		t.Errorf("webhook called %d times for %s, want 1", n, id)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

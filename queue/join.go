@@ -107,7 +107,7 @@ type Times struct {
 // With S > 1 shards the user's entry is on shard ShardOf(user, S), so a
 // repeated join finds it there; Seq and Window are the shard's own.
 func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, error) {
-	shard, tag := 0, laneTag(ev, t.Lane)
+	shard, tag := 0, LaneTag(ev, t.Lane)
 	sharded := t.Lane == 0 && t.Shards > 1 // a lane has one shard
 	if sharded {
 		shard = ShardOf(user, t.Shards)

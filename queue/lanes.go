@@ -25,8 +25,12 @@ func Laned(lane int, n int64) int64 { return int64(lane)<<laneShift | n }
 // Unlane splits an integer made by Laned into the lane and n.
 func Unlane(v int64) (lane int, n int64) { return int(v >> laneShift), v & MaxLaneNumber }
 
-// laneTag is the key prefix of lane of event ev.
-func laneTag(ev string, lane int) string {
+// LaneTag is the key prefix of lane of event ev: "ar:{<ev>}:" for the
+// default lane 0, "ar:{<ev>}:l:<lane>:" for the others. Every key of a
+// lane (queue, frontier, presence, ...) is this prefix and the name the
+// event's own key has after "ar:{<ev>}:"; other packages build lane keys
+// with it, never by hand.
+func LaneTag(ev string, lane int) string {
 	if lane == 0 {
 		return "ar:{" + ev + "}:"
 	}
@@ -36,6 +40,6 @@ func laneTag(ev string, lane int) string {
 // KeysForLane returns the queue keys of lane of event ev (KeysFor for
 // lane 0).
 func KeysForLane(ev string, lane int) Keys {
-	t := laneTag(ev, lane)
+	t := LaneTag(ev, lane)
 	return Keys{Seq: t + "seq", Window: t + "w"}
 }

@@ -3,6 +3,7 @@ package sale_test
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestLaneEarlyStart(t *testing.T) {
 	}
 	admitted := 0
 	for n := int64(1); n <= 50; n++ {
-		d := admission.Decide(s, queue.Laned(1, n), now)
+		d := admission.Decide(s, queue.Laned(1, n), now, rand.Float64)
 		if d.Lane != 1 || d.Position < 1 || d.Position > 50 {
 			t.Fatalf("lane member %d: %+v", n, d)
 		}
@@ -84,7 +85,7 @@ func TestLaneEarlyStart(t *testing.T) {
 	if f := int(math.Floor(s.Lanes[0].Frontier)); admitted != f {
 		t.Errorf("%d lane members admitted, want the lane frontier %d", admitted, f)
 	}
-	if d := admission.Decide(s, 1, now); d.State != admission.Prequeue || d.Lane != 0 {
+	if d := admission.Decide(s, 1, now, rand.Float64); d.State != admission.Prequeue || d.Lane != 0 {
 		t.Errorf("a default joiner: %+v, want prequeue", d)
 	}
 }
@@ -111,7 +112,7 @@ func TestLaneNoShowsAndPresence(t *testing.T) {
 	if s.Frontier != 0 || s.NoShows != 0 {
 		t.Errorf("the empty default lane: frontier %.1f, no-shows %d", s.Frontier, s.NoShows)
 	}
-	if bit, _ := rdb.GetBit(ctx, "ar:{ns}:l:1:present", 1).Result(); bit != 1 {
+	if bit, _ := rdb.GetBit(ctx, queue.LaneTag("ns", 1)+"present", 1).Result(); bit != 1 {
 		t.Error("lane position 1 was not marked present in the lane's bitmap")
 	}
 	if n, _ := rdb.Exists(ctx, "ar:{ns}:present").Result(); n != 0 {

@@ -2,6 +2,7 @@ package sale_test
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestEarlyLaneRevealsNoDefaultPositions(t *testing.T) {
 	}
 	same := 0
 	for n := int64(1); n <= laneW; n++ {
-		d := admission.DecidePlace(s, queue.Place{Seq: queue.Laned(1, n)}, time.Now())
+		d := admission.DecidePlace(s, queue.Place{Seq: queue.Laned(1, n)}, time.Now(), rand.Float64)
 		if d.Position < 1 || d.Position > laneW {
 			t.Fatalf("lane number %d: %+v", n, d)
 		}

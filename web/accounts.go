@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
-	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
-	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/gofiber/fiber/v2"
 )
 

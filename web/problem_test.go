@@ -16,11 +16,11 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
-	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
@@ -56,10 +56,10 @@ var sentinels = []struct {
 	{"tokens.ErrInvalid", tokens.ErrInvalid, http.StatusUnauthorized, "unauthenticated"},
 	{"tokens.ErrWrongEvent", tokens.ErrWrongEvent, http.StatusForbidden, "forbidden"},
 	{"limit.ErrTaken", limit.ErrTaken, http.StatusConflict, "limit_reached"},
-	{"internal/staff.ErrNotFound", staff.ErrNotFound, http.StatusNotFound, "not_found"},
-	{"internal/staff.ErrExists", staff.ErrExists, http.StatusConflict, "conflict"},
-	{"internal/staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
-	{"internal/staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
+	{"staff.ErrNotFound", staff.ErrNotFound, http.StatusNotFound, "not_found"},
+	{"staff.ErrExists", staff.ErrExists, http.StatusConflict, "conflict"},
+	{"staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
+	{"staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
 	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
 	{"tokens.ErrPassInvalid", tokens.ErrPassInvalid, http.StatusForbidden, "pass_invalid"},
 	{"tokens.ErrInviteInvalid", tokens.ErrInviteInvalid, http.StatusForbidden, "invite_invalid"},

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := admission.DecidePlace(sale, queue.Place{Shard: entry.Shard, Seq: entry.Seq, Joined: entry.JoinedAt}, now)
+	d := admission.DecidePlace(sale, queue.Place{Shard: entry.Shard, Seq: entry.Seq, Joined: entry.JoinedAt}, now, rand.Float64)
 	out := joinJSON{Ticket: ticket, Seq: entry.Seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
 	if lane > 0 {
 		out.Lane = cfg.Lanes[lane-1].Name
@@ -117,7 +118,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now)
+	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now, rand.Float64)
 	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
 		// In a safety-net room an admission ends: leaving ends the turn.
 		return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	mathrand "math/rand/v2"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -70,7 +71,7 @@ func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error
 		out.State, out.PollAfterMs, out.AdmissionToken, out.ExpiresAt = admission.Admitted, pollMillis(admission.MaxPoll), tok, &exp
 		return c.JSON(out)
 	}
-	d := admission.DecidePlace(sale, queue.Place{Seq: en.Seq, Joined: en.JoinedAt}, now)
+	d := admission.DecidePlace(sale, queue.Place{Seq: en.Seq, Joined: en.JoinedAt}, now, mathrand.Float64)
 	if d.State == admission.Admitted {
 		// The view is older than this step, which found the entry waiting.
 		d.State, d.PollAfter = admission.Waiting, admission.MinPoll

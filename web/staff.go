@@ -14,7 +14,7 @@ import (
 // 429 rate_limited with Retry-After until the window ends — without
 // comparing the token, so a blocked guesser learns nothing, and the
 // answers never say anything about the token beyond "wrong". With the
-// Redis-backed staff state (internal/staff) the count is shared by every
+// Redis-backed staff state (package staff) the count is shared by every
 // node.
 
 // checkAdminToken compares tok with the admin token unless the caller's

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Consumer-side interfaces of staff sign-in state (internal/staff keeps
+// Consumer-side interfaces of staff sign-in state (package staff keeps
 // them in Redis, shared by every node).
 type (
 	// staffThrottle counts failed admin authentications per client

@@ -4,17 +4,17 @@ package drills
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	anteroomcrowd "github.com/anteroom/anteroom/internal/crowd"
 )
 
 // answer is one HTTP exchange's outcome.
@@ -49,29 +49,11 @@ func (a answer) kind() string {
 func (c *crowd) do(ctx context.Context, timeout time.Duration, method, url string, hdr map[string]string) answer {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
-	if err != nil {
-		return answer{err: err}
+	a := anteroomcrowd.Exchange(ctx, c.client, method, url, hdr)
+	if a.Err != nil {
+		return answer{err: a.Err}
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return answer{err: err}
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return answer{err: err}
-	}
-	a := answer{status: resp.StatusCode}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		a.retryAfter = time.Duration(s) * time.Second
-	}
-	_ = json.Unmarshal(raw, &a.body)
-	a.code, _ = a.body["code"].(string)
-	return a
+	return answer{status: a.Status, code: a.Code, body: a.Body, retryAfter: a.RetryAfter}
 }
 
 func (c *crowd) tally(what string, a answer) {
@@ -91,10 +73,7 @@ func (c *crowd) fail(format string, a ...any) {
 
 // backoff waits after an answer that asks for a retry: Retry-After capped
 // at 2 s (a drill must move on), at least 200 ms, with jitter.
-func backoff(ctx context.Context, a answer) bool {
-	d := min(max(a.retryAfter, 200*time.Millisecond), 2*time.Second)
-	return sleep(ctx, d+time.Duration(rand.Int64N(int64(200*time.Millisecond))))
-}
+func backoff(ctx context.Context, a answer) bool { return anteroomcrowd.Backoff(ctx, a.retryAfter) }
 
 // retryable reports whether a may be retried: no answer, 429, 5xx.
 func retryable(a answer) bool {

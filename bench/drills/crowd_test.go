@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // crowdConfig is a bounded crowd of shoppers. Unlike internal/crowd, whose
@@ -113,7 +115,7 @@ func (c *crowd) run(ctx context.Context) {
 		wg.Go(func() {
 			defer c.done.Add(1)
 			c.users.Add(1)
-			if sleep(ctx, delay) {
+			if wait.Sleep(ctx, delay) {
 				c.user(ctx, fmt.Sprintf("%s%d", c.cfg.Prefix, i), i)
 			}
 		})
@@ -122,7 +124,7 @@ func (c *crowd) run(ctx context.Context) {
 }
 
 // start runs the crowd in the background; wait returns when it is done.
-func (c *crowd) start(ctx context.Context) (wait func()) {
+func (c *crowd) start(ctx context.Context) (finished func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -201,15 +203,15 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 			return
 		default:
 			ms, _ := a.body["poll_after_ms"].(float64)
-			wait := min(time.Duration(ms)*time.Millisecond, c.cfg.MaxPoll)
-			if !sleep(ctx, max(wait, 50*time.Millisecond)) {
+			pause := min(time.Duration(ms)*time.Millisecond, c.cfg.MaxPoll)
+			if !wait.Sleep(ctx, max(pause, 50*time.Millisecond)) {
 				return
 			}
 		}
 	}
 	c.admitted.Add(1)
 	for k := range c.cfg.Keys {
-		if k > 0 && c.cfg.Think > 0 && !sleep(ctx, time.Duration(rand.Int64N(int64(c.cfg.Think)))) {
+		if k > 0 && c.cfg.Think > 0 && !wait.Sleep(ctx, time.Duration(rand.Int64N(int64(c.cfg.Think)))) {
 			return
 		}
 		key := fmt.Sprintf("%s-k%d", id, k)
@@ -264,20 +266,5 @@ func (c *crowd) claim(ctx context.Context, user, key, token string, at *route) s
 			c.fail("claim %s/%s: %s", user, key, a.kind())
 			return ""
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // TestDrill1RedisPause slows Redis down mid-sale with CLIENT PAUSE: twice
@@ -38,7 +39,7 @@ func TestDrill1RedisPause(t *testing.T) {
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{n.URL()}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
-	wait := c.start(ctx)
+	crowdDone := c.start(ctx)
 	d.phase("crowd started")
 
 	store := claim.NewStore(n.Redis())
@@ -51,7 +52,7 @@ func TestDrill1RedisPause(t *testing.T) {
 	var during []string
 	var honestSum, timeoutSum int
 	for i, p := range pauses {
-		if !sleep(ctx, time.Until(start.Add(p.at))) {
+		if !wait.Sleep(ctx, time.Until(start.Add(p.at))) {
 			t.Fatal("the drill ran out of time before the pauses")
 		}
 		tot, err := store.Totals(ctx, claim.Sale{ID: ev, Buckets: spec.buckets})
@@ -65,13 +66,13 @@ func TestDrill1RedisPause(t *testing.T) {
 		d.phase("CLIENT PAUSE %d %s (granted so far %d of %d)", p.ms, p.mode, tot.Granted, spec.supply)
 		// Answers to requests sent during the pause arrive up to the
 		// node's 3 s bound (or the client's 2 s timeout) after it.
-		sleep(ctx, time.Duration(p.ms)*time.Millisecond+3500*time.Millisecond)
+		wait.Sleep(ctx, time.Duration(p.ms)*time.Millisecond+3500*time.Millisecond)
 		diff := subtract(c.claimOutcomes(), before)
 		honest, timeouts, _, _ := refusals(diff)
 		honestSum, timeoutSum = honestSum+honest, timeoutSum+timeouts
 		during = append(during, fmt.Sprintf("pause %d (%d ms %s, at %d granted): %s", i+1, p.ms, p.mode, tot.Granted, outcomesLine(diff)))
 	}
-	wait()
+	crowdDone()
 	elapsed := time.Since(start)
 	d.phase("crowd done")
 	if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -69,17 +70,17 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{base}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1, Think: 4 * time.Second,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
-	wait := c.start(ctx)
+	crowdDone := c.start(ctx)
 	d.phase("crowd started")
 
-	sleep(ctx, time.Until(start.Add(5*time.Second)))
+	wait.Sleep(ctx, time.Until(start.Add(5*time.Second)))
 	atPause := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	if err := rc.Do(ctx, "CLIENT", "PAUSE", "300000", "WRITE").Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE on the replica: %v", err)
 	}
 	d.phase("replica paused (granted so far %d)", atPause.Granted)
 
-	sleep(ctx, time.Until(start.Add(12*time.Second)))
+	wait.Sleep(ctx, time.Until(start.Add(12*time.Second)))
 	atKill := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	ackedAtKill := len(c.snapshot())
 	primaryOffset := testenv.ReplicationField(ctx, pc, "master_repl_offset")
@@ -91,7 +92,7 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	// The operator needs a moment to notice; meanwhile the node runs on a
 	// dead Redis and the crowd keeps retrying.
 	beforeDown := c.claimOutcomes()
-	sleep(ctx, detection)
+	wait.Sleep(ctx, detection)
 	down := subtract(c.claimOutcomes(), beforeDown)
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatalf("REPLICAOF NO ONE: %v", err)
@@ -111,7 +112,7 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	d.phase("node restarted on the promoted replica")
 	ackedBefore := len(c.snapshot())
 	if late > 0 {
-		sleep(ctx, late)
+		wait.Sleep(ctx, late)
 	} else if status, raw := dp.AdminCall(base, http.MethodPost, "/admin/events/"+ev+"/pause", nil); status != http.StatusOK {
 		t.Fatalf("pause: %d %s", status, raw)
 	}
@@ -131,7 +132,7 @@ func failover(t *testing.T, d *drill, late time.Duration) {
 	}
 	resumedAt := time.Now()
 	d.phase("resumed")
-	wait()
+	crowdDone()
 	elapsed := time.Since(start)
 	d.phase("crowd done")
 	if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats-server/v2/server"
 )
 
@@ -42,10 +43,10 @@ func TestDrill3NATSServerKill(t *testing.T) {
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{a.URL(), b.URL()}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
-	wait := c.start(ctx)
+	crowdDone := c.start(ctx)
 	d.phase("crowd started")
 
-	sleep(ctx, time.Until(start.Add(6*time.Second)))
+	wait.Sleep(ctx, time.Until(start.Add(6*time.Second)))
 	// The worst server to lose is the one that leads the order stream and
 	// that a node publishes through: move the leadership there first.
 	target := a.JS.Conn().ConnectedServerName()
@@ -72,10 +73,10 @@ func TestDrill3NATSServerKill(t *testing.T) {
 	newLeader := waitStreamLeader(ctx, nc, leader)
 	electedIn := time.Since(stoppedAt)
 	d.phase("new stream leader %s after %s", newLeader, electedIn.Round(10*time.Millisecond))
-	sleep(ctx, 3*time.Second)
+	wait.Sleep(ctx, 3*time.Second)
 	around := subtract(c.claimOutcomes(), before)
 
-	wait()
+	crowdDone()
 	elapsed := time.Since(start)
 	d.phase("crowd done")
 	if ctx.Err() != nil {
@@ -89,7 +90,7 @@ func TestDrill3NATSServerKill(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	got := streamMsgs(restarted)
 	for got != want && time.Now().Before(deadline) {
-		sleep(ctx, 100*time.Millisecond)
+		wait.Sleep(ctx, 100*time.Millisecond)
 		want, got = streamMsgs(nc.Server((leader+1)%3)), streamMsgs(restarted)
 	}
 	d.check("the stopped server caught up", got == want && want > 0, "after its restart it holds %d order events, the others %d", got, want)
@@ -130,14 +131,12 @@ func moveStreamLeader(n *inproc, to string) error {
 		}
 		return errors.New("step-down refused")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	return wait.Until(10*time.Second, 50*time.Millisecond, func() error {
 		if leader, err := streamLeader(n); err == nil && leader == to {
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("%s did not become the stream leader", to)
+		return fmt.Errorf("%s did not become the stream leader", to)
+	})
 }
 
 // streamLeader names the server leading the order stream.
@@ -166,7 +165,7 @@ func waitStreamLeader(ctx context.Context, nc *testenv.NATSCluster, old int) str
 				return s.Name()
 			}
 		}
-		sleep(ctx, 20*time.Millisecond)
+		wait.Sleep(ctx, 20*time.Millisecond)
 	}
 	return "none"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -50,10 +51,10 @@ func TestDrill4NodeKill(t *testing.T) {
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{urlA, urlB}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
-	wait := c.start(ctx)
+	crowdDone := c.start(ctx)
 	d.phase("crowd started")
 
-	sleep(ctx, time.Until(start.Add(8*time.Second)))
+	wait.Sleep(ctx, time.Until(start.Add(8*time.Second)))
 	atKill := totals(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
 	b := fireBurst(ctx, c, urlA, ev, burstTokens)
 	// Kill A once it has answered a few of the burst: the rest are in
@@ -67,7 +68,7 @@ func TestDrill4NodeKill(t *testing.T) {
 	left := outboxIDs(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
 	d.phase("SIGKILLed node A (%d grants so far; burst: %d of %d answered); %d order events in the outboxes", atKill.Granted, answeredBeforeKill, burstSize, len(left))
 	b.wg.Wait()
-	sleep(ctx, time.Second)
+	wait.Sleep(ctx, time.Second)
 	still := outboxIDs(ctx, t, rdb, claim.Sale{ID: ev, Buckets: spec.buckets})
 	var orphans []string
 	for id := range left {
@@ -79,7 +80,7 @@ func TestDrill4NodeKill(t *testing.T) {
 	drained := waitOutboxEmpty(ctx, rdb, claim.Sale{ID: ev, Buckets: spec.buckets}, 30*time.Second)
 	d.phase("outboxes empty again after %s", drained.Round(100*time.Millisecond))
 
-	wait()
+	crowdDone()
 	elapsed := time.Since(start)
 	d.phase("crowd done")
 	if ctx.Err() != nil {
@@ -204,7 +205,7 @@ func waitOutboxEmpty(ctx context.Context, rdb redis.UniversalClient, sale claim.
 		if n == 0 {
 			return time.Since(start)
 		}
-		sleep(ctx, 100*time.Millisecond)
+		wait.Sleep(ctx, 100*time.Millisecond)
 	}
 	return -1
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,10 +50,10 @@ func TestDrill5WorkerStop(t *testing.T) {
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{n.URL()}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
-	wait := c.start(ctx)
+	crowdDone := c.start(ctx)
 	d.phase("crowd started")
 
-	sleep(ctx, time.Until(start.Add(5*time.Second)))
+	wait.Sleep(ctx, time.Until(start.Add(5*time.Second)))
 	w1.Kill()
 	stoppedAt := time.Now()
 	atStop := totals(ctx, t, n.Redis(), claim.Sale{ID: ev, Buckets: spec.buckets})
@@ -63,7 +64,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 		if l, err := claim.OrderLag(ctx, n.JS); err == nil && l != nil {
 			peak = max(peak, l.Pending+uint64(l.AckPending))
 		}
-		sleep(ctx, 500*time.Millisecond)
+		wait.Sleep(ctx, 500*time.Millisecond)
 	}
 	var backlog uint64
 	if l, err := claim.OrderLag(ctx, n.JS); err == nil && l != nil {
@@ -81,7 +82,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 		if w, _ := kvWrites(ctx, t, n.JS); w >= base+50 || time.Since(restartedAt) > 20*time.Second {
 			break
 		}
-		sleep(ctx, 5*time.Millisecond)
+		wait.Sleep(ctx, 5*time.Millisecond)
 	}
 	w2.Kill()
 	midDrain, _ := kvWrites(ctx, t, n.JS)
@@ -97,7 +98,7 @@ func TestDrill5WorkerStop(t *testing.T) {
 	d.check("the lag returns to 0", err == nil, "pending %d, ack pending %d, %.1f s after the first restart%s",
 		final.Pending, final.AckPending, drain.Seconds(), errText(err))
 	d.phase("lag 0")
-	wait()
+	crowdDone()
 	elapsed := time.Since(start)
 	d.phase("crowd done")
 	if ctx.Err() != nil {
@@ -169,7 +170,7 @@ func waitLag(ctx context.Context, js jetstream.JetStream, limit time.Duration, o
 			}
 			return claim.Lag{}, err
 		}
-		sleep(ctx, 100*time.Millisecond)
+		wait.Sleep(ctx, 100*time.Millisecond)
 	}
 }
 

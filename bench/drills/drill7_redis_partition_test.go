@@ -13,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // TestDrill7RedisPartitionRebuild partitions the Redis primary instead of
@@ -48,10 +49,10 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	c := newCrowd(crowdConfig{Event: ev, URLs: []string{baseA, baseB}, Users: 360, Spread: 3 * time.Second, Keys: 3, TwinShare: 0.1,
 		Think: 4 * time.Second, Timeouts: []time.Duration{2 * time.Second, 6 * time.Second}})
 	start := time.Now()
-	wait := c.start(ctx)
+	crowdDone := c.start(ctx)
 	d.phase("crowd started")
 
-	sleep(ctx, time.Until(start.Add(5*time.Second)))
+	wait.Sleep(ctx, time.Until(start.Add(5*time.Second)))
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatalf("REPLICAOF NO ONE: %v", err)
 	}
@@ -73,7 +74,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	}
 	afterRebuild := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 
-	sleep(ctx, 6*time.Second)
+	wait.Sleep(ctx, 6*time.Second)
 	onOld := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	ackedA := 0
 	for _, x := range c.snapshot() {
@@ -86,7 +87,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	}
 	stoppedAt := time.Now()
 	d.phase("node A stopped: the old primary granted %d claims after the rebuild", onOld.Granted-afterRebuild.Granted)
-	wait()
+	crowdDone()
 	d.phase("crowd done")
 	if ctx.Err() != nil {
 		d.check("sale finished in time", false, "the crowd was still running after %s", time.Since(start).Round(time.Second))
@@ -141,7 +142,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 			d.check("order worker caught up", false, "lag %+v (%v) after 30 s", lag, err)
 			break
 		}
-		sleep(ctx, 100*time.Millisecond)
+		wait.Sleep(ctx, 100*time.Millisecond)
 	}
 	stopWorker()
 	<-workerDone

@@ -168,18 +168,13 @@ func (dp *deployment) createSale(t *testing.T, id string, s saleSpec, bases ...s
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, b := range bases {
-		for {
+		testenv.WaitFor(t, fmt.Sprintf("sale %s to be visible on %s", id, b), time.Until(deadline), func() bool {
 			resp, err := http.Get(b + "/events/" + id)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("sale %s not visible on %s", id, b)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 )
@@ -139,7 +140,7 @@ func (d *drill) audit(ctx context.Context, s sale, c *crowd) audit {
 		if (err == nil && tot.Outbox == 0) || time.Now().After(deadline) {
 			break
 		}
-		sleep(ctx, 200*time.Millisecond)
+		wait.Sleep(ctx, 200*time.Millisecond)
 	}
 	if err != nil {
 		d.check("Redis readable", false, "%v", err)

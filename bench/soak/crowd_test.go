@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	anteroomcrowd "github.com/anteroom/anteroom/internal/crowd"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )
@@ -104,7 +105,7 @@ func (c *crowd) wait() { c.wg.Wait() }
 // answer is a decoded response.
 type answer struct {
 	op
-	body map[string]any
+	reply anteroomcrowd.Answer // the decoded exchange, for its body
 }
 
 func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, hdr map[string]string) answer {
@@ -112,38 +113,31 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"], Lane: s.lane}}
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(rctx, method, url+path, http.NoBody)
-	req.Header.Set("X-User-ID", s.id)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
+	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, hdr)
+	switch {
+	case ans.Err != nil && ans.Cut: // answered, but the body was cut
+		a.Err = shortErr(ans.Err)
+		c.h.record(a.op)
+		return a
+	case ans.Err != nil:
 		if ctx.Err() != nil {
 			return a // the run is over: not an answer, not recorded
 		}
-		a.Err = shortErr(err)
+		a.Err = shortErr(ans.Err)
 		s.node++ // try another node next time
 		c.h.record(a.op)
 		return a
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	resp.Body.Close()
-	if err != nil {
-		a.Err = shortErr(err)
-		c.h.record(a.op)
-		return a
-	}
-	a.Status = resp.StatusCode
-	a.Retry = resp.Header.Get("Retry-After") != ""
-	_ = json.Unmarshal(raw, &a.body)
-	a.Code, _ = a.body["code"].(string)
-	a.State, _ = a.body["state"].(string)
+	a.Status = ans.Status
+	a.Retry = ans.HasRetryAfter
+	a.reply = ans
+	a.Code = ans.Code
+	a.State = ans.Str("state")
 	if a.State == "" {
-		a.State, _ = a.body["status"].(string)
+		a.State = ans.Str("status")
 	}
-	a.ClaimID, _ = a.body["claim_id"].(string)
-	if p, ok := a.body["position"].(float64); ok && kind == "join" {
+	a.ClaimID = ans.Str("claim_id")
+	if p, ok := ans.Body["position"].(float64); ok && kind == "join" {
 		a.Pos = int64(p)
 	}
 	c.h.record(a.op)
@@ -163,7 +157,7 @@ func retry(ctx context.Context, s *shopper, a answer) bool {
 	if a.Err == "" && a.Status != http.StatusTooManyRequests && a.Status < 500 {
 		return false
 	}
-	return sleep(ctx, 200*time.Millisecond+time.Duration(s.rnd.Int64N(int64(600*time.Millisecond))))
+	return wait.Sleep(ctx, 200*time.Millisecond+time.Duration(s.rnd.Int64N(int64(600*time.Millisecond))))
 }
 
 // play runs one shopper to a final answer or the end of the run.
@@ -181,10 +175,10 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		a := c.do(ctx, s, "join", http.MethodPost, base+"/join", joinHdr)
 		switch {
 		case a.Status == http.StatusOK && s.pass != "":
-			token, _ = a.body["admission_token"].(string)
+			token = a.reply.Str("admission_token")
 		case a.Status == http.StatusOK:
-			ticket, _ = a.body["ticket"].(string)
-			if lane, _ := a.body["lane"].(string); lane != strings.TrimPrefix(s.lane, "pass") {
+			ticket = a.reply.Str("ticket")
+			if lane := a.reply.Str("lane"); lane != strings.TrimPrefix(s.lane, "pass") {
 				c.h.violateNow(s.sale, "%s joined with an invite for lane %q and was put in lane %q", s.id, s.lane, lane)
 			}
 		case s.pass != "" && a.Status == http.StatusForbidden:
@@ -205,19 +199,18 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		a := c.do(ctx, s, "status", http.MethodGet, base+"/status", auth)
 		if stepAway && a.Status == http.StatusOK && a.State == "waiting" {
 			stepAway = false
-			if !sleep(ctx, dur(s.rnd, 6*time.Second, 15*time.Second)) {
+			if !wait.Sleep(ctx, dur(s.rnd, 6*time.Second, 15*time.Second)) {
 				return
 			}
 			continue
 		}
 		switch {
 		case a.Status == http.StatusOK && a.State == "admitted":
-			token, _ = a.body["admission_token"].(string)
+			token = a.reply.Str("admission_token")
 		case a.Status == http.StatusOK && (a.State == "sold_out" || a.State == "closed" || a.State == "not_selected"):
 			return
 		case a.Status == http.StatusOK:
-			ms, _ := a.body["poll_after_ms"].(float64)
-			if !sleep(ctx, min(max(time.Duration(ms)*time.Millisecond, 100*time.Millisecond), time.Second)) {
+			if !wait.Sleep(ctx, a.reply.PollAfter(100*time.Millisecond, time.Second)) {
 				return
 			}
 		case !retry(ctx, s, a):
@@ -230,7 +223,7 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 	defer c.finish(ctx, s, token)
 	var granted []string
 	for k := range s.keys {
-		if k > 0 && !sleep(ctx, s.think) {
+		if k > 0 && !wait.Sleep(ctx, s.think) {
 			return
 		}
 		key := fmt.Sprintf("%s-k%d", s.id, k)
@@ -291,7 +284,7 @@ func (c *crowd) finish(ctx context.Context, s *shopper, token string) {
 		a := c.do(ctx, s, "finish", http.MethodPost, path, hdr)
 		if a.Status == http.StatusNotFound && s.lane == "" && try < 29 {
 			// A session is known about a tick after its token was issued.
-			if !sleep(ctx, 300*time.Millisecond) {
+			if !wait.Sleep(ctx, 300*time.Millisecond) {
 				return
 			}
 			continue
@@ -327,18 +320,6 @@ func (c *crowd) claim(ctx context.Context, s *shopper, base string, hdr map[stri
 		if !retry(ctx, s, a) {
 			return a
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // fault is one kind of trouble the scheduler injects; run blocks for the
@@ -59,7 +60,7 @@ var allFaults = []fault{
 		i := rnd.IntN(3)
 		f.h.note("fault", "NATS server %d stopped", i)
 		f.s.nats.Stop(i)
-		sleep(ctx, dur(rnd, 2*time.Second, 8*time.Second))
+		wait.Sleep(ctx, dur(rnd, 2*time.Second, 8*time.Second))
 		f.s.nats.Restart(f.s.t, i)
 		f.h.note("fault", "NATS server %d restarted", i)
 		return nil
@@ -68,7 +69,7 @@ var allFaults = []fault{
 		i := rnd.IntN(nodes)
 		f.h.note("fault", "node %d SIGKILLed", i)
 		f.s.killNode(i)
-		sleep(ctx, dur(rnd, 500*time.Millisecond, 4*time.Second))
+		wait.Sleep(ctx, dur(rnd, 500*time.Millisecond, 4*time.Second))
 		err := f.s.startNode(i)
 		f.h.note("fault", "node %d restarted", i)
 		return err
@@ -85,7 +86,7 @@ var allFaults = []fault{
 		if err := f.s.startNode(i, "ANTEROOM_CLOCK_SKEW="+skew.String()); err != nil {
 			return err
 		}
-		sleep(ctx, dur(rnd, 5*time.Second, 20*time.Second))
+		wait.Sleep(ctx, dur(rnd, 5*time.Second, 20*time.Second))
 		f.s.killNode(i)
 		err := f.s.startNode(i)
 		f.h.note("fault", "node %d restarted with its clock true", i)
@@ -94,7 +95,7 @@ var allFaults = []fault{
 	{"worker-stop", "worker", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
 		f.h.note("fault", "worker SIGKILLed")
 		f.s.stopWorker()
-		sleep(ctx, dur(rnd, 3*time.Second, 15*time.Second))
+		wait.Sleep(ctx, dur(rnd, 3*time.Second, 15*time.Second))
 		f.h.note("fault", "worker restarted")
 		return f.s.startWorker()
 	}},
@@ -103,7 +104,7 @@ var allFaults = []fault{
 		if err := f.staff(rnd, http.MethodPost, "/admin/events/"+ev+"/pause", nil, http.StatusOK); err != nil {
 			return err
 		}
-		sleep(ctx, dur(rnd, time.Second, 5*time.Second))
+		wait.Sleep(ctx, dur(rnd, time.Second, 5*time.Second))
 		return f.staff(rnd, http.MethodPost, "/admin/events/"+ev+"/resume", nil, http.StatusOK)
 	}},
 	{"staff-rate", "staff", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
@@ -126,7 +127,7 @@ var allFaults = []fault{
 		i, d := rnd.IntN(nodes), dur(rnd, 20*time.Millisecond, 400*time.Millisecond)
 		f.h.note("fault", "link node %d ↔ redis delayed %s", i, d)
 		f.s.proxies[i].setDelay(d)
-		sleep(ctx, dur(rnd, 2*time.Second, 8*time.Second))
+		wait.Sleep(ctx, dur(rnd, 2*time.Second, 8*time.Second))
 		f.s.proxies[i].setDelay(0)
 		f.h.note("fault", "link node %d ↔ redis delay removed", i)
 		return nil
@@ -135,7 +136,7 @@ var allFaults = []fault{
 		i := rnd.IntN(nodes)
 		f.h.note("fault", "link node %d ↔ redis cut", i)
 		f.s.proxies[i].setCut(true)
-		sleep(ctx, dur(rnd, time.Second, 6*time.Second))
+		wait.Sleep(ctx, dur(rnd, time.Second, 6*time.Second))
 		f.s.proxies[i].setCut(false)
 		f.h.note("fault", "link node %d ↔ redis restored", i)
 		return nil
@@ -185,11 +186,11 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 			return fmt.Errorf("REPLICAOF away: %w", err)
 		}
 		f.h.note("fault", "redis replica stopped replicating")
-		sleep(ctx, lag)
+		wait.Sleep(ctx, lag)
 	}
 	f.h.note("fault", "redis primary SIGKILLed")
 	old.Kill(s.t)
-	sleep(ctx, 2*time.Second-lag/2) // the operator notices
+	wait.Sleep(ctx, 2*time.Second-lag/2) // the operator notices
 	rc := promoted.Client(s.t)
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("REPLICAOF NO ONE: %w", err)
@@ -256,7 +257,7 @@ func (f *faults) rebuild(ev string) error {
 // product let it happen (issue 24, bug 2).
 func (f *faults) rebuildOnEvidence(ctx context.Context, promoted time.Time) error {
 	rebuilt := map[string]bool{}
-	for end := time.Now().Add(40 * time.Second); time.Now().Before(end) && sleep(ctx, time.Second); {
+	for end := time.Now().Add(40 * time.Second); time.Now().Before(end) && wait.Sleep(ctx, time.Second); {
 		for _, ev := range f.sales.all() {
 			if rebuilt[ev] || !f.h.refusedSince(ev, promoted) {
 				continue
@@ -306,7 +307,7 @@ func (f *faults) run(ctx context.Context, rnd *rand.Rand) {
 	for _, x := range allFaults {
 		total += x.weight
 	}
-	for sleep(ctx, dur(rnd, 2*time.Second, 10*time.Second)) {
+	for wait.Sleep(ctx, dur(rnd, 2*time.Second, 10*time.Second)) {
 		r := rnd.IntN(total)
 		var x fault
 		for _, x = range allFaults {

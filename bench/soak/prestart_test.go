@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // beforeStart plays what staff and faults do to sale ev before it starts,
@@ -36,7 +38,7 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 		if st.plan.lagFrom > 0 {
 			from, lag = st.plan.lagFrom, time.Duration((0.75-st.plan.lagFrom)*float64(st.plan.lead))
 		}
-		if !sleep(ctx, time.Until(at(from))) {
+		if !wait.Sleep(ctx, time.Until(at(from))) {
 			return
 		}
 		if ss.f.take("redis") {
@@ -51,7 +53,7 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 		}
 	}
 	if st.plan.edit {
-		if !sleep(ctx, time.Until(at(0.4+0.4*rnd.Float64()))) {
+		if !wait.Sleep(ctx, time.Until(at(0.4+0.4*rnd.Float64()))) {
 			return
 		}
 		if !ss.started(ev, -2*time.Second) {
@@ -63,13 +65,13 @@ func (ss *sales) beforeStart(ctx context.Context, ev string, rnd *rand.Rand) {
 // stopWorkerAfterStart stops the order worker stopWorkerAt after the
 // start for the plan's stopWorker: claims stay pending meanwhile.
 func (ss *sales) stopWorkerAfterStart(ctx context.Context, st *saleState) {
-	if !sleep(ctx, time.Until(st.start.Add(st.plan.stopWorkerAt))) || !ss.f.take("worker") {
+	if !wait.Sleep(ctx, time.Until(st.start.Add(st.plan.stopWorkerAt))) || !ss.f.take("worker") {
 		return
 	}
 	ss.f.count("worker-stop")
 	ss.h.note("fault", "worker SIGKILLed")
 	ss.f.s.stopWorker()
-	sleep(ctx, st.plan.stopWorker)
+	wait.Sleep(ctx, st.plan.stopWorker)
 	ss.h.note("fault", "worker restarted")
 	ss.f.release("worker", "worker-stop", ss.f.s.startWorker())
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // The safety-net room the soak runs beside its sales for the whole run:
@@ -70,9 +72,9 @@ func (r *room) run(ctx context.Context, s *system) {
 			r.h.violateNow(roomID, "could not create the safety-net room: %d %s", status, raw)
 			return
 		}
-		sleep(ctx, time.Second)
+		wait.Sleep(ctx, time.Second)
 	}
-	for sleep(ctx, time.Second) {
+	for wait.Sleep(ctx, time.Second) {
 		for range roomArrivals {
 			r.n++
 			v := &shopper{id: fmt.Sprintf("r%d", r.n), sale: roomID, node: r.rnd.IntN(nodes), timeout: 2 * time.Second,
@@ -91,8 +93,8 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 	for ticket == "" && token == "" {
 		a := r.c.do(ctx, v, "room", http.MethodPost, base+"/join", nil)
 		if a.Status == http.StatusOK {
-			ticket, _ = a.body["ticket"].(string)
-			token, _ = a.body["admission_token"].(string)
+			ticket = a.reply.Str("ticket")
+			token = a.reply.Str("admission_token")
 		} else if !retry(ctx, v, a) {
 			return
 		}
@@ -103,14 +105,14 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 		if stepAway {
 			// Another tab, a coffee: their turn may come and go meanwhile.
 			stepAway = false
-			if !sleep(ctx, dur(v.rnd, 3*time.Second, 20*time.Second)) {
+			if !wait.Sleep(ctx, dur(v.rnd, 3*time.Second, 20*time.Second)) {
 				return
 			}
 		}
 		a := r.c.do(ctx, v, "room", http.MethodGet, base+"/status", auth)
 		switch {
 		case a.Status == http.StatusOK && a.State == "admitted":
-			token, _ = a.body["admission_token"].(string)
+			token = a.reply.Str("admission_token")
 		case a.Status == http.StatusOK && (a.State == "closed" || a.State == "sold_out"):
 			return
 		case a.Status == http.StatusUnauthorized:
@@ -120,8 +122,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 			}
 			return
 		case a.Status == http.StatusOK:
-			ms, _ := a.body["poll_after_ms"].(float64)
-			if !sleep(ctx, min(max(time.Duration(ms)*time.Millisecond, 100*time.Millisecond), time.Second)) {
+			if !wait.Sleep(ctx, a.reply.PollAfter(100*time.Millisecond, time.Second)) {
 				return
 			}
 		case !retry(ctx, v, a):
@@ -130,7 +131,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 	}
 	r.admitted(v.id, token)
 	// They browse for a while and leave; the admission runs out by itself.
-	if !sleep(ctx, time.Duration(roomTTL)*time.Second+dur(v.rnd, 0, 10*time.Second)) {
+	if !wait.Sleep(ctx, time.Duration(roomTTL)*time.Second+dur(v.rnd, 0, 10*time.Second)) {
 		return
 	}
 	if n < 2 && v.rnd.Float64() < 0.3 {

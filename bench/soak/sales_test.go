@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // The sale every round runs: small enough to sell out in about a minute
@@ -150,13 +151,13 @@ func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 		srnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 		side.Go(func() { ss.beforeStart(sctx, ev, srnd) })
 		soldOut := false
-		for !soldOut && sleep(sctx, time.Second) {
+		for !soldOut && wait.Sleep(sctx, time.Second) {
 			ss.c.arrive(sctx, ev, arrivals, ss.state(ev), rnd)
 			soldOut = ss.soldOut(ev)
 		}
 		side.Wait()
 		// Those in line learn it is sold out; give them a moment.
-		sleep(sctx, 20*time.Second)
+		wait.Sleep(sctx, 20*time.Second)
 		cancel()
 		ss.c.wait()
 		if ctx.Err() != nil {
@@ -203,7 +204,7 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 		if try > 60 {
 			return fmt.Errorf("%d %s", status, raw)
 		}
-		sleep(ctx, time.Second)
+		wait.Sleep(ctx, time.Second)
 	}
 	if p.passUses > 0 {
 		pass, err := ss.mintPass(ctx, ev, p.passUses)
@@ -229,7 +230,7 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 					break
 				}
 			}
-			sleep(ctx, 100*time.Millisecond)
+			wait.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 	return nil
@@ -253,7 +254,7 @@ func (ss *sales) mintPass(ctx context.Context, ev string, uses int) (string, err
 		if try > 30 || (status != 0 && status < 500) {
 			return "", fmt.Errorf("mint pass: %d %s", status, raw)
 		}
-		sleep(ctx, time.Second)
+		wait.Sleep(ctx, time.Second)
 	}
 	return "", ctx.Err()
 }

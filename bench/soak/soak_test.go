@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/redis/go-redis/v9"
 )
@@ -135,7 +136,7 @@ func runSoak(t *testing.T, r soakRun) *violation {
 		}
 	}()
 	go func() {
-		for sleep(ctx, time.Second) {
+		for wait.Sleep(ctx, time.Second) {
 			ss.sample(ctx)
 		}
 	}()

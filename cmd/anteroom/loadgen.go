@@ -14,6 +14,7 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/crowd"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -145,9 +146,10 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	return err
 }
 
+// waitForEvent polls base every 50 ms, for up to 10 s, until it serves
+// event ev.
 func waitForEvent(ctx context.Context, base, ev string) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return wait.Until(10*time.Second, 50*time.Millisecond, func() error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events/"+ev, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
@@ -156,11 +158,8 @@ func waitForEvent(ctx context.Context, base, ev string) error {
 				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s does not serve event %s", base, ev)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%s does not serve event %s", base, ev)
+	})
 }
 
 func printEndpoints(w io.Writer, res crowd.Result) {

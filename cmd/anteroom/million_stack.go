@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/loopback"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // millionStack is what `loadgen -scenario million -spawn` runs the crowd
@@ -145,14 +146,15 @@ func httpOK(u string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// waitUntil polls ok every 50 ms until it holds or d passes.
+// waitUntil polls ok every 50 ms until it holds, d passes or ctx ends.
 func waitUntil(ctx context.Context, d time.Duration, ok func() bool) error {
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("not ready after %s", d)
+	return wait.Until(d, 50*time.Millisecond, func() error {
+		if ok() {
+			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
+		if ctx.Err() != nil {
+			return wait.Stop(fmt.Errorf("not ready after %s", d))
+		}
+		return fmt.Errorf("not ready after %s", d)
+	})
 }

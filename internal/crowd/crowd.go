@@ -3,6 +3,12 @@
 // once admitted (retrying with the same Idempotency-Key), or abandons. The
 // demo, the load generator and the integration tests use it, so they all
 // exercise the real contract over real sockets.
+//
+// Exchange, Answer and Backoff are the shopper's HTTP step that the soak
+// (bench/soak) and the drills (bench/drills) share with Run: one request,
+// its answer decoded (status, JSON body, problem code, Retry-After,
+// poll_after_ms), and the wait before a retry. Each of those crowds keeps
+// its own plan and account of what it was told.
 package crowd
 
 import (
@@ -14,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // Config describes one crowd.
@@ -150,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			defer wg.Done()
 			defer r.c.done.Add(1)
 			r.c.users.Add(1)
-			if !sleep(ctx, delay) {
+			if !wait.Sleep(ctx, delay) {
 				return
 			}
 			r.user(ctx, fmt.Sprintf("%s%d", cfg.UserPrefix, i), cfg.URLs[i%len(cfg.URLs)])
@@ -165,18 +173,4 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Progress(res.Stats)
 	}
 	return res, ctx.Err()
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // joinAll joins every person, Joiners at a time, and schedules each one's
@@ -71,7 +73,7 @@ func (h *holdRun) join(ctx context.Context, id uint32) {
 			h.fail("join %d: gave up: %d %v %s", id, code, err, body)
 			return
 		case err != nil || code == fasthttp.StatusTooManyRequests || code == fasthttp.StatusServiceUnavailable:
-			if !sleep(ctx, max(retry, 100*time.Millisecond)) {
+			if !wait.Sleep(ctx, max(retry, 100*time.Millisecond)) {
 				return
 			}
 		default:

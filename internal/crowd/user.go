@@ -1,18 +1,16 @@
 package crowd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/cookiejar"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 type runner struct {
@@ -25,12 +23,6 @@ type runner struct {
 	mu        sync.Mutex
 	claims    map[string][]string
 	firstErrs []string
-}
-
-type reply struct {
-	status     int
-	body       map[string]any
-	retryAfter time.Duration
 }
 
 func (r *runner) fail(format string, a ...any) {
@@ -73,47 +65,28 @@ func (s *shopper) with(kv ...string) map[string]string {
 }
 
 // do sends one request of shopper s within the concurrency bound and
-// decodes the JSON answer.
-func (r *runner) do(ctx context.Context, s *shopper, endpoint, method, url string, hdr map[string]string) (reply, error) {
+// decodes the JSON answer; an error when no answer came or its body is
+// not JSON.
+func (r *runner) do(ctx context.Context, s *shopper, endpoint, method, url string, hdr map[string]string) (Answer, error) {
 	select {
 	case r.sem <- struct{}{}:
 	case <-ctx.Done():
-		return reply{}, ctx.Err()
+		return Answer{}, ctx.Err()
 	}
 	defer func() { <-r.sem }()
 	r.c.requests.Add(1)
-	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
-	if err != nil {
-		return reply{}, err
+	a := Exchange(ctx, s.client, method, url, hdr)
+	if a.Err == nil || a.Cut { // an answer came: its latency counts
+		r.lat.add(endpoint, a.Took)
 	}
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+	if a.Err != nil {
+		return Answer{}, a.Err
 	}
-	start := time.Now()
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return reply{}, err
+	if a.Undecodable {
+		return a, fmt.Errorf("%s %s: %d: undecodable body", method, url, a.Status)
 	}
-	defer func() { r.lat.add(endpoint, time.Since(start)) }()
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return reply{}, err
-	}
-	out := reply{status: resp.StatusCode}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		out.retryAfter = time.Duration(s) * time.Second
-	}
-	if len(raw) > 0 {
-		if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&out.body); err != nil {
-			return out, fmt.Errorf("%s %s: %d: undecodable body", method, url, resp.StatusCode)
-		}
-	}
-	return out, nil
+	return a, nil
 }
-
-func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-func num(m map[string]any, k string) int64  { f, _ := m[k].(float64); return int64(f) }
 
 // user plays one shopper from join to a final state.
 func (r *runner) user(ctx context.Context, id, base string) {
@@ -129,19 +102,18 @@ func (r *runner) user(ctx context.Context, id, base string) {
 			}
 			r.fail("join %s: %v", id, err)
 			return
-		case rep.status == http.StatusOK:
-			ticket = str(rep.body, "ticket")
-		case rep.status == http.StatusForbidden && str(rep.body, "code") == "not_open",
-			rep.status == http.StatusTooManyRequests, rep.status == http.StatusServiceUnavailable:
-			wait := min(max(rep.retryAfter, 200*time.Millisecond), 2*time.Second)
-			if !sleep(ctx, wait+time.Duration(rand.Int64N(int64(200*time.Millisecond)))) {
+		case rep.Status == http.StatusOK:
+			ticket = rep.Str("ticket")
+		case rep.Status == http.StatusForbidden && rep.Code == "not_open",
+			rep.Status == http.StatusTooManyRequests, rep.Status == http.StatusServiceUnavailable:
+			if !Backoff(ctx, rep.RetryAfter) {
 				return
 			}
-		case rep.status == http.StatusForbidden:
+		case rep.Status == http.StatusForbidden:
 			r.c.closed.Add(1)
 			return
 		default:
-			r.fail("join %s: %d %s", id, rep.status, str(rep.body, "code"))
+			r.fail("join %s: %d %s", id, rep.Status, rep.Code)
 			return
 		}
 	}
@@ -159,20 +131,20 @@ func (r *runner) user(ctx context.Context, id, base string) {
 			}
 			return
 		}
-		if rep.status != http.StatusOK {
-			if rep.status == http.StatusTooManyRequests || rep.status == http.StatusServiceUnavailable {
-				if !sleep(ctx, max(rep.retryAfter, time.Second)) {
+		if rep.Status != http.StatusOK {
+			if rep.Status == http.StatusTooManyRequests || rep.Status == http.StatusServiceUnavailable {
+				if !wait.Sleep(ctx, max(rep.RetryAfter, time.Second)) {
 					return
 				}
 				continue
 			}
-			r.fail("status %s: %d %s", id, rep.status, str(rep.body, "code"))
+			r.fail("status %s: %d %s", id, rep.Status, rep.Code)
 			return
 		}
-		switch str(rep.body, "state") {
+		switch rep.Str("state") {
 		case "admitted":
 			r.c.admitted.Add(1)
-			r.claim(ctx, s, ev, str(rep.body, "admission_token"))
+			r.claim(ctx, s, ev, rep.Str("admission_token"))
 			return
 		case "sold_out":
 			r.c.soldOut.Add(1)
@@ -184,8 +156,7 @@ func (r *runner) user(ctx context.Context, id, base string) {
 			r.c.closed.Add(1)
 			return
 		}
-		wait := min(time.Duration(num(rep.body, "poll_after_ms"))*time.Millisecond, r.cfg.MaxPoll)
-		if !sleep(ctx, max(wait, 50*time.Millisecond)) {
+		if !wait.Sleep(ctx, rep.PollAfter(50*time.Millisecond, r.cfg.MaxPoll)) {
 			return
 		}
 	}
@@ -238,17 +209,17 @@ func (r *runner) claimOnce(ctx context.Context, s *shopper, ev string, hdr map[s
 				return ""
 			}
 			// A timeout may hide a grant: retry with the same key.
-			if !sleep(ctx, 200*time.Millisecond) {
+			if !wait.Sleep(ctx, 200*time.Millisecond) {
 				return ""
 			}
 			continue
 		}
-		switch rep.status {
+		switch rep.Status {
 		case http.StatusCreated:
 			created.Add(1)
-			return str(rep.body, "claim_id")
+			return rep.Str("claim_id")
 		case http.StatusOK:
-			return str(rep.body, "claim_id")
+			return rep.Str("claim_id")
 		case http.StatusGone:
 			r.c.soldOut.Add(1)
 			return ""
@@ -256,12 +227,12 @@ func (r *runner) claimOnce(ctx context.Context, s *shopper, ev string, hdr map[s
 			r.c.limited.Add(1)
 			return ""
 		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
-			if !sleep(ctx, max(rep.retryAfter, 200*time.Millisecond)) {
+			if !wait.Sleep(ctx, max(rep.RetryAfter, 200*time.Millisecond)) {
 				return ""
 			}
 			continue
 		default:
-			r.fail("claim %s: %d %s", id, rep.status, str(rep.body, "code"))
+			r.fail("claim %s: %d %s", id, rep.Status, rep.Code)
 			return ""
 		}
 	}

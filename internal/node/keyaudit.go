@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
-	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 )
 

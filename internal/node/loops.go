@@ -10,9 +10,9 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/health"
-	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/sale"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 )

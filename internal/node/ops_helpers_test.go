@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/nodetest"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // opsRemote is a node known only by its URL: a process started by a test.
@@ -36,16 +37,18 @@ func (n *opsRemote) admit(t *testing.T, ev, user string) string {
 		t.Errorf("join %s: %d %s", user, j.Status, j.Raw)
 		return ""
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	var token string
+	err := wait.Until(20*time.Second, 20*time.Millisecond, func() error {
 		s := nodetest.Call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + nodetest.Str(j.Body, "ticket")}, nil)
-		if token := nodetest.Str(s.Body, "admission_token"); token != "" {
-			return token
+		if token = nodetest.Str(s.Body, "admission_token"); token == "" {
+			return fmt.Errorf("user %s: no admission within 20s", user)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
-	t.Errorf("user %s: no admission within 20s", user)
-	return ""
+	return token
 }
 
 // opsHTTP sends one request and decodes a JSON object answer.

@@ -1,8 +1,11 @@
 package nodetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // Waiting on a loaded machine.
@@ -32,22 +35,13 @@ import (
 // that fails: a passing test never waits it out.
 const Patience = 2 * time.Minute
 
-// pollInterval is how often WaitFor checks its condition.
-const pollInterval = 20 * time.Millisecond
-
 // WaitFor polls cond every 20 ms until it holds, and fails the test when it
 // does not hold within d, the scenario's own time (see above), plus
-// Patience. It never sleeps longer than it must.
+// Patience. It never sleeps longer than it must. It is testenv.WaitFor
+// with the patience added.
 func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	start := time.Now()
-	deadline := start.Add(d + Patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s (the scenario's %s and %s of patience) waiting for %s", time.Since(start).Round(time.Millisecond), d, Patience, what)
-		}
-		time.Sleep(pollInterval)
-	}
+	testenv.WaitFor(t, fmt.Sprintf("%s (the scenario's %s and %s of patience)", what, d, Patience), d+Patience, cond)
 }
 
 // Pace runs step, the setup a test must finish before some moment of a

@@ -94,16 +94,15 @@ http {
 
 // waitListening polls until addr accepts connections or p exits.
 func waitListening(p *process, addr string) error {
-	deadline := time.Now().Add(readyTimeout)
-	for time.Now().Before(deadline) {
+	return poll(readyTimeout, func() error {
 		if p.exited() {
-			return fmt.Errorf("nginx exited: %v", p.err)
+			return fmt.Errorf("%w: nginx exited: %v", errStop, p.err)
 		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_ = c.Close()
-			return nil
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return fmt.Errorf("nginx not listening on %s after %s: %w", addr, readyTimeout, err)
 		}
-		time.Sleep(pollInterval)
-	}
-	return fmt.Errorf("nginx not listening on %s after %s", addr, readyTimeout)
+		_ = c.Close()
+		return nil
+	})
 }

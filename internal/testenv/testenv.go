@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/loopback"
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // readyTimeout bounds every wait for a server to become ready.
@@ -81,19 +82,13 @@ func Binary(t testing.TB, name string) string {
 // poll calls cond every pollInterval until it returns nil or timeout has
 // passed; it returns cond's last error in that case.
 func poll(timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
+	return wait.Until(timeout, pollInterval, func() error {
 		err := cond()
-		if err == nil {
-			return nil
+		if errors.Is(err, errStop) {
+			return wait.Stop(err)
 		}
-		if errors.Is(err, errStop) || time.Now().After(deadline) {
-			return err
-		}
-		<-tick.C
-	}
+		return err
+	})
 }
 
 // errStop, wrapped into a condition's error, ends poll early: waiting longer

@@ -14,24 +14,6 @@ import (
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
-// eventually polls f until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
-}
-
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -99,7 +81,7 @@ func TestRedisReplicaFollowsPrimary(t *testing.T) {
 		t.Fatalf("SET on primary: %v", err)
 	}
 	rc := replica.Client(t)
-	eventually(t, 10*time.Second, "GET seat on replica", func() error {
+	testenv.Eventually(t, "GET seat on replica", 10*time.Second, func() error {
 		got, err := rc.Get(ctx(t), "seat").Result()
 		if err != nil {
 			return err
@@ -218,7 +200,7 @@ func TestNATSCluster(t *testing.T) {
 	}
 	c.Stop(stopped)
 	stoppedAt := time.Now()
-	eventually(t, 20*time.Second, "publish after stopping the stream leader", func() error {
+	testenv.Eventually(t, "publish after stopping the stream leader", 20*time.Second, func() error {
 		pctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := js.Publish(pctx, "events.a", []byte("2"), jetstream.WithMsgID("second"))
@@ -229,7 +211,7 @@ func TestNATSCluster(t *testing.T) {
 	restartAt := time.Now()
 	c.Restart(t, stopped)
 	t.Logf("server %d restarted and cluster ready in %v", stopped, time.Since(restartAt))
-	eventually(t, 10*time.Second, "restarted server has both messages", func() error {
+	testenv.Eventually(t, "restarted server has both messages", 10*time.Second, func() error {
 		ictx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		s, err := js.Stream(ictx, "EVENTS")

@@ -1,0 +1,29 @@
+// Package staff owns the people who run sales and what they do, kept in
+// Redis so that every node agrees on it:
+//
+//   - accounts and their roles (viewer < operator < admin; the last admin
+//     can be neither removed nor demoted), with argon2id password hashes;
+//   - API keys of accounts ("ak_<prefix>_<secret>", only a SHA-256 kept);
+//   - console sessions: a sign-out, or "sign everyone out", on one node
+//     holds on all of them;
+//   - the sign-in throttle: failed admin authentications counted per
+//     client address, so a guesser meets 429 on every node, not a fresh
+//     budget per node;
+//   - the audit trail: an append-only stream of staff actions, ordered by
+//     Redis TIME across nodes.
+//
+// Keys (all under the hash tag {staff}, so scripts never cross slots on a
+// Redis Cluster):
+//
+//	ar:{staff}:accounts            set of account names
+//	ar:{staff}:admins              set of admin names
+//	ar:{staff}:account:<name>      hash: role, password, keys
+//	ar:{staff}:apikey:<prefix>     hash: account, sha256
+//	ar:{staff}:sessions            sorted set: session id → expiry (unix ms)
+//	ar:{staff}:fail:<addr>         failed attempts of one address in its window
+//	ar:{staff}:audit               stream: the audit trail
+//	ar:{staff}:audit:once:<marker> set while a once-only entry is recorded
+//
+// The web package reaches these through small interfaces of its own; it
+// never sees a key name. Every type here is safe for concurrent use.
+package staff
