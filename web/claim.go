@@ -17,25 +17,12 @@ type claimJSON struct {
 func (s *Server) claim(c *fiber.Ctx) error {
 	sale := saleOf(c)
 	cfg := &sale.Config
-	if cfg.IsSafetyNet() {
-		return problem(fiber.StatusForbidden, "forbidden", "this event is a safety-net room: it sells nothing")
-	}
-	raw := bearer(c)
-	if raw == "" {
-		return errNoToken
-	}
-	adm, err := s.deps.Admitter.Verify(raw, cfg.ID, s.now())
+	// Who may claim: the turnstile's package comment. The token is bound
+	// to its user: only that caller, named by the identity mode, may
+	// spend it.
+	adm, err := s.turnstile.Authorize(cfg, bearer(c), func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
 	if err != nil {
 		return err
-	}
-	// The token is bound to its user: only that caller, named by the
-	// identity mode, may spend it. No identity is 401, another is 403.
-	user, err := s.deps.Identity.User(c, false)
-	if err != nil {
-		return err
-	}
-	if user != adm.User {
-		return problem(fiber.StatusForbidden, "forbidden", "the admission token belongs to another user")
 	}
 	key := c.Get("Idempotency-Key")
 	switch {
@@ -44,9 +31,6 @@ func (s *Server) claim(c *fiber.Ctx) error {
 		key = "jti:" + adm.ID
 	case !validIdemKey(key):
 		return badRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
-	}
-	if cfg.Paused {
-		return retryLater("paused", "the sale is paused; your admission stays valid", 5)
 	}
 	if err := s.guardClaim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
 		return err
@@ -61,7 +45,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.deps.Sales.ClaimedAfter(cfg.ID, adm.Pos, s.now().Sub(adm.IssuedAt)) // the admission is used: max_active counts the claim while pending
+	s.turnstile.Spent(adm, s.now()) // max_active counts the claim while pending
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
 	status := fiber.StatusCreated

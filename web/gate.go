@@ -90,7 +90,7 @@ func (s *Server) gate(c *fiber.Ctx) error {
 		if raw == "" {
 			continue
 		}
-		if a, err := s.deps.Admitter.Verify(raw, ev, now); err == nil {
+		if a, err := s.turnstile.Verify(raw, ev, now); err == nil {
 			s.gateRenew(c, &sale.Config, a, now)
 			c.Set(GateUserHeader, a.User)
 			return c.SendStatus(fiber.StatusNoContent)

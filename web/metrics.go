@@ -20,15 +20,10 @@ type Observe struct {
 	// "unmatched" for paths no route knows), the method (one of a fixed
 	// set, or "OTHER"), the status code and the time taken.
 	Request func(route, method string, status int, d time.Duration)
-	// TokenIssued is called for each admission token a status answer
-	// carries.
+	// TokenIssued is called for each admission token the node mints:
+	// the queue's, a safety-net room's and a bypass pass's
+	// (turnstile.Admit).
 	TokenIssued func(event string)
-}
-
-func (o Observe) tokenIssued(ev string) {
-	if o.TokenIssued != nil {
-		o.TokenIssued(ev)
-	}
 }
 
 // unmatched labels requests that no route template matched.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -197,7 +198,7 @@ func (s *Server) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string
 	if err != nil {
 		return err // toProblem: revoked, used up, or a backing service
 	}
-	tok, a, err := s.deps.Admitter.Issue(cfg.ID, user, admission.PassPosition, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)
+	tok, a, err := s.turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Pass, User: user}, now)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -104,6 +105,15 @@ func toProblem(err error) (*Problem, bool) {
 		p := problem(fiber.StatusConflict, "limit_reached", "you already hold your allowed claims")
 		p.ClaimIDs = le.Held
 		return p, true
+	case errors.Is(err, turnstile.ErrNotForSale):
+		return problem(fiber.StatusForbidden, "forbidden", "this event is a safety-net room: it sells nothing"), true
+	case errors.Is(err, turnstile.ErrNoToken):
+		p := *errNoToken // errorHandler sets the copy's instance
+		return &p, true
+	case errors.Is(err, turnstile.ErrOtherUser):
+		return problem(fiber.StatusForbidden, "forbidden", "the admission token belongs to another user"), true
+	case errors.Is(err, turnstile.ErrPaused):
+		return retryLater("paused", "the sale is paused; your admission stays valid", 5), true
 	case errors.Is(err, tokens.ErrPassInvalid): // before tokens.ErrInvalid, which it wraps
 		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale, or has expired"), true
 	case errors.Is(err, tokens.ErrInviteInvalid): // before tokens.ErrInvalid, which it wraps

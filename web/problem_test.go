@@ -22,6 +22,7 @@ import (
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
 	"github.com/anteroom/anteroom/web"
 )
 
@@ -68,6 +69,10 @@ var sentinels = []struct {
 	{"admission.ErrPassExists", admission.ErrPassExists, http.StatusConflict, "conflict"},
 	{"admission.ErrPassRevoked", admission.ErrPassRevoked, http.StatusForbidden, "pass_revoked"},
 	{"admission.ErrPassUsedUp", admission.ErrPassUsedUp, http.StatusForbidden, "pass_used_up"},
+	{"turnstile.ErrNotForSale", turnstile.ErrNotForSale, http.StatusForbidden, "forbidden"},
+	{"turnstile.ErrNoToken", turnstile.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
+	{"turnstile.ErrOtherUser", turnstile.ErrOtherUser, http.StatusForbidden, "forbidden"},
+	{"turnstile.ErrPaused", turnstile.ErrPaused, http.StatusServiceUnavailable, "paused"},
 	// Errors that never reach a handler: a weak secret stops the node at
 	// start, a bad webhook signature is the shop's verifier's answer, a
 	// draining node answers /readyz with its own problem, a full safety-net

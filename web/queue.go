@@ -9,6 +9,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -138,15 +139,10 @@ func (s *Server) status(c *fiber.Ctx) error {
 	}
 	if d.State == admission.Admitted {
 		pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
-		tok, a, err := s.deps.Admitter.Issue(cfg.ID, t.User, pos, time.Duration(cfg.AdmissionTTLSeconds)*time.Second, now)
+		tok, a, err := s.turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
 		if err != nil {
 			return err
 		}
-		s.deps.Sales.PresentAfter(cfg.ID, pos, now.Sub(t.IssuedAt)) // the report tallies the wait
-		if cfg.MaxActive > 0 {
-			s.deps.Sales.Session(cfg.ID, a.ID, pos) // the shop may finish it by jti
-		}
-		s.deps.Observe.tokenIssued(cfg.ID)
 		adm := statusOf(d) // escapes to the JSON encoder; the waiting answer's does not
 		adm.AdmissionToken = tok
 		if d.Position > 0 {

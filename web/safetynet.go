@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -31,12 +32,8 @@ type roomJoinJSON struct {
 func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance {
 	return admission.Entrance{
 		User: user, Opens: cfg.StartsAt, Ends: cfg.EndsAt, Rate: cfg.AdmitRatePerSecond,
-		MaxActive: cfg.MaxActive, AdmissionTTL: admissionTTL(cfg), Paused: cfg.Paused, AdmitOnly: admitOnly,
+		MaxActive: cfg.MaxActive, AdmissionTTL: turnstile.TTL(cfg), Paused: cfg.Paused, AdmitOnly: admitOnly,
 	}
-}
-
-func admissionTTL(cfg *event.Config) time.Duration {
-	return time.Duration(cfg.AdmissionTTLSeconds) * time.Second
 }
 
 // joinRoom is join for a safety-net room: one Redis step that admits at
@@ -79,16 +76,14 @@ func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error
 	return c.JSON(out)
 }
 
-// admitTo issues user (at position pos) an admission token of cfg's room,
-// marks the position present (and so active until the token expires) and
-// sets the admission cookie.
+// admitTo admits user (at position pos) to cfg's room (turnstile.Room:
+// the position is marked present, and so active until the token expires)
+// and sets the admission cookie.
 func (s *Server) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, now time.Time) (string, time.Time, error) {
-	tok, a, err := s.deps.Admitter.Issue(cfg.ID, user, pos, admissionTTL(cfg), now)
+	tok, a, err := s.turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Room, User: user, Pos: pos}, now)
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	s.deps.Sales.PresentAfter(cfg.ID, pos, -1) // the wait is not known here
-	s.deps.Observe.tokenIssued(cfg.ID)
 	exp := a.ExpiresAt.UTC()
 	setAdmissionCookie(c, cfg.ID, tok, exp)
 	return tok, exp, nil
@@ -100,7 +95,7 @@ func (s *Server) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64
 // and those who stop leave when their admission expires. No Redis: the
 // next tick records the renewal.
 func (s *Server) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now time.Time) {
-	if !cfg.IsSafetyNet() || a.ExpiresAt.Sub(now) > admissionTTL(cfg)/2 {
+	if !cfg.IsSafetyNet() || a.ExpiresAt.Sub(now) > turnstile.TTL(cfg)/2 {
 		return
 	}
 	// A failed renewal leaves the current admission, still valid.

@@ -19,6 +19,7 @@ import (
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 )
@@ -90,7 +91,8 @@ type Deps struct {
 	Joiner joiner
 	// Tickets signs and verifies queue tickets (*tokens.Tickets, or a TicketCache over it).
 	Tickets tickets
-	// Admitter issues and verifies admission tokens (*tokens.Issuer).
+	// Admitter issues and verifies admission tokens (*tokens.Issuer),
+	// through the turnstile.
 	Admitter admitter
 	// Claims runs claims and releases (*claim.Service).
 	Claims claimer
@@ -268,6 +270,8 @@ type Server struct {
 	edge   *edge // rate limits and abuse defences, see limits.go
 	pages  *pageRenderer
 	ids    requestIDs
+	// turnstile mints and checks every admission (Admit, Authorize).
+	turnstile *turnstile.Turnstile
 }
 
 // BodyLimit is the largest request body accepted.
@@ -308,7 +312,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, nowAt: cfg.NowAt, pages: newPageRenderer()}
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, nowAt: cfg.NowAt, pages: newPageRenderer(),
+		turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued)}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
 		return nil, err
