@@ -28,7 +28,7 @@ type sessionJSON struct {
 // a console session cookie.
 func (s *Server) signIn(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+		return errAdminDisabled
 	}
 	if !strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
 		return badRequest("sign in with a JSON body {\"name\": ..., \"password\": ...} or {\"token\": ...}")
@@ -66,7 +66,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	defer cancel()
 	if err := s.deps.StaffSessions.Start(ctx, sess.nonce, sess.expires, now); err != nil {
 		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
-		return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+		return errStaffUnavailable
 	}
 	key := sessionKey(s.cfg.AdminToken)
 	c.Cookie(s.sessionCookie(c, sess.encode(key), sess.expires))
@@ -78,7 +78,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 // console can carry on.
 func (s *Server) sessionInfo(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+		return errAdminDisabled
 	}
 	key := sessionKey(s.cfg.AdminToken)
 	sess, ok, err := s.liveSession(c, key, c.Cookies(sessionCookie))
@@ -118,7 +118,7 @@ func (s *Server) signOut(c *fiber.Ctx) error {
 				defer cancel()
 				if err := s.deps.StaffSessions.End(ctx, sess.nonce); err != nil {
 					s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
-					return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+					return errStaffUnavailable
 				}
 			}
 		}

@@ -206,7 +206,7 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 		return fmt.Errorf("%s: %w", kind, err) // toProblem: 409 limit_reached
 	}
 	s.cfg.Log.Warn("reservation failed", "request_id", requestID(c), "kind", kind, "err", err)
-	return retryLater("degraded", "a backing service is not answering; retry with the same Idempotency-Key", 1)
+	return retryLater("degraded", retrySameKey, 1)
 }
 
 // rateLimit checks the distributed buckets of one budget ("join",

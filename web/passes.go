@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -140,7 +141,7 @@ func (s *Server) revokePass(c *fiber.Ctx) error {
 	}
 	ev, id := c.Params("id"), c.Params("pass")
 	if !tokens.ValidPassID(id) {
-		return problem(fiber.StatusNotFound, "not_found", "no such pass")
+		return admission.ErrPassUnknown
 	}
 	who, _ := staffOf(c)
 	ctx, cancel := s.ctx(c)
@@ -185,18 +186,19 @@ func (s *Server) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string
 		}
 	}
 	if err != nil {
-		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale, or has expired")
+		return err // tokens.ErrPassInvalid: 403 pass_invalid
 	}
 	if !now.Before(cfg.EndsAt) {
 		return problem(fiber.StatusForbidden, "not_open", "the sale has ended")
 	}
 	used, err := s.deps.Passes.Redeem(ctx, cfg.ID, ps.ID, user)
 	if errors.Is(err, admission.ErrPassUnknown) {
-		// On redemption an unknown pass is one this sale never minted.
-		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale")
+		// On redemption an unknown pass is one this sale never minted:
+		// as invalid as a forged one, not a missing resource.
+		return fmt.Errorf("pass %s: %w", ps.ID, tokens.ErrPassInvalid)
 	}
 	if err != nil {
-		return err // toProblem: revoked, used up, or a backing service
+		return err // errorRows: revoked, used up, or a backing service
 	}
 	tok, a, err := s.turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Pass, User: user}, now)
 	if err != nil {

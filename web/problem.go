@@ -13,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
@@ -45,32 +46,40 @@ func problem(status int, code, detail string) *Problem {
 	return &Problem{Type: "https://anteroom.dev/problems/" + code, Title: titleOf(code), Status: status, Code: code, Detail: detail}
 }
 
+// titles are the problems' titles by code; any other code is titled
+// "Internal error".
+var titles = map[string]string{
+	"bad_request":     "Bad request",
+	"bad_template":    "Bad page template",
+	"unauthenticated": "Authentication required",
+	"forbidden":       "Not allowed",
+	"not_admitted":    "Not allowed",
+	"not_open":        "Not allowed",
+	"not_selected":    "Not allowed",
+	"invite_required": "Not allowed",
+	"invite_invalid":  "Not allowed",
+	"pass_invalid":    "Not allowed",
+	"pass_revoked":    "Not allowed",
+	"pass_used_up":    "Not allowed",
+	"unknown_event":   "Not found",
+	"not_found":       "Not found",
+	"unknown_session": "Not found",
+	"limit_reached":   "Limit reached",
+	"sold_out":        "Sold out",
+	"rate_limited":    "Too many requests",
+	"paused":          "Paused",
+	"degraded":        "Temporarily unavailable",
+	"stock_not_laid":  "Temporarily unavailable",
+	"conflict":        "Conflict",
+	"locked":          "Conflict",
+	"not_configured":  "Conflict",
+	"needs_rebuild":   "Conflict",
+	"too_large":       "Request body too large",
+}
+
 func titleOf(code string) string {
-	switch code {
-	case "bad_request":
-		return "Bad request"
-	case "bad_template":
-		return "Bad page template"
-	case "unauthenticated":
-		return "Authentication required"
-	case "forbidden", "not_admitted", "not_open", "not_selected", "invite_required", "invite_invalid", "pass_invalid", "pass_revoked", "pass_used_up":
-		return "Not allowed"
-	case "unknown_event", "not_found", "unknown_session":
-		return "Not found"
-	case "limit_reached":
-		return "Limit reached"
-	case "sold_out":
-		return "Sold out"
-	case "rate_limited":
-		return "Too many requests"
-	case "paused":
-		return "Paused"
-	case "degraded", "stock_not_laid":
-		return "Temporarily unavailable"
-	case "conflict", "locked", "not_configured", "needs_rebuild":
-		return "Conflict"
-	case "too_large":
-		return "Request body too large"
+	if t, ok := titles[code]; ok {
+		return t
 	}
 	return "Internal error"
 }
@@ -91,126 +100,193 @@ func retryLater(code, detail string, seconds int) *Problem {
 	return p
 }
 
-// toProblem maps every error to the problem the client sees. It is the one
-// place where domain errors become HTTP.
-func toProblem(err error) (*Problem, bool) {
-	var p *Problem
-	var fe *fiber.Error
-	var le *claim.LimitError
-	switch {
-	case errors.As(err, &p):
-		cp := *p
+// errorRow maps the errors it matches to one problem.
+type errorRow struct {
+	// err is matched with errors.Is; match, when set, instead.
+	err   error
+	match func(error) bool
+	// status, code and detail are the problem's; detail is shown to the
+	// client, so it is the row's own text, never the error's — except
+	// with ownText, for errors written for staff (an invalid event
+	// configuration says what is wrong with it).
+	status  int
+	code    string
+	detail  string
+	ownText bool
+	// retry is the Retry-After in seconds.
+	retry int
+	// fill adds what the error carries (the claims a limit error holds).
+	fill func(p *Problem, err error)
+	// internal rows answer 500 and the error is logged: errors that must
+	// never reach a handler, and anything no row knows.
+	internal bool
+}
+
+// Text shared by several rows.
+const (
+	limitHeld     = "you already hold your allowed claims"
+	passInvalid   = "this pass is not valid for this sale, or has expired"
+	retrySameKey  = "a backing service is not answering; retry with the same Idempotency-Key"
+	internalError = "something went wrong; quote the request id when reporting it"
+)
+
+// errorRows is the one map from errors to HTTP. toProblem walks it in
+// order and the first matching row wins, so an error that wraps another
+// sentinel has its row before that sentinel's (each such row says so).
+// TestEverySentinelMapped requires a row for every exported Err* of the
+// module.
+var errorRows = []errorRow{
+	// The claim.
+	{match: isLimitError, status: fiber.StatusConflict, code: "limit_reached", detail: limitHeld, fill: heldClaims},
+	{err: claim.ErrLimitReached, status: fiber.StatusConflict, code: "limit_reached", detail: limitHeld},
+	// A failover, a slot migration or lost data: the stock on this Redis
+	// may be stale until an operator rebuilds it (POST
+	// /admin/events/{id}/rebuild). It wraps ErrPaused: first.
+	{err: claim.ErrNeedsRebuild, status: fiber.StatusServiceUnavailable, code: "paused", retry: 5,
+		detail: "claims wait for the stock to be rebuilt after a change of Redis server (failover, slot migration or lost data); retry with the same Idempotency-Key"},
+	// A rebuild froze the stock (or replaced the stock a grant was decided
+	// on, ErrSuperseded, which wraps it): the same request succeeds after it.
+	{err: claim.ErrPaused, status: fiber.StatusServiceUnavailable, code: "paused", retry: 5, detail: "the sale is paused; retry with the same Idempotency-Key"},
+	{err: claim.ErrSoldOut, status: fiber.StatusGone, code: "sold_out", detail: "no stock left"},
+	{err: claim.ErrNotFound, status: fiber.StatusNotFound, code: "not_found", detail: "no such claim"},
+	{err: claim.ErrUnavailable, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "the order stream is not answering; retry with the same Idempotency-Key"},
+	{err: claim.ErrConfirmed, status: fiber.StatusConflict, code: "conflict", detail: "a confirmed claim cannot be released"},
+	{err: claim.ErrHoldLost, status: fiber.StatusServiceUnavailable, code: "stock_not_laid", retry: 5,
+		detail: "the change was saved but its stock could not be laid; save again, or rebuild the stock from the saved configuration"},
+	{err: claim.ErrRebuildRunning, status: fiber.StatusConflict, code: "conflict", detail: "a rebuild of this event is already running"},
+	{err: limit.ErrTaken, status: fiber.StatusConflict, code: "limit_reached", detail: "this device or payment method has already been used by another account in this sale"},
+
+	// Spending an admission (turnstile.Authorize) and the tokens.
+	{err: turnstile.ErrNotForSale, status: fiber.StatusForbidden, code: "forbidden", detail: "this event is a safety-net room: it sells nothing"},
+	{err: turnstile.ErrNoToken, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: errNoToken.Detail},
+	{err: turnstile.ErrOtherUser, status: fiber.StatusForbidden, code: "forbidden", detail: "the admission token belongs to another user"},
+	{err: turnstile.ErrPaused, status: fiber.StatusServiceUnavailable, code: "paused", retry: 5, detail: "the sale is paused; your admission stays valid"},
+	// Before tokens.ErrInvalid, which they wrap.
+	{err: tokens.ErrPassInvalid, status: fiber.StatusForbidden, code: "pass_invalid", detail: passInvalid},
+	{err: tokens.ErrInviteInvalid, status: fiber.StatusForbidden, code: "invite_invalid", detail: "this invite is not for this sale and account, or has expired"},
+	{err: tokens.ErrWrongEvent, status: fiber.StatusForbidden, code: "forbidden", detail: "the token is for another event"},
+	{err: tokens.ErrInvalid, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "the token is invalid or expired"},
+
+	// Admission: checkout sessions and bypass passes.
+	{err: admission.ErrUnknownSession, status: fiber.StatusNotFound, code: "unknown_session",
+		detail: "no admission token with this jti was issued for this sale (sessions are kept only for sales with max_active, from about a tick after the token is issued until 10 minutes after it expires)"},
+	{err: admission.ErrPassUnknown, status: fiber.StatusNotFound, code: "not_found", detail: "no such pass"},
+	{err: admission.ErrPassExists, status: fiber.StatusConflict, code: "conflict", detail: "pass id taken; mint again"},
+	{err: admission.ErrPassRevoked, status: fiber.StatusForbidden, code: "pass_revoked", detail: "this pass was revoked"},
+	{err: admission.ErrPassUsedUp, status: fiber.StatusForbidden, code: "pass_used_up", detail: "this pass has been used as often as it may"},
+
+	// Staff.
+	{err: staff.ErrNotFound, status: fiber.StatusNotFound, code: "not_found", detail: "no such account or API key"},
+	{err: staff.ErrExists, status: fiber.StatusConflict, code: "conflict", detail: "an account of that name exists"},
+	{err: staff.ErrLastAdmin, status: fiber.StatusConflict, code: "conflict", detail: "the last admin account cannot be removed or demoted"},
+	{err: staff.ErrBadLogin, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "wrong name, password or key"},
+
+	// The queue, the view and the events.
+	{err: report.ErrNotInView, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "this node has not read the event yet; retry in a moment"},
+	{err: queue.ErrNotOpen, status: fiber.StatusForbidden, code: "not_open", detail: "the queue is not open yet"},
+	{err: queue.ErrClosed, status: fiber.StatusForbidden, code: "forbidden", detail: "joining has ended"},
+	{err: queue.ErrStaleView, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "this node's view of the sale is out of date; retry in a moment"},
+	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: errUnknownEvent.Detail},
+	{err: event.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+	// claim.ErrLockReached and claim.ErrHeld wrap these two.
+	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
+	{err: event.ErrConflict, status: fiber.StatusConflict, code: "conflict", detail: "the event changed concurrently; read it again and retry"},
+
+	// Never returned to a handler: a weak secret stops the node at start,
+	// a bad webhook signature is the shop's verifier's answer, a full
+	// safety-net room sends the gate's visitor to the waiting page.
+	// Should one reach a client, it is an internal error, logged. (So is
+	// internal/node.ErrDraining, which no row can name: that package
+	// imports this one. A draining node answers /readyz with its own
+	// problem.)
+	{err: admission.ErrFull, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	{err: tokens.ErrWeakSecret, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	{err: lifecycle.ErrBadSignature, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+
+	// fiber's own errors.
+	{match: fiberStatus(fiber.StatusRequestEntityTooLarge), status: fiber.StatusRequestEntityTooLarge, code: "too_large", detail: "request bodies are limited to 16 KB"},
+	{match: fiberStatus(fiber.StatusNotFound), status: fiber.StatusNotFound, code: "not_found", detail: "no such resource"},
+	{match: fiberStatus(fiber.StatusMethodNotAllowed), status: fiber.StatusMethodNotAllowed, code: "bad_request", detail: "method not allowed"},
+	{match: fiberStatus(fiber.StatusBadRequest), status: fiber.StatusBadRequest, code: "bad_request", detail: "malformed request"},
+	{match: fiberStatus(fiber.StatusTooManyRequests), status: fiber.StatusTooManyRequests, code: "rate_limited", retry: 1, detail: "too many requests"},
+	{match: fiberStatus(fiber.StatusRequestTimeout), status: fiber.StatusRequestTimeout, code: "bad_request", detail: "the request was not received in time"},
+	{match: fiberStatus(fiber.StatusRequestHeaderFieldsTooLarge), status: fiber.StatusRequestHeaderFieldsTooLarge, code: "too_large", detail: "request headers too large"},
+	{match: fiber4xx, code: "bad_request", detail: "the request could not be processed"}, // status: the fiber error's
+
+	// Redis or NATS did not answer: the request's fate is unknown and a
+	// retry with the same key is safe. Still logged.
+	{match: unreachable, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: retrySameKey, internal: true},
+}
+
+// toProblem maps every error to the problem the client sees: a *Problem
+// is answered as it is, anything else by the first row of errorRows that
+// matches it, and an error no row knows is a 500 with a generic detail.
+// known is false when the error should be logged.
+func toProblem(err error) (p *Problem, known bool) {
+	if pp := (*Problem)(nil); errors.As(err, &pp) {
+		cp := *pp
 		return &cp, true
-	case errors.As(err, &le):
-		p := problem(fiber.StatusConflict, "limit_reached", "you already hold your allowed claims")
+	}
+	if r := rowOf(err); r != nil {
+		return r.problem(err), !r.internal
+	}
+	return problem(fiber.StatusInternalServerError, "internal", internalError), false
+}
+
+// rowOf returns the first row of errorRows that matches err, or nil.
+func rowOf(err error) *errorRow {
+	for i := range errorRows {
+		r := &errorRows[i]
+		if r.match != nil && r.match(err) || r.err != nil && errors.Is(err, r.err) {
+			return r
+		}
+	}
+	return nil
+}
+
+// problem builds row r's problem for err.
+func (r *errorRow) problem(err error) *Problem {
+	status := r.status
+	var fe *fiber.Error
+	if status == 0 && errors.As(err, &fe) {
+		status = fe.Code
+	}
+	detail := r.detail
+	if r.ownText {
+		detail = err.Error()
+	}
+	p := problem(status, r.code, detail)
+	p.RetryAfter = r.retry
+	if r.fill != nil {
+		r.fill(p, err)
+	}
+	return p
+}
+
+func isLimitError(err error) bool {
+	var le *claim.LimitError
+	return errors.As(err, &le)
+}
+
+func heldClaims(p *Problem, err error) {
+	var le *claim.LimitError
+	if errors.As(err, &le) {
 		p.ClaimIDs = le.Held
-		return p, true
-	case errors.Is(err, turnstile.ErrNotForSale):
-		return problem(fiber.StatusForbidden, "forbidden", "this event is a safety-net room: it sells nothing"), true
-	case errors.Is(err, turnstile.ErrNoToken):
-		p := *errNoToken // errorHandler sets the copy's instance
-		return &p, true
-	case errors.Is(err, turnstile.ErrOtherUser):
-		return problem(fiber.StatusForbidden, "forbidden", "the admission token belongs to another user"), true
-	case errors.Is(err, turnstile.ErrPaused):
-		return retryLater("paused", "the sale is paused; your admission stays valid", 5), true
-	case errors.Is(err, tokens.ErrPassInvalid): // before tokens.ErrInvalid, which it wraps
-		return problem(fiber.StatusForbidden, "pass_invalid", "this pass is not valid for this sale, or has expired"), true
-	case errors.Is(err, tokens.ErrInviteInvalid): // before tokens.ErrInvalid, which it wraps
-		return problem(fiber.StatusForbidden, "invite_invalid", "this invite is not for this sale and account, or has expired"), true
-	case errors.Is(err, tokens.ErrWrongEvent):
-		return problem(fiber.StatusForbidden, "forbidden", "the token is for another event"), true
-	case errors.Is(err, tokens.ErrInvalid):
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the token is invalid or expired"), true
-	case errors.Is(err, claim.ErrLimitReached):
-		return problem(fiber.StatusConflict, "limit_reached", "you already hold your allowed claims"), true
-	case errors.Is(err, claim.ErrNeedsRebuild):
-		// A failover, a slot migration or lost data: the stock on this
-		// Redis may be stale until an operator rebuilds it (POST
-		// /admin/events/{id}/rebuild). It wraps ErrPaused: first.
-		return retryLater("paused", "claims wait for the stock to be rebuilt after a change of Redis server (failover, slot migration or lost data); retry with the same Idempotency-Key", 5), true
-	case errors.Is(err, claim.ErrPaused):
-		// A rebuild froze the stock (or replaced the stock a grant was
-		// decided on): the same request succeeds after it.
-		return retryLater("paused", "the sale is paused; retry with the same Idempotency-Key", 5), true
-	case errors.Is(err, claim.ErrConfirmed):
-		return problem(fiber.StatusConflict, "conflict", "a confirmed claim cannot be released"), true
-	case errors.Is(err, claim.ErrHoldLost):
-		return retryLater("stock_not_laid", "the change was saved but its stock could not be laid; save again, or rebuild the stock from the saved configuration", 5), true
-	case errors.Is(err, claim.ErrRebuildRunning):
-		return problem(fiber.StatusConflict, "conflict", "a rebuild of this event is already running"), true
-	case errors.Is(err, staff.ErrNotFound):
-		return problem(fiber.StatusNotFound, "not_found", "no such account or API key"), true
-	case errors.Is(err, staff.ErrExists):
-		return problem(fiber.StatusConflict, "conflict", "an account of that name exists"), true
-	case errors.Is(err, staff.ErrLastAdmin):
-		return problem(fiber.StatusConflict, "conflict", "the last admin account cannot be removed or demoted"), true
-	case errors.Is(err, staff.ErrBadLogin):
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "wrong name, password or key"), true
-	case errors.Is(err, limit.ErrTaken):
-		return problem(fiber.StatusConflict, "limit_reached", "this device or payment method has already been used by another account in this sale"), true
-	case errors.Is(err, admission.ErrUnknownSession):
-		return problem(fiber.StatusNotFound, "unknown_session",
-			"no admission token with this jti was issued for this sale (sessions are kept only for sales with max_active, from about a tick after the token is issued until 10 minutes after it expires)"), true
-	case errors.Is(err, admission.ErrPassUnknown):
-		return problem(fiber.StatusNotFound, "not_found", "no such pass"), true
-	case errors.Is(err, admission.ErrPassExists):
-		return problem(fiber.StatusConflict, "conflict", "pass id taken; mint again"), true
-	case errors.Is(err, admission.ErrPassRevoked):
-		return problem(fiber.StatusForbidden, "pass_revoked", "this pass was revoked"), true
-	case errors.Is(err, admission.ErrPassUsedUp):
-		return problem(fiber.StatusForbidden, "pass_used_up", "this pass has been used as often as it may"), true
-	case errors.Is(err, report.ErrNotInView):
-		return retryLater("degraded", "this node has not read the event yet; retry in a moment", 1), true
-	case errors.Is(err, claim.ErrSoldOut):
-		return problem(fiber.StatusGone, "sold_out", "no stock left"), true
-	case errors.Is(err, claim.ErrNotFound):
-		return problem(fiber.StatusNotFound, "not_found", "no such claim"), true
-	case errors.Is(err, claim.ErrUnavailable):
-		return retryLater("degraded", "the order stream is not answering; retry with the same Idempotency-Key", 1), true
-	case errors.Is(err, queue.ErrNotOpen):
-		return problem(fiber.StatusForbidden, "not_open", "the queue is not open yet"), true
-	case errors.Is(err, queue.ErrClosed):
-		return problem(fiber.StatusForbidden, "forbidden", "joining has ended"), true
-	case errors.Is(err, queue.ErrStaleView):
-		return retryLater("degraded", "this node's view of the sale is out of date; retry in a moment", 1), true
-	case errors.Is(err, event.ErrNotFound):
-		return errUnknownEvent, true
-	case errors.Is(err, event.ErrInvalid):
-		return badRequest("%s", err.Error()), true
-	case errors.Is(err, event.ErrLocked):
-		return problem(fiber.StatusConflict, "locked", err.Error()), true
-	case errors.Is(err, event.ErrConflict):
-		return problem(fiber.StatusConflict, "conflict", "the event changed concurrently; read it again and retry"), true
-	case errors.As(err, &fe):
-		switch fe.Code {
-		case fiber.StatusRequestEntityTooLarge:
-			return problem(fe.Code, "too_large", "request bodies are limited to 16 KB"), true
-		case fiber.StatusNotFound:
-			return problem(fe.Code, "not_found", "no such resource"), true
-		case fiber.StatusMethodNotAllowed:
-			return problem(fe.Code, "bad_request", "method not allowed"), true
-		case fiber.StatusBadRequest:
-			return badRequest("malformed request"), true
-		case fiber.StatusTooManyRequests:
-			p := problem(fe.Code, "rate_limited", "too many requests")
-			p.RetryAfter = 1
-			return p, true
-		case fiber.StatusRequestTimeout:
-			return problem(fe.Code, "bad_request", "the request was not received in time"), true
-		case fiber.StatusRequestHeaderFieldsTooLarge:
-			return problem(fe.Code, "too_large", "request headers too large"), true
-		}
-		if fe.Code >= 400 && fe.Code < 500 {
-			return problem(fe.Code, "bad_request", "the request could not be processed"), true
-		}
 	}
-	if unreachable(err) {
-		// Redis or NATS did not answer: the request's fate is unknown and a
-		// retry with the same key is safe. Still logged (known = false).
-		return retryLater("degraded", "a backing service is not answering; retry with the same Idempotency-Key", 1), false
+}
+
+// fiberStatus matches a *fiber.Error of status code.
+func fiberStatus(code int) func(error) bool {
+	return func(err error) bool {
+		var fe *fiber.Error
+		return errors.As(err, &fe) && fe.Code == code
 	}
-	return problem(fiber.StatusInternalServerError, "internal", "something went wrong; quote the request id when reporting it"), false
+}
+
+// fiber4xx matches any other *fiber.Error of a 4xx status.
+func fiber4xx(err error) bool {
+	var fe *fiber.Error
+	return errors.As(err, &fe) && fe.Code >= 400 && fe.Code < 500
 }
 
 // unreachable reports whether err says a backing service did not answer

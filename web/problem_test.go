@@ -118,6 +118,24 @@ func TestErrorMap(t *testing.T) {
 	}
 }
 
+// TestEverySentinelHasARow requires a row of the error table for every
+// sentinel error of the module (TestEverySentinelMapped keeps sentinels
+// complete from the sources), wrapped as handlers wrap it: none may reach
+// the catch-all 500 by omission. Only packages that import web cannot be
+// named by its table (internal/node); theirs must answer 500.
+func TestEverySentinelHasARow(t *testing.T) {
+	for _, c := range sentinels {
+		err := fmt.Errorf("handler context: %w", c.err)
+		above := strings.HasPrefix(c.name, "internal/node.")
+		if web.HasRow(err) == above {
+			t.Errorf("%s: row found = %v, want %v", c.name, !above, above)
+		}
+		if above && c.status != http.StatusInternalServerError {
+			t.Errorf("%s is mapped to %d without a row", c.name, c.status)
+		}
+	}
+}
+
 // TestEverySentinelMapped finds every exported package-level Err* variable
 // in the module's non-test sources and requires a row in sentinels.
 func TestEverySentinelMapped(t *testing.T) {

@@ -73,6 +73,10 @@ func (s *Server) join(c *fiber.Ctx) error {
 	return sendJSON(c, appendJoin(buf[:0], &out))
 }
 
+// errRoomTurnEnded answers a status poll in a safety-net room whose
+// admission has ended.
+var errRoomTurnEnded = problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
+
 // cacheControlKey and noStore are the Cache-Control header of a waiting
 // user's status answer, fiber.HeaderCacheControl in fasthttp's canonical
 // form.
@@ -121,7 +125,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now)
 	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
 		// In a safety-net room an admission ends: leaving ends the turn.
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
+		return errRoomTurnEnded
 	}
 	if d.State == admission.Admitted && cfg.MaxActive > 0 && d.Lane == 0 && s.deps.Sales.Held(cfg.ID, d.Position) {
 		// A late no-show: a token now would put one more person in
@@ -131,7 +135,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 		switch {
 		case sale.HeldBehind:
 		case cfg.IsSafetyNet():
-			return problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
+			return errRoomTurnEnded
 		default:
 			s.deps.Sales.LateShow(cfg.ID, d.Position)
 		}

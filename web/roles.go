@@ -97,7 +97,7 @@ func (s *Server) setStaff(c *fiber.Ctx, account string) error {
 
 func (s *Server) staffDegraded(c *fiber.Ctx, err error) error {
 	s.cfg.Log.Warn("staff accounts", "request_id", requestID(c), "err", err)
-	return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+	return errStaffUnavailable
 }
 
 // checkAPIKey authenticates a staff API key, throttled per address like

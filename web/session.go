@@ -119,7 +119,7 @@ func safeMethod(m string) bool {
 // unauthenticated, 403 forbidden, 429 rate_limited, 503 degraded).
 func (s *Server) staffAuth(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+		return errAdminDisabled
 	}
 	if tok := bearer(c); tok != "" {
 		if strings.HasPrefix(tok, apiKeyPrefix) && s.deps.Accounts != nil {
@@ -160,7 +160,7 @@ func (s *Server) liveSession(c *fiber.Ctx, key []byte, raw string) (session, boo
 	active, err := s.deps.StaffSessions.Active(ctx, sess.nonce)
 	if err != nil {
 		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
-		return session{}, false, retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+		return session{}, false, errStaffUnavailable
 	}
 	return sess, active, nil
 }

@@ -17,6 +17,12 @@ import (
 // Redis-backed staff state (internal/staff) the count is shared by every
 // node.
 
+// Staff problems answered from several places.
+var (
+	errStaffUnavailable = retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+	errAdminDisabled    = problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+)
+
 // checkAdminToken compares tok with the admin token unless the caller's
 // address is blocked; a wrong token counts against the address.
 func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
@@ -26,7 +32,7 @@ func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
 	if err != nil {
 		s.cfg.Log.Warn("staff throttle", "request_id", requestID(c), "err", err)
-		return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+		return errStaffUnavailable
 	}
 	if wait > 0 {
 		return rateLimited("failed admin sign-ins from this address", wait)
@@ -49,7 +55,7 @@ func (s *Server) endAllSessions(c *fiber.Ctx) error {
 	defer cancel()
 	if err := s.deps.StaffSessions.EndAll(ctx); err != nil {
 		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
-		return retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+		return errStaffUnavailable
 	}
 	s.record(c, "sessions.end_all", "", nil, nil)
 	c.Cookie(s.sessionCookie(c, "", time.Unix(0, 0)))
