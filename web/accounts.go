@@ -1,8 +1,7 @@
 package web
 
 import (
-	"bytes"
-	"encoding/json"
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 
 	"github.com/anteroom/anteroom/internal/staff"
@@ -15,17 +14,7 @@ import (
 
 func (s *Server) accountsOrUnavailable() error {
 	if s.deps.Accounts == nil {
-		return retryLater("degraded", "staff accounts are not kept on this node", 5)
-	}
-	return nil
-}
-
-// decodeStrict decodes a JSON body, refusing unknown fields.
-func decodeStrict(c *fiber.Ctx, what string, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(c.Body()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest("malformed %s JSON: %s", what, jsonProblem(err))
+		return kit.RetryLater("degraded", "staff accounts are not kept on this node", 5)
 	}
 	return nil
 }
@@ -54,16 +43,16 @@ func (s *Server) createAccount(c *fiber.Ctx) error {
 		Role     staff.Role `json:"role"`
 		Password string     `json:"password"`
 	}
-	if err := decodeStrict(c, "account", &in); err != nil {
+	if err := kit.DecodeStrict(c, "account", &in); err != nil {
 		return err
 	}
 	switch {
 	case !staff.ValidName(in.Name):
-		return badRequest("name must be 1 to 32 characters of a-z 0-9 _ . - and start with a letter or digit")
+		return kit.BadRequest("name must be 1 to 32 characters of a-z 0-9 _ . - and start with a letter or digit")
 	case in.Role.Rank() == 0:
-		return badRequest("role must be viewer, operator or admin")
+		return kit.BadRequest("role must be viewer, operator or admin")
 	case len(in.Password) < staff.MinPassword || len(in.Password) > 256:
-		return badRequest("password must have 12 to 256 characters")
+		return kit.BadRequest("password must have 12 to 256 characters")
 	}
 	// The hash is CPU work: done before the deadline for Redis starts.
 	pw, err := staff.HashPassword(in.Password)
@@ -87,11 +76,11 @@ func (s *Server) setAccountRole(c *fiber.Ctx) error {
 	var in struct {
 		Role staff.Role `json:"role"`
 	}
-	if err := decodeStrict(c, "account", &in); err != nil {
+	if err := kit.DecodeStrict(c, "account", &in); err != nil {
 		return err
 	}
 	if in.Role.Rank() == 0 {
-		return badRequest("role must be viewer, operator or admin")
+		return kit.BadRequest("role must be viewer, operator or admin")
 	}
 	name := strings.Clone(c.Params("name"))
 	ctx, cancel := s.ctx(c)
@@ -150,7 +139,7 @@ func (s *Server) revokeKey(c *fiber.Ctx) error {
 	}
 	prefix := strings.Clone(c.Params("prefix"))
 	if len(prefix) != 12 || strings.Trim(prefix, "0123456789abcdef") != "" {
-		return problem(fiber.StatusNotFound, "not_found", "no such API key")
+		return kit.NewProblem(fiber.StatusNotFound, "not_found", "no such API key")
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()

@@ -5,8 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 	"time"
 
@@ -24,11 +23,11 @@ import (
 // token or a ticket) is a shopper's and never counts as a failed admin
 // sign-in, unless the admin token itself is shaped so.
 func (s *Server) isAdmin(c *fiber.Ctx) bool {
-	if tok := bearer(c); jwtShaped(tok) && !jwtShaped(s.cfg.AdminToken) {
+	if tok := kit.Bearer(c); jwtShaped(tok) && !jwtShaped(s.cfg.AdminToken) {
 		return false
 	}
 	id, err := s.who(c)
-	return err == nil && id.role.Rank() >= staff.Operator.Rank()
+	return err == nil && id.Role.Rank() >= staff.Operator.Rank()
 }
 
 func jwtShaped(s string) bool { return strings.Count(s, ".") == 2 }
@@ -38,7 +37,7 @@ func (s *Server) requireAdmin(c *fiber.Ctx) error {
 		return err
 	}
 	if !event.ValidID(c.Params("id")) {
-		return badRequest("event id must be 1 to 64 characters of a-z 0-9 _ - and start with a letter or digit")
+		return kit.BadRequest("event id must be 1 to 64 characters of a-z 0-9 _ - and start with a letter or digit")
 	}
 	return c.Next()
 }
@@ -227,13 +226,13 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&next); err != nil {
-		return old, event.Config{}, badRequest("malformed event JSON: %s", jsonProblem(err))
+		return old, event.Config{}, kit.BadRequest("malformed event JSON: %s", kit.JSONProblem(err))
 	}
 	if dec.More() {
-		return old, event.Config{}, badRequest("malformed event JSON: trailing data")
+		return old, event.Config{}, kit.BadRequest("malformed event JSON: trailing data")
 	}
 	if next.ID != "" && next.ID != id {
-		return old, event.Config{}, badRequest("id in the body (%q) differs from the path", next.ID)
+		return old, event.Config{}, kit.BadRequest("id in the body (%q) differs from the path", next.ID)
 	}
 	// Fields staff never set.
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
@@ -296,23 +295,6 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 }
 
 // jsonProblem describes a decoding error without echoing the input.
-func jsonProblem(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("syntax error at byte %d", se.Offset)
-	case errors.As(err, &te):
-		return fmt.Sprintf("field %q must be %s", te.Field, te.Type)
-	case errors.Is(err, io.EOF):
-		return "empty body"
-	}
-	msg := err.Error()
-	if len(msg) > 120 {
-		msg = msg[:120]
-	}
-	return msg
-}
 
 func (s *Server) pauseEvent(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {

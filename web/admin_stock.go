@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"github.com/anteroom/anteroom/web/kit"
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/gofiber/fiber/v2"
@@ -12,7 +13,7 @@ import (
 // refused before anything was stored.
 func saveRefused(id string, err error) error {
 	if errors.Is(err, claim.ErrNeedsRebuild) {
-		return problem(fiber.StatusConflict, "needs_rebuild", fmt.Sprintf(
+		return kit.NewProblem(fiber.StatusConflict, "needs_rebuild", fmt.Sprintf(
 			"nothing was saved: this change lays stock, and the stock of %s is fenced since its Redis server changed (failover, slot migration or lost data), so units sold there may be missing; rebuild it first (POST /admin/events/%s/rebuild), then save again", id, id))
 	}
 	return err
@@ -32,7 +33,7 @@ func (e *stockNotLaid) Error() string {
 func (e *stockNotLaid) Unwrap() error { return e.err }
 
 func (e *stockNotLaid) problem(id string) error {
-	p := retryLater("stock_not_laid", fmt.Sprintf(
+	p := kit.RetryLater("stock_not_laid", fmt.Sprintf(
 		"the change was saved (version %d) but its stock could not be laid; save again, or rebuild the stock from the saved configuration (POST /admin/events/%s/rebuild)", e.version, id), 5)
 	return p
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
@@ -26,9 +27,9 @@ func (s *Server) record(c *fiber.Ctx, action, ev string, before, after any) {
 	if s.deps.Audit == nil {
 		return
 	}
-	id, _ := staffOf(c)
-	e := staff.Entry{Who: id.name, Role: string(id.role), Action: action, Event: ev}
-	if id.token && id.role == "" {
+	id, _ := kit.StaffOf(c)
+	e := staff.Entry{Who: id.Name, Role: string(id.Role), Action: action, Event: ev}
+	if id.Token && id.Role == "" {
 		e.Role = "bootstrap"
 	}
 	if before != nil {
@@ -40,7 +41,7 @@ func (s *Server) record(c *fiber.Ctx, action, ev string, before, after any) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 	defer cancel()
 	if err := s.deps.Audit.Record(ctx, e); err != nil {
-		s.cfg.Log.Error("audit record lost", "request_id", requestID(c), "action", action, "event", ev, "err", err)
+		s.cfg.Log.Error("audit record lost", "request_id", kit.RequestID(c), "action", action, "event", ev, "err", err)
 	}
 }
 
@@ -83,12 +84,12 @@ func configDiff(old, next *event.Config) (before, after map[string]json.RawMessa
 func auditQuery(c *fiber.Ctx) (staff.Query, error) {
 	q := staff.Query{Event: c.Query("event"), Limit: 1000}
 	if q.Event != "" && !event.ValidID(q.Event) {
-		return q, badRequest("event must be an event id")
+		return q, kit.BadRequest("event must be an event id")
 	}
 	if v := c.Query("since"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			return q, badRequest("since must be an RFC 3339 time, like 2026-01-02T15:04:05Z")
+			return q, kit.BadRequest("since must be an RFC 3339 time, like 2026-01-02T15:04:05Z")
 		}
 		q.Since = t
 	}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"net/http"
 	"net/url"
@@ -73,7 +74,7 @@ type siteverifyJSON struct {
 
 // verify checks token with the provider of cc for a caller at addr. It
 // returns the problem to answer, or nil.
-func (v *captchaVerifier) verify(ctx context.Context, cc *event.Captcha, token, addr string) (*Problem, error) {
+func (v *captchaVerifier) verify(ctx context.Context, cc *event.Captcha, token, addr string) (*kit.Problem, error) {
 	if token == "" {
 		return captchaProblem("captcha_required", "this sale asks for a captcha: pass the challenge on the page and send its token in "+CaptchaHeader), nil
 	}
@@ -119,8 +120,8 @@ func (v *captchaVerifier) verify(ctx context.Context, cc *event.Captcha, token, 
 	return captchaProblem("captcha_failed", "the captcha was not passed: try the challenge again"), nil
 }
 
-func captchaProblem(code, detail string) *Problem {
-	p := problem(fiber.StatusForbidden, code, detail)
+func captchaProblem(code, detail string) *kit.Problem {
+	p := kit.NewProblem(fiber.StatusForbidden, code, detail)
 	p.Title = "Captcha required"
 	return p
 }
@@ -133,10 +134,10 @@ func (s *Server) checkCaptcha(c *fiber.Ctx, cfg *event.Config) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	p, err := s.edge.captcha.verify(ctx, cc, c.Get(CaptchaHeader), s.edge.proxies.clientIP(c))
+	p, err := s.edge.captcha.verify(ctx, cc, c.Get(CaptchaHeader), s.edge.proxies.ClientIP(c))
 	if err != nil {
-		s.cfg.Log.Warn("captcha siteverify failed", "request_id", requestID(c), "event", cfg.ID, "provider", cc.Provider, "err", err)
-		return retryLater("captcha_unavailable", "the captcha could not be checked just now; retry in a moment", 2)
+		s.cfg.Log.Warn("captcha siteverify failed", "request_id", kit.RequestID(c), "event", cfg.ID, "provider", cc.Provider, "err", err)
+		return kit.RetryLater("captcha_unavailable", "the captcha could not be checked just now; retry in a moment", 2)
 	}
 	if p != nil {
 		return p

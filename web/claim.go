@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
@@ -15,12 +16,12 @@ type claimJSON struct {
 // claim turns an admission token into a claim for the caller it names. The
 // answer is sent only after the order event is on JetStream.
 func (s *Server) claim(c *fiber.Ctx) error {
-	sale := saleOf(c)
+	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	// Who may claim: the turnstile's package comment. The token is bound
 	// to its user: only that caller, named by the identity mode, may
 	// spend it.
-	adm, err := s.turnstile.Authorize(cfg, bearer(c), func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
+	adm, err := s.turnstile.Authorize(cfg, kit.Bearer(c), func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
 	if err != nil {
 		return err
 	}
@@ -30,7 +31,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 		// A retry with the same token is the same request.
 		key = "jti:" + adm.ID
 	case !validIdemKey(key):
-		return badRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+		return kit.BadRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
 	}
 	if err := s.guardClaim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
 		return err
@@ -91,7 +92,7 @@ func writeClaim(c *fiber.Ctx, res claim.Result) error {
 	b = append(b, res.ClaimID...)
 	b = append(b, `","status":"`...)
 	b = append(b, res.Status...)
-	return sendJSON(c, append(b, `"}`...))
+	return kit.SendJSON(c, append(b, `"}`...))
 }
 
 type recordJSON struct {
@@ -104,7 +105,7 @@ type recordJSON struct {
 
 // lookupClaim shows a claim to its own user or an admin.
 func (s *Server) lookupClaim(c *fiber.Ctx) error {
-	sale := saleOf(c)
+	sale := kit.SaleOf(c)
 	id := c.Params("claim_id")
 	if _, err := claim.ParseClaimID(id); err != nil {
 		return err

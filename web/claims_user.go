@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ func toRecordJSON(ev string, r claim.Record) recordJSON {
 // listClaims shows the caller every claim they hold or held in the event,
 // oldest first. The caller is named as for join.
 func (s *Server) listClaims(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
+	cfg := &kit.SaleOf(c).Config
 	user, err := s.deps.Identity.User(c, false)
 	if err != nil {
 		return err
@@ -42,7 +43,7 @@ func (s *Server) listClaims(c *fiber.Ctx) error {
 // or an admin. Releasing a released claim again answers the same; a
 // confirmed claim answers 409.
 func (s *Server) releaseClaim(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
+	cfg := &kit.SaleOf(c).Config
 	id := strings.Clone(c.Params("claim_id"))
 	if _, err := claim.ParseClaimID(id); err != nil {
 		return err

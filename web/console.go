@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"github.com/anteroom/anteroom/web/kit"
 	"slices"
 	"strings"
 	"time"
@@ -31,7 +32,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 		return errAdminDisabled
 	}
 	if !strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
-		return badRequest("sign in with a JSON body {\"name\": ..., \"password\": ...} or {\"token\": ...}")
+		return kit.BadRequest("sign in with a JSON body {\"name\": ..., \"password\": ...} or {\"token\": ...}")
 	}
 	var in struct {
 		Token    string `json:"token"`
@@ -41,7 +42,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return badRequest("malformed sign-in JSON: %s", jsonProblem(err))
+		return kit.BadRequest("malformed sign-in JSON: %s", kit.JSONProblem(err))
 	}
 	var account string
 	if in.Name != "" || in.Token == "" {
@@ -65,7 +66,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.StaffSessions.Start(ctx, sess.nonce, sess.expires, now); err != nil {
-		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+		s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 		return errStaffUnavailable
 	}
 	key := sessionKey(s.cfg.AdminToken)
@@ -86,7 +87,7 @@ func (s *Server) sessionInfo(c *fiber.Ctx) error {
 		return err
 	}
 	if !ok {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "not signed in")
+		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "not signed in")
 	}
 	if err := s.setStaff(c, sess.account); err != nil {
 		return err
@@ -96,8 +97,8 @@ func (s *Server) sessionInfo(c *fiber.Ctx) error {
 }
 
 func (s *Server) sessionView(c *fiber.Ctx, sess session, key []byte) sessionJSON {
-	id, _ := staffOf(c)
-	return sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC(), Account: id.name, Role: string(id.role)}
+	id, _ := kit.StaffOf(c)
+	return sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC(), Account: id.Name, Role: string(id.Role)}
 }
 
 // signOut ends the session on every node (the shared session set) and
@@ -117,7 +118,7 @@ func (s *Server) signOut(c *fiber.Ctx) error {
 				ctx, cancel := s.ctx(c)
 				defer cancel()
 				if err := s.deps.StaffSessions.End(ctx, sess.nonce); err != nil {
-					s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+					s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 					return errStaffUnavailable
 				}
 			}

@@ -1,33 +1,13 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
 	"github.com/gofiber/fiber/v2"
 )
-
-type localKey int
-
-const saleKey localKey = iota
-
-// loadEvent validates the :id parameter and puts the node's view of the
-// sale into Locals. Unknown events are answered without Redis.
-func (s *Server) loadEvent(c *fiber.Ctx) error {
-	id := c.Params("id")
-	if !event.ValidID(id) {
-		return errUnknownEvent
-	}
-	sale, ok := s.deps.Sales.Get(id)
-	if !ok {
-		return errUnknownEvent
-	}
-	c.Locals(saleKey, sale)
-	return c.Next()
-}
-
-func saleOf(c *fiber.Ctx) *admission.Sale { return c.Locals(saleKey).(*admission.Sale) }
 
 // publicEventJSON is the public face of a sale: tiny, CDN-cacheable.
 type publicEventJSON struct {
@@ -94,7 +74,7 @@ func coarse(n int64) int64 {
 }
 
 func (s *Server) publicEvent(c *fiber.Ctx) error {
-	sale := saleOf(c)
+	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	now := s.now()
 	out := publicEventJSON{

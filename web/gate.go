@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"net/url"
 	"strings"
 	"time"
@@ -57,7 +58,7 @@ func admissionCookie(ev string) string { return "anteroom_a_" + ev }
 
 // errNotAdmitted is the gate's one refusal: a proxy turns any 401 into a
 // redirect to the waiting page, so the reason stays out of the answer.
-var errNotAdmitted = problem(fiber.StatusUnauthorized, "unauthenticated", "no valid admission token for this event")
+var errNotAdmitted = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "no valid admission token for this event")
 
 // setAdmissionCookie hands a browser its admission token as an HttpOnly
 // cookie on the whole site, expiring with the token: the shop's pages,
@@ -82,11 +83,11 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // step; the 204 then sets the admission cookie, which the proxy passes
 // on). Only a visitor it cannot admit is sent to the waiting page.
 func (s *Server) gate(c *fiber.Ctx) error {
-	sale := saleOf(c)
+	sale := kit.SaleOf(c)
 	ev := sale.Config.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
-	for _, raw := range [...]string{c.Cookies(admissionCookie(ev)), bearer(c)} {
+	for _, raw := range [...]string{c.Cookies(admissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue
 		}

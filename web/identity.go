@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"github.com/anteroom/anteroom/web/kit"
 	"net/netip"
 	"strings"
 
@@ -34,7 +35,7 @@ func oneHeader(c *fiber.Ctx, name string) (string, error) {
 	case 1:
 		return string(all[0]), nil
 	}
-	return "", badRequest("the %s header must be sent once; this request has %d", name, len(all))
+	return "", kit.BadRequest("the %s header must be sent once; this request has %d", name, len(all))
 }
 
 // HeaderIdentity believes a user id set by a gateway in front of anteroom
@@ -52,7 +53,7 @@ type HeaderIdentity struct {
 	// Default: X-User-ID
 	Header string
 	// trusted are the direct peers whose Header is believed.
-	trusted proxies
+	trusted kit.Proxies
 }
 
 // NewHeaderIdentity returns the header mode believing header (default
@@ -60,7 +61,7 @@ type HeaderIdentity struct {
 // as Config.TrustedProxies). It fails on an entry it cannot read or when
 // trusted is empty: a header mode that believes nobody names nobody.
 func NewHeaderIdentity(header string, trusted []string) (HeaderIdentity, error) {
-	p, bad := parseProxies(trusted)
+	p, bad := kit.ParseProxies(trusted)
 	if bad != "" {
 		return HeaderIdentity{}, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
 	}
@@ -85,8 +86,8 @@ func headerOr(name string) string {
 func (h HeaderIdentity) User(c *fiber.Ctx, _ bool) (string, error) {
 	name := headerOr(h.Header)
 	peer, ok := netip.AddrFromSlice(c.Context().RemoteIP())
-	if !ok || !h.trusted.trusts(peer) {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated",
+	if !ok || !h.trusted.Trusts(peer) {
+		return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated",
 			name+" is believed only from a trusted proxy (ANTEROOM_TRUSTED_PROXIES); come through the shop's gateway")
 	}
 	u, err := oneHeader(c, name)
@@ -95,10 +96,10 @@ func (h HeaderIdentity) User(c *fiber.Ctx, _ bool) (string, error) {
 	}
 	u = strings.TrimSpace(u)
 	if u == "" {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", "missing "+name+" header")
+		return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "missing "+name+" header")
 	}
 	if !validUser(u) {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", name+" must be 1 to 128 printable characters without spaces")
+		return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", name+" must be 1 to 128 printable characters without spaces")
 	}
 	return u, nil // oneHeader copied it
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 	"time"
 
@@ -86,11 +87,11 @@ func (v VisitorIdentity) User(c *fiber.Ctx, mint bool) (string, error) {
 			return strings.Clone(id), nil // the id points into a reused buffer
 		}
 		if !mint {
-			return "", problem(fiber.StatusUnauthorized, "unauthenticated", "the visitor cookie is invalid")
+			return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the visitor cookie is invalid")
 		}
 	}
 	if !mint {
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", "missing visitor cookie; join the queue first")
+		return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "missing visitor cookie; join the queue first")
 	}
 	id, cookie, err := v.Visitors.New()
 	if err != nil {
@@ -168,7 +169,7 @@ func (u UserTokenIdentity) UserClaims(c *fiber.Ctx, names []string) (string, map
 		raw = strings.TrimSpace(raw[7:])
 	}
 	if raw == "" {
-		return "", nil, problem(fiber.StatusUnauthorized, "unauthenticated", "missing "+name+" header")
+		return "", nil, kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "missing "+name+" header")
 	}
 	now := time.Now
 	if u.Now != nil {
@@ -182,10 +183,10 @@ func (u UserTokenIdentity) UserClaims(c *fiber.Ctx, names []string) (string, map
 		user, err = u.Verifier.Verify(raw, now())
 	}
 	if err != nil {
-		return "", nil, problem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" is invalid or expired")
+		return "", nil, kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" is invalid or expired")
 	}
 	if !validUser(user) {
-		return "", nil, problem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" names no usable user id")
+		return "", nil, kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the "+name+" names no usable user id")
 	}
 	return strings.Clone(user), values, nil
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,7 +34,7 @@ func (f fakeUserTokens) Verify(raw string, now time.Time) (string, error) {
 
 // identityApp answers POST / with the caller's user id, asking id with mint.
 func identityApp(id Identity, mint bool) *fiber.App {
-	app := fiber.New(fiber.Config{ErrorHandler: errorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	app := fiber.New(fiber.Config{ErrorHandler: kit.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	app.Post("/", func(c *fiber.Ctx) error {
 		u, err := id.User(c, mint)
 		if err != nil {

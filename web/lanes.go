@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"slices"
 	"time"
 
@@ -50,7 +51,7 @@ func (s *Server) laneOf(c *fiber.Ctx, cfg *event.Config, user string, claims map
 		if name != "" {
 			i, _, ok := cfg.Lane(name)
 			if !ok {
-				return 0, problem(fiber.StatusForbidden, "invite_invalid", "this invite names a lane this sale does not have")
+				return 0, kit.NewProblem(fiber.StatusForbidden, "invite_invalid", "this invite names a lane this sale does not have")
 			}
 			return i + 1, nil
 		}

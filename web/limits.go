@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/anteroom/anteroom/web/kit"
 	"hash/maphash"
 	"math"
 	"regexp"
@@ -52,7 +53,7 @@ var callerValuePattern = regexp.MustCompile(`^[A-Za-z0-9._:+/=-]{1,128}$`)
 type edge struct {
 	maxInFlight int64
 	inFlight    atomic.Int64
-	proxies     proxies
+	proxies     kit.Proxies
 	status      *limit.Local
 	seed        maphash.Seed
 	pow         powKey
@@ -75,7 +76,7 @@ func newEdge(cfg *Config, deps *Deps) (*edge, error) {
 		e.maxInFlight = DefaultMaxInFlight
 	}
 	var bad string
-	if e.proxies, bad = parseProxies(cfg.TrustedProxies); bad != "" {
+	if e.proxies, bad = kit.ParseProxies(cfg.TrustedProxies); bad != "" {
 		return nil, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
 	}
 	var err error
@@ -99,7 +100,7 @@ func (s *Server) entryCap(c *fiber.Ctx) error {
 	}
 	if s.edge.inFlight.Add(1) > s.edge.maxInFlight {
 		s.edge.inFlight.Add(-1)
-		return retryLater("degraded", "this node is at capacity; retry shortly", 1)
+		return kit.RetryLater("degraded", "this node is at capacity; retry shortly", 1)
 	}
 	defer s.edge.inFlight.Add(-1)
 	return c.Next()
@@ -108,7 +109,7 @@ func (s *Server) entryCap(c *fiber.Ctx) error {
 // earlyBird refuses every request for an event before its pre-queue opens,
 // without Redis: no ticket can exist yet, so none can be polled or used.
 func (s *Server) earlyBird(c *fiber.Ctx) error {
-	if p := notOpen(&saleOf(c).Config, s.requestNow(c)); p != nil {
+	if p := notOpen(&kit.SaleOf(c).Config, s.clock.Request(c)); p != nil {
 		return p
 	}
 	return c.Next()
@@ -117,11 +118,11 @@ func (s *Server) earlyBird(c *fiber.Ctx) error {
 // notOpen is earlyBird's answer at now for sale cfg: 403 not_open before
 // its pre-queue opens, else nil. The status handler asks it itself (one
 // middleware fewer on the busiest route).
-func notOpen(cfg *event.Config, now time.Time) *Problem {
+func notOpen(cfg *event.Config, now time.Time) *kit.Problem {
 	if !now.Before(cfg.PrequeueOpensAt) {
 		return nil
 	}
-	p := problem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
+	p := kit.NewProblem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
 	p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
 	return p
 }
@@ -133,7 +134,7 @@ func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
 	if lim.InviteOnly && s.edge.invites.Verify(c.Get(tokens.InviteHeader), cfg.ID, user, now) != nil {
-		p := problem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+tokens.InviteHeader)
+		p := kit.NewProblem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+tokens.InviteHeader)
 		p.Title = "Invitation required"
 		return p
 	}
@@ -180,7 +181,7 @@ func (s *Server) guardClaim(c *fiber.Ctx, cfg *event.Config, user string) error 
 			continue
 		}
 		if r.val == "" {
-			return badRequest("this sale allows one claim per %s: send %s", r.kind, r.header)
+			return kit.BadRequest("this sale allows one claim per %s: send %s", r.kind, r.header)
 		}
 		if err := s.reserve(c, cfg, r.kind, r.val, user); err != nil {
 			return err
@@ -193,7 +194,7 @@ func (s *Server) guardClaim(c *fiber.Ctx, cfg *event.Config, user string) error 
 // (and a day).
 func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user string) error {
 	if s.deps.Reservations == nil {
-		return retryLater("degraded", "one claim per "+kind+" is not available on this node", 5)
+		return kit.RetryLater("degraded", "one claim per "+kind+" is not available on this node", 5)
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -205,8 +206,8 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 	case errors.Is(err, limit.ErrTaken):
 		return fmt.Errorf("%s: %w", kind, err) // toProblem: 409 limit_reached
 	}
-	s.cfg.Log.Warn("reservation failed", "request_id", requestID(c), "kind", kind, "err", err)
-	return retryLater("degraded", retrySameKey, 1)
+	s.cfg.Log.Warn("reservation failed", "request_id", kit.RequestID(c), "kind", kind, "err", err)
+	return kit.RetryLater("degraded", kit.RetrySameKey, 1)
 }
 
 // rateLimit checks the distributed buckets of one budget ("join",
@@ -222,7 +223,7 @@ func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, glob
 		limit.Rule{Budget: budget, Dim: limit.Event, Event: ev, Limit: toLimit(b.Event)},
 		limit.Rule{Budget: budget, Dim: limit.User, Event: ev, Value: user, Limit: toLimit(b.User)})
 	if b.IP.On() {
-		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: limiterIP(s.edge.proxies.clientIP(c)), Limit: toLimit(b.IP)})
+		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: limiterIP(s.edge.proxies.ClientIP(c)), Limit: toLimit(b.IP)})
 	}
 	if device != "" {
 		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.Device, Event: ev, Value: device, Limit: toLimit(b.Device)})
@@ -251,8 +252,8 @@ func anyOn(rules []limit.Rule) bool {
 }
 
 // rateLimited is the 429 answer; what names the exhausted budget.
-func rateLimited(what string, retry time.Duration) *Problem {
-	p := problem(fiber.StatusTooManyRequests, "rate_limited", "too many "+what+"; retry after Retry-After seconds")
+func rateLimited(what string, retry time.Duration) *kit.Problem {
+	p := kit.NewProblem(fiber.StatusTooManyRequests, "rate_limited", "too many "+what+"; retry after Retry-After seconds")
 	p.RetryAfter = seconds(retry)
 	return p
 }
@@ -276,7 +277,7 @@ func callerValue(c *fiber.Ctx, name string) (string, error) {
 		return "", nil
 	}
 	if !callerValuePattern.MatchString(v) {
-		return "", badRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", name)
+		return "", kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", name)
 	}
 	return v, nil
 }

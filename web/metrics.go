@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"sync"
 	"time"
 
@@ -33,7 +34,7 @@ const unmatched = "unmatched"
 // into its problem+json answer right away (so the status is known), then
 // reports the request to Observe.Request and the access log.
 func (s *Server) observe(c *fiber.Ctx) error {
-	start := received(c) // the instant fasthttp read the request: no clock read of our own
+	start := kit.Received(c) // the instant fasthttp read the request: no clock read of our own
 	if err := c.Next(); err != nil {
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -116,7 +117,7 @@ func TestPanicAnswersWithRequestID(t *testing.T) {
 	rec, do := edge(t, web.Config{Log: log}, func(context.Context) error { panic("backend exploded") })
 	resp := do("GET", "/readyz")
 	defer resp.Body.Close()
-	var p web.Problem
+	var p kit.Problem
 	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
 		t.Fatal(err)
 	}

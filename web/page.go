@@ -2,6 +2,7 @@ package web
 
 import (
 	_ "embed"
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 
 	"github.com/anteroom/anteroom/event"
@@ -55,7 +56,7 @@ func setPageHeaders(c *fiber.Ctx, csp string) {
 func (s *Server) page(c *fiber.Ctx) error {
 	id := c.Params("id")
 	if !event.ValidID(id) {
-		return errUnknownEvent
+		return kit.ErrUnknownEvent
 	}
 	lang := negotiate(c.Query("lang"), c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
 	ctx, cancel := s.ctx(c)
@@ -72,11 +73,11 @@ func (s *Server) page(c *fiber.Ctx) error {
 func (s *Server) messages(c *fiber.Ctx) error {
 	id := c.Params("id")
 	if !event.ValidID(id) {
-		return errUnknownEvent
+		return kit.ErrUnknownEvent
 	}
 	lang, ok := langByCode(strings.ToLower(c.Query("lang")))
 	if !ok {
-		return badRequest("lang must be one of %s", strings.Join(languageCodes(), ", "))
+		return kit.BadRequest("lang must be one of %s", strings.Join(languageCodes(), ", "))
 	}
 	var copy map[string]string
 	if sale, ok := s.deps.Sales.Get(id); ok {
@@ -84,8 +85,8 @@ func (s *Server) messages(c *fiber.Ctx) error {
 		defer cancel()
 		page, err := s.pages.publishedPage(ctx, s.deps.Pages, strings.Clone(id), sale.Config.PageVersion)
 		if err != nil {
-			s.cfg.Log.Warn("page store", "request_id", requestID(c), "err", err)
-			return retryLater("degraded", "the page's messages are unavailable for a moment", 1)
+			s.cfg.Log.Warn("page store", "request_id", kit.RequestID(c), "err", err)
+			return kit.RetryLater("degraded", "the page's messages are unavailable for a moment", 1)
 		}
 		if page != nil {
 			copy = page.Copy[lang.Code]

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/anteroom/anteroom/web/kit"
 	"slices"
 	"strings"
 
@@ -46,7 +47,7 @@ func pageDigest(p *event.Page) string {
 }
 
 // errNoPages answers the page routes on a node without a page store.
-var errNoPages = retryLater("degraded", "pages are not kept on this node", 5)
+var errNoPages = kit.RetryLater("degraded", "pages are not kept on this node", 5)
 
 // eventPages reads event id's configuration (404 for an unknown event)
 // and its pages.
@@ -82,10 +83,10 @@ func (s *Server) putPageDraft(c *fiber.Ctx) error {
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&draft); err != nil {
-		return badRequest("malformed page JSON: %s", jsonProblem(err))
+		return kit.BadRequest("malformed page JSON: %s", kit.JSONProblem(err))
 	}
 	if dec.More() {
-		return badRequest("malformed page JSON: trailing data")
+		return kit.BadRequest("malformed page JSON: trailing data")
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -117,17 +118,17 @@ func (s *Server) publishPage(c *fiber.Ctx) error {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&in); err != nil {
-			return badRequest("malformed publish JSON: %s", jsonProblem(err))
+			return kit.BadRequest("malformed publish JSON: %s", kit.JSONProblem(err))
 		}
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	old, saved, err := s.updatePages(ctx, id, func(cfg *event.Config, p *event.Pages) error {
 		if p.Draft == nil {
-			return problem(fiber.StatusConflict, "conflict", "there is no draft to publish: save one with PUT /admin/events/"+id+"/page")
+			return kit.NewProblem(fiber.StatusConflict, "conflict", "there is no draft to publish: save one with PUT /admin/events/"+id+"/page")
 		}
 		if in.DraftSHA256 != "" && in.DraftSHA256 != pageDigest(p.Draft) {
-			return problem(fiber.StatusConflict, "conflict", "the draft changed since it was previewed; preview it again")
+			return kit.NewProblem(fiber.StatusConflict, "conflict", "the draft changed since it was previewed; preview it again")
 		}
 		// Checked again: a draft saved by an older node may predate a rule.
 		if err := s.pages.checkPage(cfg, p.Draft, s.now()); err != nil {
@@ -199,15 +200,15 @@ func (s *Server) setPageVersion(ctx context.Context, id string, version int64) e
 func (s *Server) previewPage(c *fiber.Ctx) error {
 	state := c.Query("state", "waiting")
 	if !slices.Contains(previewStates, state) {
-		return badRequest("state must be one of %s", strings.Join(previewStates, ", "))
+		return kit.BadRequest("state must be one of %s", strings.Join(previewStates, ", "))
 	}
 	lang, ok := langByCode(strings.ToLower(c.Query("lang", "en")))
 	if !ok {
-		return badRequest("lang must be one of %s", strings.Join(languageCodes(), ", "))
+		return kit.BadRequest("lang must be one of %s", strings.Join(languageCodes(), ", "))
 	}
 	which := c.Query("page", "draft")
 	if which != "draft" && which != "published" {
-		return badRequest("page must be draft or published")
+		return kit.BadRequest("page must be draft or published")
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -222,7 +223,7 @@ func (s *Server) previewPage(c *fiber.Ctx) error {
 	d := s.pages.preview(&cfg, page, lang, state, s.now())
 	body, err := s.pages.renderPage(page, &d)
 	if err != nil {
-		var p *Problem
+		var p *kit.Problem
 		if errors.As(err, &p) {
 			return p
 		}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"github.com/anteroom/anteroom/web/kit"
 	"html/template"
 	"regexp"
 	"strconv"
@@ -39,8 +40,8 @@ var (
 )
 
 // templateProblem is a 400 for a template, naming its line when known.
-func templateProblem(line int, format string, a ...any) *Problem {
-	p := badRequest("template: "+format, a...)
+func templateProblem(line int, format string, a ...any) *kit.Problem {
+	p := kit.BadRequest("template: "+format, a...)
 	p.Code = "bad_template"
 	p.Type = "https://anteroom.dev/problems/bad_template"
 	p.Line = line
@@ -48,7 +49,7 @@ func templateProblem(line int, format string, a ...any) *Problem {
 }
 
 // errTemplateProblem turns a parse or execution error into a problem.
-func errTemplateProblem(err error) *Problem {
+func errTemplateProblem(err error) *kit.Problem {
 	msg := err.Error()
 	line := 0
 	if m := templateLine.FindStringSubmatch(msg); m != nil {
@@ -62,7 +63,7 @@ func errTemplateProblem(err error) *Problem {
 }
 
 // compileTemplate parses an operator's template and checks the rules
-// above; errors are *Problem.
+// above; errors are *kit.Problem.
 func compileTemplate(src string) (*template.Template, error) {
 	if loc := scriptTag.FindStringIndex(src); loc != nil {
 		return nil, templateProblem(1+strings.Count(src[:loc[0]], "\n"), "a page template may not have a <script> of its own; put {{.Runtime}} at the end of <body>")
@@ -80,7 +81,7 @@ func compileTemplate(src string) (*template.Template, error) {
 	return t, nil
 }
 
-func checkNodes(tree *parse.Tree, n parse.Node, depth int) *Problem {
+func checkNodes(tree *parse.Tree, n parse.Node, depth int) *kit.Problem {
 	line := func(n parse.Node) int { l, _ := tree.ErrorContext(n); return lineOf(l) }
 	switch n := n.(type) {
 	case *parse.ListNode:
@@ -110,7 +111,7 @@ func checkNodes(tree *parse.Tree, n parse.Node, depth int) *Problem {
 	return nil
 }
 
-func checkBranch(tree *parse.Tree, b *parse.BranchNode, depth int) *Problem {
+func checkBranch(tree *parse.Tree, b *parse.BranchNode, depth int) *kit.Problem {
 	if p := checkNodes(tree, b.List, depth); p != nil {
 		return p
 	}
@@ -132,15 +133,15 @@ func lineOf(loc string) int {
 // sample of every state in English and Arabic.
 func (r *pageRenderer) checkPage(cfg *event.Config, p *event.Page, now time.Time) error {
 	if err := p.Validate(); err != nil {
-		return problem(fiber.StatusBadRequest, "bad_request", strings.TrimPrefix(err.Error(), event.ErrInvalid.Error()+": "))
+		return kit.NewProblem(fiber.StatusBadRequest, "bad_request", strings.TrimPrefix(err.Error(), event.ErrInvalid.Error()+": "))
 	}
 	for code, msgs := range p.Copy {
 		if _, ok := langByCode(code); !ok {
-			return badRequest("page: copy.%s: the languages are %s", code, strings.Join(languageCodes(), ", "))
+			return kit.BadRequest("page: copy.%s: the languages are %s", code, strings.Join(languageCodes(), ", "))
 		}
 		for k := range msgs {
 			if _, ok := r.catalogs["en"][k]; !ok {
-				return badRequest("page: copy.%s.%s is not a message key (see web/i18n/en.json)", code, k)
+				return kit.BadRequest("page: copy.%s.%s is not a message key (see web/i18n/en.json)", code, k)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -171,7 +172,7 @@ func TestTemplateChecks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		err := r.checkPage(&cfg, &event.Page{Template: tc.src}, time.Now())
-		var p *Problem
+		var p *kit.Problem
 		if !errors.As(err, &p) || p.Status != 400 || p.Code != "bad_template" {
 			t.Errorf("%s: got %v, want a 400 bad_template problem", tc.name, err)
 			continue
@@ -202,7 +203,7 @@ func TestPageChecks(t *testing.T) {
 	}
 	for name, p := range bad {
 		err := r.checkPage(&cfg, &p, time.Now())
-		var pr *Problem
+		var pr *kit.Problem
 		if !errors.As(err, &pr) || pr.Status != 400 {
 			t.Errorf("%s: got %v, want 400", name, err)
 		}

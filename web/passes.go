@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -43,7 +44,7 @@ const (
 
 func (s *Server) passesOrUnavailable() error {
 	if s.deps.Passes == nil {
-		return retryLater("degraded", "bypass passes are not kept on this node", 5)
+		return kit.RetryLater("degraded", "bypass passes are not kept on this node", 5)
 	}
 	return nil
 }
@@ -63,7 +64,7 @@ func (s *Server) mintPass(c *fiber.Ctx) error {
 	}
 	var in mintPassJSON
 	if len(c.Body()) > 0 {
-		if err := decodeStrict(c, "pass", &in); err != nil {
+		if err := kit.DecodeStrict(c, "pass", &in); err != nil {
 			return err
 		}
 	}
@@ -77,11 +78,11 @@ func (s *Server) mintPass(c *fiber.Ctx) error {
 	}
 	switch {
 	case ttl < time.Second || ttl > maxPassTTL:
-		return badRequest("ttl_seconds must be 1 to %d", int64(maxPassTTL/time.Second))
+		return kit.BadRequest("ttl_seconds must be 1 to %d", int64(maxPassTTL/time.Second))
 	case uses < 0 || uses > tokens.MaxPassUses:
-		return badRequest("uses must be 0 (unlimited) to %d", tokens.MaxPassUses)
+		return kit.BadRequest("uses must be 0 (unlimited) to %d", tokens.MaxPassUses)
 	case len(in.Note) > maxPassNote || !utf8.ValidString(in.Note) || strings.ContainsAny(in.Note, "\x00\r\n"):
-		return badRequest("note must be at most %d bytes of one line of text", maxPassNote)
+		return kit.BadRequest("note must be at most %d bytes of one line of text", maxPassNote)
 	}
 	ev := c.Params("id")
 	ctx, cancel := s.ctx(c)
@@ -94,9 +95,9 @@ func (s *Server) mintPass(c *fiber.Ctx) error {
 		return err
 	}
 	now := s.now()
-	who, _ := staffOf(c)
+	who, _ := kit.StaffOf(c)
 	rec := admission.PassRecord{ID: hex.EncodeToString(raw[:]), ExpiresAt: now.Add(ttl).Truncate(time.Second).UTC(), Uses: uses,
-		MintedBy: who.name, MintedAt: now.Truncate(time.Second).UTC(), Note: in.Note}
+		MintedBy: who.Name, MintedAt: now.Truncate(time.Second).UTC(), Note: in.Note}
 	pass, err := s.edge.passes.Sign(tokens.Pass{ID: rec.ID, Event: ev, ExpiresAt: rec.ExpiresAt, Uses: uses})
 	if err != nil {
 		return err
@@ -143,10 +144,10 @@ func (s *Server) revokePass(c *fiber.Ctx) error {
 	if !tokens.ValidPassID(id) {
 		return admission.ErrPassUnknown
 	}
-	who, _ := staffOf(c)
+	who, _ := kit.StaffOf(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	before, after, err := s.deps.Passes.Revoke(ctx, ev, id, who.name, s.now())
+	before, after, err := s.deps.Passes.Revoke(ctx, ev, id, who.Name, s.now())
 	if err != nil {
 		return err
 	}
@@ -182,14 +183,14 @@ func (s *Server) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string
 	defer cancel()
 	if expired {
 		if err := s.deps.Passes.Refused(ctx, cfg.ID, ps.ID); err != nil {
-			s.cfg.Log.Warn("pass refusal not counted", "request_id", requestID(c), "err", err)
+			s.cfg.Log.Warn("pass refusal not counted", "request_id", kit.RequestID(c), "err", err)
 		}
 	}
 	if err != nil {
 		return err // tokens.ErrPassInvalid: 403 pass_invalid
 	}
 	if !now.Before(cfg.EndsAt) {
-		return problem(fiber.StatusForbidden, "not_open", "the sale has ended")
+		return kit.NewProblem(fiber.StatusForbidden, "not_open", "the sale has ended")
 	}
 	used, err := s.deps.Passes.Redeem(ctx, cfg.ID, ps.ID, user)
 	if errors.Is(err, admission.ErrPassUnknown) {

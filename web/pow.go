@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
+	"github.com/anteroom/anteroom/web/kit"
 	"math/bits"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func (k powKey) issue(ev, user string, nbits int, exp time.Time) string {
 
 // verify checks an X-PoW value for user in ev at now against the event's
 // current difficulty minBits. It returns the problem to answer, or nil.
-func (k powKey) verify(h, ev, user string, minBits int, now time.Time) *Problem {
+func (k powKey) verify(h, ev, user string, minBits int, now time.Time) *kit.Problem {
 	if h == "" {
 		return powProblem("this sale asks for a proof of work: solve GET /events/" + ev + "/challenge and send " + PoWHeader)
 	}
@@ -95,8 +96,8 @@ func (k powKey) verify(h, ev, user string, minBits int, now time.Time) *Problem 
 	return nil
 }
 
-func powProblem(detail string) *Problem {
-	p := problem(fiber.StatusForbidden, "pow_required", detail)
+func powProblem(detail string) *kit.Problem {
+	p := kit.NewProblem(fiber.StatusForbidden, "pow_required", detail)
 	p.Title = "Proof of work required"
 	return p
 }
@@ -149,7 +150,7 @@ type challengeJSON struct {
 // the event asks none. In anonymous mode it names a new visitor first, so
 // the challenge can be bound to them.
 func (s *Server) challenge(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
+	cfg := &kit.SaleOf(c).Config
 	lim := &cfg.Limits // defaulted when the configuration was read
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	if !cfg.PoWRequired(s.edge.anonymous) {

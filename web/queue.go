@@ -1,8 +1,8 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -29,7 +29,7 @@ type joinJSON struct {
 // join gives the caller a queue ticket: one script call, in a round trip
 // shared with the joins that arrive meanwhile (queue.Joiner).
 func (s *Server) join(c *fiber.Ctx) error {
-	sale := saleOf(c)
+	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	now := s.now()
 	user, claims, err := s.joiner(c, cfg)
@@ -70,12 +70,12 @@ func (s *Server) join(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	var buf [512]byte
-	return sendJSON(c, appendJoin(buf[:0], &out))
+	return kit.SendJSON(c, appendJoin(buf[:0], &out))
 }
 
 // errRoomTurnEnded answers a status poll in a safety-net room whose
 // admission has ended.
-var errRoomTurnEnded = problem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
+var errRoomTurnEnded = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "your admission to this room has ended; join again")
 
 // cacheControlKey and noStore are the Cache-Control header of a waiting
 // user's status answer, fiber.HeaderCacheControl in fasthttp's canonical
@@ -95,26 +95,17 @@ type statusJSON struct {
 // rawTicket returns the queue ticket of event ev a request carries: the
 // bearer token (apps) or the ticket cookie (browsers); "" for none.
 func rawTicket(c *fiber.Ctx, ev string) string {
-	if raw := bearer(c); raw != "" {
+	if raw := kit.Bearer(c); raw != "" {
 		return raw
 	}
 	return c.Cookies(ticketCookie(ev))
 }
 
-// bearer returns the token of an "Authorization: Bearer" header, or "".
-func bearer(c *fiber.Ctx) string {
-	h := c.Get(fiber.HeaderAuthorization)
-	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
-		return strings.TrimSpace(h[7:])
-	}
-	return ""
-}
-
 // status answers from the ticket and the node's view: zero Redis round trips.
 func (s *Server) status(c *fiber.Ctx) error {
-	sale := saleOf(c)
+	sale := kit.SaleOf(c)
 	cfg := &sale.Config
-	now := s.requestNow(c)
+	now := s.clock.Request(c)
 	if p := notOpen(cfg, now); p != nil { // early birds never reach the ticket
 		return p
 	}
@@ -169,7 +160,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 		out.Position = &p
 	}
 	var buf [128]byte
-	return sendJSON(c, appendStatus(buf[:0], &out))
+	return kit.SendJSON(c, appendStatus(buf[:0], &out))
 }
 
 // statusOf is the answer of decision d, without a position.
@@ -191,14 +182,6 @@ func (s *Server) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq in
 		Expires: cfg.EndsAt.Add(time.Hour),
 	})
 	return ticket, nil
-}
-
-// sendJSON answers the JSON body b, copied into the response's own pooled
-// buffer (so b may live on the caller's stack).
-func sendJSON(c *fiber.Ctx, b []byte) error {
-	c.Response().Header.SetContentType(fiber.MIMEApplicationJSON)
-	c.Response().SetBody(b)
-	return nil
 }
 
 // appendJoin encodes a join answer: the same JSON as encoding/json writes

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 	"time"
 
@@ -18,7 +19,7 @@ const rebuildTimeout = 2 * time.Minute
 // report.
 func (s *Server) rebuildEvent(c *fiber.Ctx) error {
 	if s.deps.Rebuild == nil {
-		return retryLater("degraded", "this node cannot rebuild events", 5)
+		return kit.RetryLater("degraded", "this node cannot rebuild events", 5)
 	}
 	id := strings.Clone(c.Params("id"))
 	ctx, cancel := context.WithTimeout(c.UserContext(), rebuildTimeout)

@@ -3,8 +3,8 @@ package web
 import (
 	"context"
 	_ "embed"
+	"github.com/anteroom/anteroom/web/kit"
 
-	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/report"
 	"github.com/gofiber/fiber/v2"
 )
@@ -35,7 +35,7 @@ var refusalCodes = map[string]bool{
 // refusal of the event when it is one (refusalCodes). Called by observe
 // after errorHandler, whose problem it reads, so an error is mapped once.
 func (s *Server) countRefusal(c *fiber.Ctx) {
-	p, _ := c.Locals(problemLocal).(*Problem)
+	p, _ := c.Locals(kit.ProblemLocal).(*kit.Problem)
 	if p == nil || s.deps.Refusals == nil {
 		return
 	}
@@ -48,8 +48,8 @@ func (s *Server) countRefusal(c *fiber.Ctx) {
 	default:
 		return
 	}
-	sale, ok := c.Locals(saleKey).(*admission.Sale)
-	if !ok || sale == nil {
+	sale, ok := kit.LoadedSale(c)
+	if !ok {
 		return
 	}
 	if refusalCodes[p.Code] {
@@ -84,7 +84,7 @@ func (s *Server) exportReport(c *fiber.Ctx) error {
 
 func (s *Server) buildReport(c *fiber.Ctx) (report.Report, error) {
 	if s.deps.Report == nil {
-		return report.Report{}, retryLater("degraded", "reports are not available on this node", 5)
+		return report.Report{}, kit.RetryLater("degraded", "reports are not available on this node", 5)
 	}
 	// Long enough to read the order stream of a large sale.
 	ctx, cancel := context.WithTimeout(c.UserContext(), 4*s.cfg.Timeout)

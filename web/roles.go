@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"github.com/anteroom/anteroom/web/kit"
 
 	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/gofiber/fiber/v2"
@@ -42,25 +43,6 @@ type staffAccounts interface {
 	CheckKey(ctx context.Context, key string) (staff.Account, error)
 }
 
-// staffID is who made a staff request.
-type staffID struct {
-	name string     // account name; tokenName for the admin token
-	role staff.Role // effective role; empty for the token once an admin exists
-	// token: the admin (bootstrap) token, bearer or its console session.
-	token bool
-}
-
-// tokenName is who the audit names for the admin token.
-const tokenName = "admin-token"
-
-const staffLocal = "anteroom.staff"
-
-// staffOf returns the caller set by staffAuth.
-func staffOf(c *fiber.Ctx) (staffID, bool) {
-	id, ok := c.Locals(staffLocal).(staffID)
-	return id, ok
-}
-
 // setStaff records the caller: the admin token (account "") or an account,
 // whose role is read on every request so a change or removal holds at
 // once on every node.
@@ -68,42 +50,42 @@ func (s *Server) setStaff(c *fiber.Ctx, account string) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if account == "" {
-		id := staffID{name: tokenName, role: staff.Admin, token: true}
+		id := kit.Staff{Name: kit.TokenName, Role: staff.Admin, Token: true}
 		if s.deps.Accounts != nil {
 			has, err := s.deps.Accounts.HasAdmin(ctx)
 			if err != nil {
 				return s.staffDegraded(c, err)
 			}
 			if has {
-				id.role = ""
+				id.Role = ""
 			}
 		}
-		c.Locals(staffLocal, id)
+		kit.SetStaff(c, id)
 		return nil
 	}
 	if s.deps.Accounts == nil {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "staff accounts are not kept on this node")
+		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "staff accounts are not kept on this node")
 	}
 	acc, err := s.deps.Accounts.Get(ctx, account)
 	if errors.Is(err, staff.ErrNotFound) {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the account no longer exists; sign in again")
+		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the account no longer exists; sign in again")
 	}
 	if err != nil {
 		return s.staffDegraded(c, err)
 	}
-	c.Locals(staffLocal, staffID{name: acc.Name, role: acc.Role})
+	kit.SetStaff(c, kit.Staff{Name: acc.Name, Role: acc.Role})
 	return nil
 }
 
 func (s *Server) staffDegraded(c *fiber.Ctx, err error) error {
-	s.cfg.Log.Warn("staff accounts", "request_id", requestID(c), "err", err)
+	s.cfg.Log.Warn("staff accounts", "request_id", kit.RequestID(c), "err", err)
 	return errStaffUnavailable
 }
 
 // checkAPIKey authenticates a staff API key, throttled per address like
 // the admin token.
 func (s *Server) checkAPIKey(c *fiber.Ctx, key string) error {
-	addr := s.edge.proxies.clientIP(c)
+	addr := s.edge.proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
@@ -116,26 +98,26 @@ func (s *Server) checkAPIKey(c *fiber.Ctx, key string) error {
 	acc, err := s.deps.Accounts.CheckKey(ctx, key)
 	if errors.Is(err, staff.ErrBadLogin) {
 		if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
-			s.cfg.Log.Warn("staff throttle", "request_id", requestID(c), "err", err)
+			s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
 		}
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "that is not a valid API key")
+		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "that is not a valid API key")
 	}
 	if err != nil {
 		return s.staffDegraded(c, err)
 	}
-	c.Locals(staffLocal, staffID{name: acc.Name, role: acc.Role})
+	kit.SetStaff(c, kit.Staff{Name: acc.Name, Role: acc.Role})
 	return nil
 }
 
 // who authenticates the caller once per request and returns them.
-func (s *Server) who(c *fiber.Ctx) (staffID, error) {
-	if id, ok := staffOf(c); ok {
+func (s *Server) who(c *fiber.Ctx) (kit.Staff, error) {
+	if id, ok := kit.StaffOf(c); ok {
 		return id, nil
 	}
 	if err := s.staffAuth(c); err != nil {
-		return staffID{}, err
+		return kit.Staff{}, err
 	}
-	id, _ := staffOf(c)
+	id, _ := kit.StaffOf(c)
 	return id, nil
 }
 
@@ -147,11 +129,11 @@ func (s *Server) allow(min staff.Role, bootstrap bool) fiber.Handler {
 		if err != nil {
 			return err
 		}
-		if id.role.Rank() < min.Rank() && !(bootstrap && id.token) {
-			if id.token {
-				return problem(fiber.StatusForbidden, "forbidden", "an admin account exists: the admin token may only manage accounts; sign in with an account")
+		if id.Role.Rank() < min.Rank() && !(bootstrap && id.Token) {
+			if id.Token {
+				return kit.NewProblem(fiber.StatusForbidden, "forbidden", "an admin account exists: the admin token may only manage accounts; sign in with an account")
 			}
-			return problem(fiber.StatusForbidden, "forbidden", "this needs the "+string(min)+" role; "+id.name+" is "+string(id.role))
+			return kit.NewProblem(fiber.StatusForbidden, "forbidden", "this needs the "+string(min)+" role; "+id.Name+" is "+string(id.Role))
 		}
 		return c.Next()
 	}
@@ -163,7 +145,7 @@ func (s *Server) checkPassword(c *fiber.Ctx, name, password string) (string, err
 	if err := s.accountsOrUnavailable(); err != nil {
 		return "", err
 	}
-	addr := s.edge.proxies.clientIP(c)
+	addr := s.edge.proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
@@ -176,10 +158,10 @@ func (s *Server) checkPassword(c *fiber.Ctx, name, password string) (string, err
 	acc, err := s.deps.Accounts.SignIn(ctx, name, password)
 	if errors.Is(err, staff.ErrBadLogin) {
 		if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
-			s.cfg.Log.Warn("staff throttle", "request_id", requestID(c), "err", err)
+			s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
 		}
-		s.cfg.Log.Info("failed staff sign-in", "request_id", requestID(c), "addr", addr)
-		return "", problem(fiber.StatusUnauthorized, "unauthenticated", "wrong name or password")
+		s.cfg.Log.Info("failed staff sign-in", "request_id", kit.RequestID(c), "addr", addr)
+		return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "wrong name or password")
 	}
 	if err != nil {
 		return "", s.staffDegraded(c, err)

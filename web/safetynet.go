@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -42,7 +43,7 @@ func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance
 func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
 	cfg := &sale.Config
 	if s.deps.Rooms == nil {
-		return retryLater("degraded", "safety-net rooms are not available on this node", 5)
+		return kit.RetryLater("degraded", "safety-net rooms are not available on this node", 5)
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()

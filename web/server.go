@@ -7,6 +7,7 @@ package web
 
 import (
 	"context"
+	"github.com/anteroom/anteroom/web/kit"
 	"log/slog"
 	"net/http"
 	"time"
@@ -69,7 +70,7 @@ type (
 	}
 	// Identity names the caller; see HeaderIdentity.
 	Identity interface {
-		// User returns the caller's user id, or a *Problem. mint is true
+		// User returns the caller's user id, or a *kit.Problem. mint is true
 		// on join, where an anonymous visitor may be given an id.
 		User(c *fiber.Ctx, mint bool) (string, error)
 	}
@@ -263,13 +264,12 @@ type Server struct {
 	deps Deps
 	cfg  Config
 	now  func() time.Time
-	// nowAt is cfg.NowAt, or nil (see requestNow).
-	nowAt func(time.Time) time.Time
+	// clock is Now and NowAt (kit.Clock.Request).
+	clock kit.Clock
 	// routes labels requests with their route template.
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
 	pages  *pageRenderer
-	ids    requestIDs
 	// turnstile mints and checks every admission (Admit, Authorize).
 	turnstile *turnstile.Turnstile
 }
@@ -312,7 +312,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, nowAt: cfg.NowAt, pages: newPageRenderer(),
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}, pages: newPageRenderer(),
 		turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued)}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
@@ -322,7 +322,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
-	app.Use(s.assignRequestID)
+	app.Use(kit.AssignRequestIDs(s.edge.proxies))
 	app.Use(s.entryCap)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
@@ -331,7 +331,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get(JWKSPath, s.jwks)
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
-	ev := app.Group("/events/:id", s.loadEvent)
+	ev := app.Group("/events/:id", kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) }))
 	// Status first: fiber tries a group's routes in order, and the status
 	// polls of waiting users are most of the traffic.
 	ev.Get("/status", s.status) // early birds: notOpen; limits: pollTicket
@@ -388,27 +388,6 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	return app, nil
 }
 
-// requestNow is the node's time of request c: the instant fasthttp
-// received it (read once per request, by fasthttp) on the node's clock,
-// so that the middleware and handler of a status poll read no clock of
-// their own. Without Config.NowAt it is Now.
-func (s *Server) requestNow(c *fiber.Ctx) time.Time {
-	if s.nowAt == nil {
-		return s.now()
-	}
-	return s.nowAt(received(c))
-}
-
-// received is the machine's instant fasthttp received request c, or now
-// for a request that fasthttp's server did not read (a RequestCtx driven
-// in memory).
-func received(c *fiber.Ctx) time.Time {
-	if t := c.Context().Time(); !t.IsZero() {
-		return t
-	}
-	return time.Now()
-}
-
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
 // on client disconnect.
 func (s *Server) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
@@ -424,7 +403,7 @@ func FiberConfig(log *slog.Logger, trustedProxies []string) fiber.Config {
 		AppName:               "anteroom",
 		BodyLimit:             BodyLimit,
 		DisableStartupMessage: true,
-		ErrorHandler:          errorHandler(log),
+		ErrorHandler:          kit.ErrorHandler(log),
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
 		IdleTimeout:           60 * time.Second,
@@ -443,8 +422,8 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
-		s.cfg.Log.Warn("not ready", "request_id", requestID(c), "err", err)
-		return retryLater("degraded", "a backing service is not answering", 1)
+		s.cfg.Log.Warn("not ready", "request_id", kit.RequestID(c), "err", err)
+		return kit.RetryLater("degraded", "a backing service is not answering", 1)
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
 }
@@ -454,3 +433,7 @@ func (s *Server) jwks(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	return c.Send(s.deps.JWKS())
 }
+
+// ValidTrustedProxies returns an error naming the first entry of list that
+// is neither an IP address nor a CIDR range (Config.TrustedProxies).
+func ValidTrustedProxies(list []string) error { return kit.ValidTrustedProxies(list) }

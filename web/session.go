@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"github.com/anteroom/anteroom/web/kit"
 	"strconv"
 	"strings"
 	"time"
@@ -121,7 +122,7 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
 		return errAdminDisabled
 	}
-	if tok := bearer(c); tok != "" {
+	if tok := kit.Bearer(c); tok != "" {
 		if strings.HasPrefix(tok, apiKeyPrefix) && s.deps.Accounts != nil {
 			return s.checkAPIKey(c, tok)
 		}
@@ -132,7 +133,7 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 	}
 	raw := c.Cookies(sessionCookie)
 	if raw == "" {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token or a console session")
+		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token or a console session")
 	}
 	key := sessionKey(s.cfg.AdminToken)
 	sess, ok, err := s.liveSession(c, key, raw)
@@ -140,10 +141,10 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 		return err
 	}
 	if !ok {
-		return problem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid, expired or signed out; sign in again")
+		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid, expired or signed out; sign in again")
 	}
 	if !safeMethod(c.Method()) && subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(sess.csrf(key))) != 1 {
-		return problem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+csrfHeader+" header")
+		return kit.NewProblem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+csrfHeader+" header")
 	}
 	return s.setStaff(c, sess.account)
 }
@@ -159,7 +160,7 @@ func (s *Server) liveSession(c *fiber.Ctx, key []byte, raw string) (session, boo
 	defer cancel()
 	active, err := s.deps.StaffSessions.Active(ctx, sess.nonce)
 	if err != nil {
-		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+		s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 		return session{}, false, errStaffUnavailable
 	}
 	return sess, active, nil

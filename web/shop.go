@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/anteroom/anteroom/web/kit"
 	"strconv"
 	"strings"
 	"time"
@@ -55,13 +56,13 @@ type healthSignals interface {
 	Reset(ctx context.Context, ev string) error
 }
 
-var errBadShopSignature = problem(fiber.StatusUnauthorized, "unauthenticated",
+var errBadShopSignature = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated",
 	"missing, malformed, stale or wrong "+ShopSignatureHeader+" (shop calls are signed with the sale's shop.secret)")
 
 // shopAuth checks the shop call's signature against the sale's secret.
 func (s *Server) shopAuth(c *fiber.Ctx, cfg *event.Config) error {
 	if cfg.Shop.Secret == "" {
-		return problem(fiber.StatusForbidden, "forbidden", "this sale takes no shop calls: set shop.secret in its configuration")
+		return kit.NewProblem(fiber.StatusForbidden, "forbidden", "this sale takes no shop calls: set shop.secret in its configuration")
 	}
 	if lifecycle.Verify(cfg.Shop.Secret, c.Get(ShopSignatureHeader), shopMessage(c.Path(), c.Body()), s.now(), ShopSignatureTolerance) != nil {
 		return errBadShopSignature
@@ -90,16 +91,16 @@ func validJTI(s string) bool {
 // is over, so max_active makes room for the next person (at the rate).
 // Idempotent: a repeat answers 200 with replay true.
 func (s *Server) finishSession(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
+	cfg := &kit.SaleOf(c).Config
 	jti := c.Params("jti")
 	if !validJTI(jti) {
-		return badRequest("jti must be 1 to 64 characters of base64url (the admission token's jti claim)")
+		return kit.BadRequest("jti must be 1 to 64 characters of base64url (the admission token's jti claim)")
 	}
 	if err := s.shopAuth(c, cfg); err != nil {
 		return err
 	}
 	if s.deps.Sessions == nil {
-		return retryLater("degraded", "checkout sessions are not kept on this node", 1)
+		return kit.RetryLater("degraded", "checkout sessions are not kept on this node", 1)
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -121,31 +122,31 @@ type healthPush struct {
 // pushHealth answers POST /events/{id}/health: one health observation from
 // the shop, counted toward the sale's fail_after and recover_after.
 func (s *Server) pushHealth(c *fiber.Ctx) error {
-	cfg := &saleOf(c).Config
+	cfg := &kit.SaleOf(c).Config
 	if err := s.shopAuth(c, cfg); err != nil {
 		return err
 	}
 	h := cfg.Shop.Health
 	if h == nil {
-		return problem(fiber.StatusConflict, "not_configured", "this sale has no shop.health check")
+		return kit.NewProblem(fiber.StatusConflict, "not_configured", "this sale has no shop.health check")
 	}
 	var in healthPush
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		return badRequest("malformed health JSON: %s", jsonProblem(err))
+		return kit.BadRequest("malformed health JSON: %s", kit.JSONProblem(err))
 	}
 	if dec.More() {
-		return badRequest("malformed health JSON: trailing data")
+		return kit.BadRequest("malformed health JSON: trailing data")
 	}
 	var o admission.Observation
 	switch {
 	case (in.ErrorRate == nil) == (in.Healthy == nil):
-		return badRequest("send exactly one of error_rate (0 to 1) and healthy (true or false)")
+		return kit.BadRequest("send exactly one of error_rate (0 to 1) and healthy (true or false)")
 	case in.ErrorRate != nil:
 		r := *in.ErrorRate
 		if !(r >= 0 && r <= 1) {
-			return badRequest("error_rate must be between 0 and 1")
+			return kit.BadRequest("error_rate must be between 0 and 1")
 		}
 		o = admission.Observation{Healthy: r <= h.MaxErrorRate, Source: "push",
 			Detail: fmt.Sprintf("error rate %.3f (max %.3f)", r, h.MaxErrorRate)}
@@ -153,7 +154,7 @@ func (s *Server) pushHealth(c *fiber.Ctx) error {
 		o = admission.Observation{Healthy: *in.Healthy, Source: "push", Detail: "healthy " + strconv.FormatBool(*in.Healthy)}
 	}
 	if s.deps.Health == nil {
-		return retryLater("degraded", "health signals are not kept on this node", 1)
+		return kit.RetryLater("degraded", "health signals are not kept on this node", 1)
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,19 +20,19 @@ import (
 
 // Staff problems answered from several places.
 var (
-	errStaffUnavailable = retryLater("degraded", "staff sign-in is unavailable for a moment", 1)
-	errAdminDisabled    = problem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
+	errStaffUnavailable = kit.RetryLater("degraded", "staff sign-in is unavailable for a moment", 1)
+	errAdminDisabled    = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the admin API is disabled on this node")
 )
 
 // checkAdminToken compares tok with the admin token unless the caller's
 // address is blocked; a wrong token counts against the address.
 func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
-	addr := s.edge.proxies.clientIP(c)
+	addr := s.edge.proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
 	if err != nil {
-		s.cfg.Log.Warn("staff throttle", "request_id", requestID(c), "err", err)
+		s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
 		return errStaffUnavailable
 	}
 	if wait > 0 {
@@ -41,10 +42,10 @@ func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
 		return nil
 	}
 	if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
-		s.cfg.Log.Warn("staff throttle", "request_id", requestID(c), "err", err)
+		s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
 	}
-	s.cfg.Log.Info("failed admin authentication", "request_id", requestID(c), "addr", addr)
-	return problem(fiber.StatusUnauthorized, "unauthenticated", "that is not the admin token")
+	s.cfg.Log.Info("failed admin authentication", "request_id", kit.RequestID(c), "addr", addr)
+	return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "that is not the admin token")
 }
 
 // endAllSessions signs every console session out on every node (DELETE
@@ -54,7 +55,7 @@ func (s *Server) endAllSessions(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.StaffSessions.EndAll(ctx); err != nil {
-		s.cfg.Log.Warn("staff sessions", "request_id", requestID(c), "err", err)
+		s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 		return errStaffUnavailable
 	}
 	s.record(c, "sessions.end_all", "", nil, nil)

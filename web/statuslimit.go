@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/kit"
 	"hash/maphash"
 	"strconv"
 	"time"
@@ -24,13 +25,13 @@ import (
 func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error) {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	if lim.Status.IP.On() {
-		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.clientIP(c)), toLimit(lim.Status.IP), now); !ok {
+		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.ClientIP(c)), toLimit(lim.Status.IP), now); !ok {
 			return tokens.Ticket{}, rateLimited("status polls from this address", retry)
 		}
 	}
 	raw := rawTicket(c, cfg.ID)
 	if raw == "" {
-		return tokens.Ticket{}, errNoToken
+		return tokens.Ticket{}, kit.ErrNoToken
 	}
 	perTicket := toLimit(lim.Status.Ticket)
 	cache, _ := s.deps.Tickets.(*TicketCache)

@@ -1,4 +1,4 @@
-package web
+package kit
 
 import (
 	"crypto/rand"
@@ -26,19 +26,23 @@ var xRequestIDKey = []byte("X-Request-Id")
 // maxRequestIDLen bounds a request id kept from a trusted proxy.
 const maxRequestIDLen = 64
 
-// assignRequestID is the middleware giving each request its id. The id
-// lives in the answer's X-Request-ID header only (requestID reads it
-// back): no string or Locals entry to allocate on every request.
-func (s *Server) assignRequestID(c *fiber.Ctx) error {
-	h := &c.Response().Header
-	if v := c.Get(fiber.HeaderXRequestID); v != "" && validRequestID(v) && s.edge.proxies.trustsPeer(c) {
-		h.Set(fiber.HeaderXRequestID, v) // copied into the response
-	} else {
-		var id [requestIDLen]byte
-		s.ids.fill(&id)
-		h.SetCanonical(xRequestIDKey, id[:]) // no copy and normalization of the name
+// AssignRequestIDs returns the middleware giving each request its id,
+// keeping a client's own only from one of trusted. The id lives in the
+// answer's X-Request-ID header only (RequestID reads it back): no string
+// or Locals entry to allocate on every request.
+func AssignRequestIDs(trusted Proxies) fiber.Handler {
+	var ids requestIDs
+	return func(c *fiber.Ctx) error {
+		h := &c.Response().Header
+		if v := c.Get(fiber.HeaderXRequestID); v != "" && validRequestID(v) && trusted.TrustsPeer(c) {
+			h.Set(fiber.HeaderXRequestID, v) // copied into the response
+		} else {
+			var id [requestIDLen]byte
+			ids.fill(&id)
+			h.SetCanonical(xRequestIDKey, id[:]) // no copy and normalization of the name
+		}
+		return c.Next()
 	}
-	return c.Next()
 }
 
 // requestIDs makes request ids. crypto/rand costs a getrandom call per
@@ -69,8 +73,8 @@ func (r *requestIDs) fill(id *[requestIDLen]byte) {
 	}
 }
 
-// requestID returns the request's id, or "" before assignRequestID ran.
-func requestID(c *fiber.Ctx) string {
+// RequestID returns the request's id, or "" before AssignRequestIDs ran.
+func RequestID(c *fiber.Ctx) string {
 	return string(c.Response().Header.Peek(fiber.HeaderXRequestID))
 }
 
@@ -90,12 +94,12 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// trustsPeer reports whether the request's peer (not X-Forwarded-For) is a
+// TrustsPeer reports whether the request's peer (not X-Forwarded-For) is a
 // trusted proxy.
-func (p proxies) trustsPeer(c *fiber.Ctx) bool {
+func (p Proxies) TrustsPeer(c *fiber.Ctx) bool {
 	if len(p) == 0 {
 		return false
 	}
 	peer, ok := netip.AddrFromSlice(c.Context().RemoteIP())
-	return ok && p.trusts(peer)
+	return ok && p.Trusts(peer)
 }

@@ -1,4 +1,4 @@
-package web
+package kit
 
 import (
 	"context"
@@ -40,9 +40,9 @@ type Problem struct {
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
 
-// problem builds a Problem; detail is shown to the client, so it must never
+// NewProblem builds a Problem; detail is shown to the client, so it must never
 // carry internal error text.
-func problem(status int, code, detail string) *Problem {
+func NewProblem(status int, code, detail string) *Problem {
 	return &Problem{Type: "https://anteroom.dev/problems/" + code, Title: titleOf(code), Status: status, Code: code, Detail: detail}
 }
 
@@ -86,16 +86,21 @@ func titleOf(code string) string {
 
 // Common problems.
 var (
-	errUnknownEvent = problem(fiber.StatusNotFound, "unknown_event", "no such event")
-	errNoToken      = problem(fiber.StatusUnauthorized, "unauthenticated", "missing or malformed credentials")
+	// ErrUnknownEvent: no such event (404).
+	ErrUnknownEvent = NewProblem(fiber.StatusNotFound, "unknown_event", "no such event")
+	// ErrNoToken: no credentials where some are needed (401).
+	ErrNoToken = NewProblem(fiber.StatusUnauthorized, "unauthenticated", "missing or malformed credentials")
 )
 
-func badRequest(format string, a ...any) *Problem {
-	return problem(fiber.StatusBadRequest, "bad_request", fmt.Sprintf(format, a...))
+// BadRequest is a 400 bad_request problem with a formatted detail.
+func BadRequest(format string, a ...any) *Problem {
+	return NewProblem(fiber.StatusBadRequest, "bad_request", fmt.Sprintf(format, a...))
 }
 
-func retryLater(code, detail string, seconds int) *Problem {
-	p := problem(fiber.StatusServiceUnavailable, code, detail)
+// RetryLater is a 503 problem of code that asks the client to retry
+// after seconds.
+func RetryLater(code, detail string, seconds int) *Problem {
+	p := NewProblem(fiber.StatusServiceUnavailable, code, detail)
 	p.RetryAfter = seconds
 	return p
 }
@@ -122,15 +127,16 @@ type errorRow struct {
 	internal bool
 }
 
-// Text shared by several rows.
+// Text shared by several rows; RetrySameKey also by handlers that answer
+// for a backing service themselves.
 const (
 	limitHeld     = "you already hold your allowed claims"
 	passInvalid   = "this pass is not valid for this sale, or has expired"
-	retrySameKey  = "a backing service is not answering; retry with the same Idempotency-Key"
+	RetrySameKey  = "a backing service is not answering; retry with the same Idempotency-Key"
 	internalError = "something went wrong; quote the request id when reporting it"
 )
 
-// errorRows is the one map from errors to HTTP. toProblem walks it in
+// errorRows is the one map from errors to HTTP. ToProblem walks it in
 // order and the first matching row wins, so an error that wraps another
 // sentinel has its row before that sentinel's (each such row says so).
 // TestEverySentinelMapped requires a row for every exported Err* of the
@@ -158,7 +164,7 @@ var errorRows = []errorRow{
 
 	// Spending an admission (turnstile.Authorize) and the tokens.
 	{err: turnstile.ErrNotForSale, status: fiber.StatusForbidden, code: "forbidden", detail: "this event is a safety-net room: it sells nothing"},
-	{err: turnstile.ErrNoToken, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: errNoToken.Detail},
+	{err: turnstile.ErrNoToken, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: ErrNoToken.Detail},
 	{err: turnstile.ErrOtherUser, status: fiber.StatusForbidden, code: "forbidden", detail: "the admission token belongs to another user"},
 	{err: turnstile.ErrPaused, status: fiber.StatusServiceUnavailable, code: "paused", retry: 5, detail: "the sale is paused; your admission stays valid"},
 	// Before tokens.ErrInvalid, which they wrap.
@@ -186,7 +192,7 @@ var errorRows = []errorRow{
 	{err: queue.ErrNotOpen, status: fiber.StatusForbidden, code: "not_open", detail: "the queue is not open yet"},
 	{err: queue.ErrClosed, status: fiber.StatusForbidden, code: "forbidden", detail: "joining has ended"},
 	{err: queue.ErrStaleView, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "this node's view of the sale is out of date; retry in a moment"},
-	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: errUnknownEvent.Detail},
+	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: ErrUnknownEvent.Detail},
 	{err: event.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.
 	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
@@ -215,14 +221,14 @@ var errorRows = []errorRow{
 
 	// Redis or NATS did not answer: the request's fate is unknown and a
 	// retry with the same key is safe. Still logged.
-	{match: unreachable, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: retrySameKey, internal: true},
+	{match: unreachable, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: RetrySameKey, internal: true},
 }
 
-// toProblem maps every error to the problem the client sees: a *Problem
+// ToProblem maps every error to the problem the client sees: a *Problem
 // is answered as it is, anything else by the first row of errorRows that
 // matches it, and an error no row knows is a 500 with a generic detail.
 // known is false when the error should be logged.
-func toProblem(err error) (p *Problem, known bool) {
+func ToProblem(err error) (p *Problem, known bool) {
 	if pp := (*Problem)(nil); errors.As(err, &pp) {
 		cp := *pp
 		return &cp, true
@@ -230,7 +236,7 @@ func toProblem(err error) (p *Problem, known bool) {
 	if r := rowOf(err); r != nil {
 		return r.problem(err), !r.internal
 	}
-	return problem(fiber.StatusInternalServerError, "internal", internalError), false
+	return NewProblem(fiber.StatusInternalServerError, "internal", internalError), false
 }
 
 // rowOf returns the first row of errorRows that matches err, or nil.
@@ -255,7 +261,7 @@ func (r *errorRow) problem(err error) *Problem {
 	if r.ownText {
 		detail = err.Error()
 	}
-	p := problem(status, r.code, detail)
+	p := NewProblem(status, r.code, detail)
 	p.RetryAfter = r.retry
 	if r.fill != nil {
 		r.fill(p, err)
@@ -297,16 +303,16 @@ func unreachable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// problemLocal holds the problem errorHandler answered a request with.
-const problemLocal = "anteroom.problem"
+// ProblemLocal holds the problem ErrorHandler answered a request with.
+const ProblemLocal = "anteroom.problem"
 
-// errorHandler answers every error as problem+json and logs unexpected ones.
-func errorHandler(log *slog.Logger) fiber.ErrorHandler {
+// ErrorHandler answers every error as problem+json and logs unexpected ones.
+func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
-		p, known := toProblem(err)
-		c.Locals(problemLocal, p) // for the refusal count (countRefusal)
+		p, known := ToProblem(err)
+		c.Locals(ProblemLocal, p) // for the refusal count (countRefusal)
 		p.Instance = c.Path()
-		p.RequestID = requestID(c)
+		p.RequestID = RequestID(c)
 		if !known {
 			log.Error("request failed", "request_id", p.RequestID, "method", c.Method(), "path", c.Path(), "err", err)
 		}

@@ -1,4 +1,4 @@
-package web
+package kit
 
 import (
 	"fmt"
@@ -9,13 +9,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// proxies is the set of trusted proxies (Config.TrustedProxies).
-type proxies []netip.Prefix
+// Proxies is the set of trusted proxies (web.Config.TrustedProxies).
+type Proxies []netip.Prefix
 
-// parseProxies reads addresses ("10.0.0.1") and CIDR ranges
+// ParseProxies reads addresses ("10.0.0.1") and CIDR ranges
 // ("10.0.0.0/8"). It returns the first entry it cannot read.
-func parseProxies(list []string) (proxies, string) {
-	var out proxies
+func ParseProxies(list []string) (Proxies, string) {
+	var out Proxies
 	for _, s := range list {
 		s = strings.TrimSpace(s)
 		if s == "" {
@@ -38,13 +38,14 @@ func parseProxies(list []string) (proxies, string) {
 // ValidTrustedProxies returns an error naming the first entry of list that
 // is neither an IP address nor a CIDR range.
 func ValidTrustedProxies(list []string) error {
-	if _, bad := parseProxies(list); bad != "" {
+	if _, bad := ParseProxies(list); bad != "" {
 		return fmt.Errorf("trusted proxy %q: want an IP address or a CIDR range", bad)
 	}
 	return nil
 }
 
-func (p proxies) trusts(a netip.Addr) bool {
+// Trusts reports whether a is one of the trusted proxies.
+func (p Proxies) Trusts(a netip.Addr) bool {
 	a = a.Unmap()
 	for _, pr := range p {
 		if pr.Contains(a) {
@@ -54,7 +55,7 @@ func (p proxies) trusts(a netip.Addr) bool {
 	return false
 }
 
-// clientIP is the address the limits count: the peer's, unless the peer is
+// ClientIP is the address the limits count: the peer's, unless the peer is
 // a trusted proxy. Then it is the rightmost X-Forwarded-For entry that is
 // not itself a trusted proxy: proxies append the address they saw, so
 // everything left of that entry was written by the client and may be
@@ -63,13 +64,13 @@ func (p proxies) trusts(a netip.Addr) bool {
 // appending load balancer chooses freely; so the edge does not set it.)
 // An entry that is not an address ends the walk at the last
 // trusted hop.
-func (p proxies) clientIP(c *fiber.Ctx) string {
+func (p Proxies) ClientIP(c *fiber.Ctx) string {
 	peer, ok := netip.AddrFromSlice(c.Context().RemoteIP())
 	if !ok {
 		return c.Context().RemoteIP().String()
 	}
 	peer = peer.Unmap()
-	if len(p) == 0 || !p.trusts(peer) {
+	if len(p) == 0 || !p.Trusts(peer) {
 		return peer.String()
 	}
 	// Several X-Forwarded-For lines are one list, in order (RFC 9110
@@ -97,7 +98,7 @@ func (p proxies) clientIP(c *fiber.Ctx) string {
 		if err != nil {
 			break
 		}
-		if a = a.Unmap(); !p.trusts(a) {
+		if a = a.Unmap(); !p.Trusts(a) {
 			return a.String()
 		}
 		peer = a
