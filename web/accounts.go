@@ -1,10 +1,10 @@
 package web
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 
 	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -3,9 +3,9 @@ package web
 import (
 	"errors"
 	"fmt"
-	"github.com/anteroom/anteroom/web/kit"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

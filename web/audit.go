@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

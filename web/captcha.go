@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
-	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"net/http"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -29,7 +29,7 @@ import (
 // floods cost no call to the provider.
 
 // CaptchaHeader carries a captcha token on join.
-const CaptchaHeader = "X-Captcha"
+const CaptchaHeader = kit.CaptchaHeader
 
 // siteverifyURLs are the providers' verification endpoints.
 var siteverifyURLs = map[string]string{

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"github.com/anteroom/anteroom/web/kit"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -2,10 +2,10 @@ package web
 
 import (
 	"fmt"
-	"github.com/anteroom/anteroom/web/kit"
 	"net/netip"
 	"strings"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

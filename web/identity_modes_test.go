@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/anteroom/anteroom/web/kit"
 	"hash/maphash"
 	"math"
 	"regexp"
@@ -16,6 +15,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -204,7 +204,7 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 	case err == nil:
 		return nil
 	case errors.Is(err, limit.ErrTaken):
-		return fmt.Errorf("%s: %w", kind, err) // toProblem: 409 limit_reached
+		return fmt.Errorf("%s: %w", kind, err) // kit.ToProblem: 409 limit_reached
 	}
 	s.cfg.Log.Warn("reservation failed", "request_id", kit.RequestID(c), "kind", kind, "err", err)
 	return kit.RetryLater("degraded", kit.RetrySameKey, 1)
@@ -280,4 +280,25 @@ func callerValue(c *fiber.Ctx, name string) (string, error) {
 		return "", kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", name)
 	}
 	return v, nil
+}
+
+// edgeGuard is the edge protection as package shopper calls it
+// (shopper.Guard).
+type edgeGuard struct{ s *Server }
+
+func (g edgeGuard) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
+	return g.s.guardJoin(c, cfg, user)
+}
+
+func (g edgeGuard) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
+	return g.s.guardClaim(c, cfg, user)
+}
+
+// Poll refuses early birds (notOpen), then runs the status limits and
+// verifies the ticket (pollTicket).
+func (g edgeGuard) Poll(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error) {
+	if p := notOpen(cfg, now); p != nil {
+		return tokens.Ticket{}, p
+	}
+	return g.s.pollTicket(c, cfg, now)
 }

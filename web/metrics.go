@@ -1,10 +1,10 @@
 package web
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"sync"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 )

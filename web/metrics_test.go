@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/kit"
 )
 
 // observed is one call of Observe.Request.

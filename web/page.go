@@ -2,10 +2,10 @@ package web
 
 import (
 	_ "embed"
-	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

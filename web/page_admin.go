@@ -7,11 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"github.com/anteroom/anteroom/web/kit"
 	"slices"
 	"strings"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

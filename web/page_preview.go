@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/shopper"
 )
 
 // previewStates are the visitor states the console previews, in the order
@@ -30,12 +31,12 @@ const (
 
 // previewJSON is the runtime's sample instead of the API's answers.
 type previewJSON struct {
-	Event    publicEventJSON `json:"event"`
-	Me       map[string]any  `json:"me"`
-	Status   map[string]any  `json:"status"`
-	Res      map[string]any  `json:"res,omitempty"`
-	Notice   map[string]any  `json:"notice,omitempty"`
-	MaxAhead int64           `json:"max_ahead"`
+	Event    shopper.PublicEvent `json:"event"`
+	Me       map[string]any      `json:"me"`
+	Status   map[string]any      `json:"status"`
+	Res      map[string]any      `json:"res,omitempty"`
+	Notice   map[string]any      `json:"notice,omitempty"`
+	MaxAhead int64               `json:"max_ahead"`
 }
 
 // previewConfig is cfg with its times moved around now so that the sale
@@ -84,10 +85,10 @@ func (r *pageRenderer) preview(cfg *event.Config, page *event.Page, lang languag
 		sum := sha256.Sum256(mustHex(previewSeed))
 		d.Fairness = PageFairness{Commitment: hex.EncodeToString(sum[:]), Seed: previewSeed, WindowSize: previewWindow}
 	}
-	pub := publicEventJSON{
+	pub := shopper.PublicEvent{
 		ID: c.ID, Name: c.Name, State: c.PhaseAt(now, soldOut), ServerTime: now.UTC(),
 		PrequeueOpensAt: c.PrequeueOpensAt, StartsAt: c.StartsAt, EndsAt: c.EndsAt, WindowClosesAt: c.WindowEnd(),
-		Mode: c.Mode, Supply: c.OnSale(), PerUserLimit: c.PerUserLimit, Remaining: coarse(c.OnSale() / 3),
+		Mode: c.Mode, Supply: c.OnSale(), PerUserLimit: c.PerUserLimit, Remaining: shopper.Coarse(c.OnSale() / 3),
 		Paused: c.Paused, SeedCommitment: d.Fairness.Commitment, Seed: d.Fairness.Seed,
 		Joined: 25000, Admitted: previewPosition - previewAhead - 1,
 	}

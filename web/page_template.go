@@ -2,7 +2,6 @@ package web
 
 import (
 	"bytes"
-	"github.com/anteroom/anteroom/web/kit"
 	"html/template"
 	"regexp"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

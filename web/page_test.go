@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"github.com/anteroom/anteroom/web/kit"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -7,12 +7,12 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
-	"github.com/anteroom/anteroom/web/kit"
 	"math/bits"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

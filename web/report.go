@@ -3,9 +3,9 @@ package web
 import (
 	"context"
 	_ "embed"
-	"github.com/anteroom/anteroom/web/kit"
 
 	"github.com/anteroom/anteroom/report"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -33,7 +33,7 @@ var refusalCodes = map[string]bool{
 
 // countRefusal counts the problem a join or claim was answered with as a
 // refusal of the event when it is one (refusalCodes). Called by observe
-// after errorHandler, whose problem it reads, so an error is mapped once.
+// after kit.ErrorHandler, whose problem it reads, so an error is mapped once.
 func (s *Server) countRefusal(c *fiber.Ctx) {
 	p, _ := c.Locals(kit.ProblemLocal).(*kit.Problem)
 	if p == nil || s.deps.Refusals == nil {

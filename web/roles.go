@@ -3,9 +3,9 @@ package web
 import (
 	"context"
 	"errors"
-	"github.com/anteroom/anteroom/web/kit"
 
 	"github.com/anteroom/anteroom/internal/staff"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -7,7 +7,6 @@ package web
 
 import (
 	"context"
-	"github.com/anteroom/anteroom/web/kit"
 	"log/slog"
 	"net/http"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/shopper"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 )
@@ -57,6 +58,20 @@ type (
 		Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
 		Hold(ctx context.Context, r claim.Restock) (*claim.Hold, error)
 		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
+	}
+	// rooms admits to safety-net rooms; *admission.Frontier.
+	rooms interface {
+		Enter(ctx context.Context, ev string, e admission.Entrance) (admission.Entered, error)
+	}
+	// sessions ends checkout sessions; *admission.Frontier.
+	sessions interface {
+		Finish(ctx context.Context, ev, jti string) (admission.Finished, error)
+	}
+	// healthSignals keeps the shop health signals; *admission.Health.
+	healthSignals interface {
+		Observe(ctx context.Context, ev string, h *event.HealthCheck, o admission.Observation) (held, changed bool, err error)
+		State(ctx context.Context, ev string) (admission.HealthState, error)
+		Reset(ctx context.Context, ev string) error
 	}
 	// pageStore keeps events' waiting-room pages; *event.Store.
 	pageStore interface {
@@ -270,8 +285,6 @@ type Server struct {
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
 	pages  *pageRenderer
-	// turnstile mints and checks every admission (Admit, Authorize).
-	turnstile *turnstile.Turnstile
 }
 
 // BodyLimit is the largest request body accepted.
@@ -312,13 +325,21 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			deps.StaffSessions = local
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}, pages: newPageRenderer(),
-		turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued)}
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}, pages: newPageRenderer()}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
 		return nil, err
 	}
 	s.edge = edge
+	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
+		Sales: deps.Sales, Joiner: deps.Joiner, Tickets: deps.Tickets,
+		// Every admission is minted and spent through the turnstile.
+		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),
+		Claims:    deps.Claims, Store: deps.Store, Identity: deps.Identity,
+		Guard: edgeGuard{s}, IsAdmin: s.isAdmin,
+		Invites: edge.invites, PassTokens: edge.passes, Passes: deps.Passes,
+		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health,
+	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
@@ -332,19 +353,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
 	ev := app.Group("/events/:id", kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) }))
-	// Status first: fiber tries a group's routes in order, and the status
-	// polls of waiting users are most of the traffic.
-	ev.Get("/status", s.status) // early birds: notOpen; limits: pollTicket
-	ev.Get("/", s.publicEvent)
+	shop.Mount(ev, s.earlyBird)
 	ev.Get("/challenge", s.challenge)
-	ev.Post("/join", s.earlyBird, s.join) // early birds never reach Redis
-	ev.Post("/claim", s.earlyBird, s.claim)
-	ev.Get("/claims/:claim_id", s.lookupClaim)
-	ev.Get("/claims", s.listClaims)
-	ev.Get("/gate", s.gate)
-	ev.Post("/claims/:claim_id/release", s.releaseClaim)
-	ev.Post("/sessions/:jti/finished", s.finishSession) // signed by the shop (shop.go)
-	ev.Post("/health", s.pushHealth)
 
 	adm := app.Group("/admin/events/:id", s.requireAdmin)
 	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)

@@ -2,9 +2,9 @@ package web
 
 import (
 	"crypto/subtle"
-	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

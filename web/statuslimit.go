@@ -1,7 +1,6 @@
 package web
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"hash/maphash"
 	"strconv"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -29,7 +29,7 @@ func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tok
 			return tokens.Ticket{}, rateLimited("status polls from this address", retry)
 		}
 	}
-	raw := rawTicket(c, cfg.ID)
+	raw := kit.RawTicket(c, cfg.ID)
 	if raw == "" {
 		return tokens.Ticket{}, kit.ErrNoToken
 	}

@@ -1,9 +1,9 @@
 package web
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -1,4 +1,4 @@
-package web
+package shopper
 
 import (
 	"encoding/json"

@@ -1,11 +1,11 @@
-package web
+package shopper
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -19,7 +19,7 @@ func toRecordJSON(ev string, r claim.Record) recordJSON {
 
 // listClaims shows the caller every claim they hold or held in the event,
 // oldest first. The caller is named as for join.
-func (s *Server) listClaims(c *fiber.Ctx) error {
+func (s *API) listClaims(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
 	user, err := s.deps.Identity.User(c, false)
 	if err != nil {
@@ -42,14 +42,14 @@ func (s *Server) listClaims(c *fiber.Ctx) error {
 // releaseClaim gives a pending claim's unit back, for the claim's own user
 // or an admin. Releasing a released claim again answers the same; a
 // confirmed claim answers 409.
-func (s *Server) releaseClaim(c *fiber.Ctx) error {
+func (s *API) releaseClaim(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
 	id := strings.Clone(c.Params("claim_id"))
 	if _, err := claim.ParseClaimID(id); err != nil {
 		return err
 	}
 	user := "" // an admin releases any claim
-	if !s.isAdmin(c) {
+	if !s.deps.IsAdmin(c) {
 		u, err := s.deps.Identity.User(c, false)
 		if err != nil {
 			return err

@@ -1,16 +1,16 @@
-package web
+package shopper
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
-// publicEventJSON is the public face of a sale: tiny, CDN-cacheable.
-type publicEventJSON struct {
+// PublicEvent is the public face of a sale: tiny, CDN-cacheable.
+type PublicEvent struct {
 	ID              string      `json:"id"`
 	Name            string      `json:"name"`
 	State           event.Phase `json:"state"`
@@ -60,9 +60,9 @@ type publicCaptchaJSON struct {
 	Header   string `json:"header"`
 }
 
-// coarse rounds stock down to two significant digits above 100, so the
+// Coarse rounds stock down to two significant digits above 100, so the
 // public JSON tells shoppers how close the end is without exact figures.
-func coarse(n int64) int64 {
+func Coarse(n int64) int64 {
 	if n <= 100 {
 		return max(n, 0)
 	}
@@ -73,14 +73,14 @@ func coarse(n int64) int64 {
 	return n / p * p
 }
 
-func (s *Server) publicEvent(c *fiber.Ctx) error {
+func (s *API) publicEvent(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	now := s.now()
-	out := publicEventJSON{
+	out := PublicEvent{
 		ID: cfg.ID, Name: cfg.Name, State: cfg.PhaseAt(now, sale.SoldOut), ServerTime: now.UTC(),
 		PrequeueOpensAt: cfg.PrequeueOpensAt, StartsAt: cfg.StartsAt, EndsAt: cfg.EndsAt, WindowClosesAt: cfg.WindowEnd(),
-		Mode: cfg.Mode, Supply: cfg.OnSale(), PerUserLimit: cfg.PerUserLimit, Remaining: coarse(sale.Remaining),
+		Mode: cfg.Mode, Supply: cfg.OnSale(), PerUserLimit: cfg.PerUserLimit, Remaining: Coarse(sale.Remaining),
 		Paused: cfg.Paused || sale.HealthHeld, SeedCommitment: cfg.SeedCommitment, Joined: sale.Joined,
 		Admitted: min(int64(sale.Frontier), sale.Joined),
 	}
@@ -95,7 +95,7 @@ func (s *Server) publicEvent(c *fiber.Ctx) error {
 	out.Lanes = publicLanes(sale)
 	out.LaneSeeds = cfg.LaneSeeds && len(cfg.Lanes) > 0
 	if cc := &cfg.Limits.Captcha; cc.On() {
-		out.Captcha = &publicCaptchaJSON{Provider: cc.Provider, SiteKey: cc.SiteKey, Header: CaptchaHeader}
+		out.Captcha = &publicCaptchaJSON{Provider: cc.Provider, SiteKey: cc.SiteKey, Header: kit.CaptchaHeader}
 	}
 	c.Set(fiber.HeaderCacheControl, "public, max-age=1")
 	return c.JSON(out)

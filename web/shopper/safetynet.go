@@ -1,11 +1,10 @@
-package web
+package shopper
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -13,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -40,7 +40,7 @@ func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance
 // joinRoom is join for a safety-net room: one Redis step that admits at
 // once while the room is under its thresholds (the answer then carries the
 // admission token and sets the admission cookie) and queues otherwise.
-func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
+func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
 	cfg := &sale.Config
 	if s.deps.Rooms == nil {
 		return kit.RetryLater("degraded", "safety-net rooms are not available on this node", 5)
@@ -80,8 +80,8 @@ func (s *Server) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error
 // admitTo admits user (at position pos) to cfg's room (turnstile.Room:
 // the position is marked present, and so active until the token expires)
 // and sets the admission cookie.
-func (s *Server) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, now time.Time) (string, time.Time, error) {
-	tok, a, err := s.turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Room, User: user, Pos: pos}, now)
+func (s *API) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, now time.Time) (string, time.Time, error) {
+	tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Room, User: user, Pos: pos}, now)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -95,7 +95,7 @@ func (s *Server) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64
 // active for another TTL): people who keep using the site stay admitted,
 // and those who stop leave when their admission expires. No Redis: the
 // next tick records the renewal.
-func (s *Server) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now time.Time) {
+func (s *API) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now time.Time) {
 	if !cfg.IsSafetyNet() || a.ExpiresAt.Sub(now) > turnstile.TTL(cfg)/2 {
 		return
 	}
@@ -112,7 +112,7 @@ func (s *Server) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, 
 // else gets a one-time id, since a gate answer passes on one cookie only.
 // The join's edge protection (per-IP budget and the other join limits)
 // applies.
-func (s *Server) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) bool {
+func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) bool {
 	cfg := &sale.Config
 	if !cfg.IsSafetyNet() || s.deps.Rooms == nil || cfg.Paused || sale.Joined > int64(sale.Frontier) {
 		return false // somebody is waiting (as of this node's view): queue behind them
@@ -123,7 +123,7 @@ func (s *Server) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) bo
 			return false
 		}
 	}
-	if s.guardJoin(c, cfg, user) != nil {
+	if s.deps.Guard.Join(c, cfg, user) != nil {
 		return false
 	}
 	ctx, cancel := s.ctx(c)

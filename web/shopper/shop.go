@@ -1,11 +1,10 @@
-package web
+package shopper
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/anteroom/anteroom/web/kit"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -60,7 +60,7 @@ var errBadShopSignature = kit.NewProblem(fiber.StatusUnauthorized, "unauthentica
 	"missing, malformed, stale or wrong "+ShopSignatureHeader+" (shop calls are signed with the sale's shop.secret)")
 
 // shopAuth checks the shop call's signature against the sale's secret.
-func (s *Server) shopAuth(c *fiber.Ctx, cfg *event.Config) error {
+func (s *API) shopAuth(c *fiber.Ctx, cfg *event.Config) error {
 	if cfg.Shop.Secret == "" {
 		return kit.NewProblem(fiber.StatusForbidden, "forbidden", "this sale takes no shop calls: set shop.secret in its configuration")
 	}
@@ -90,7 +90,7 @@ func validJTI(s string) bool {
 // reports that the checkout session of the admission token with that jti
 // is over, so max_active makes room for the next person (at the rate).
 // Idempotent: a repeat answers 200 with replay true.
-func (s *Server) finishSession(c *fiber.Ctx) error {
+func (s *API) finishSession(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
 	jti := c.Params("jti")
 	if !validJTI(jti) {
@@ -106,7 +106,7 @@ func (s *Server) finishSession(c *fiber.Ctx) error {
 	defer cancel()
 	f, err := s.deps.Sessions.Finish(ctx, cfg.ID, jti)
 	if err != nil {
-		return err // toProblem: an unknown session, or a backing service
+		return err // kit.ToProblem: an unknown session, or a backing service
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(fiber.Map{"jti": strings.Clone(jti), "position": f.Position, "finished": true, "replay": f.Replay})
@@ -121,7 +121,7 @@ type healthPush struct {
 
 // pushHealth answers POST /events/{id}/health: one health observation from
 // the shop, counted toward the sale's fail_after and recover_after.
-func (s *Server) pushHealth(c *fiber.Ctx) error {
+func (s *API) pushHealth(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
 	if err := s.shopAuth(c, cfg); err != nil {
 		return err

@@ -1,10 +1,10 @@
-package web
+package shopper
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -15,13 +15,13 @@ type claimJSON struct {
 
 // claim turns an admission token into a claim for the caller it names. The
 // answer is sent only after the order event is on JetStream.
-func (s *Server) claim(c *fiber.Ctx) error {
+func (s *API) claim(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	// Who may claim: the turnstile's package comment. The token is bound
 	// to its user: only that caller, named by the identity mode, may
 	// spend it.
-	adm, err := s.turnstile.Authorize(cfg, kit.Bearer(c), func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
+	adm, err := s.deps.Turnstile.Authorize(cfg, kit.Bearer(c), func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	case !validIdemKey(key):
 		return kit.BadRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
 	}
-	if err := s.guardClaim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
+	if err := s.deps.Guard.Claim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
 		return err
 	}
 	ctx, cancel := s.ctx(c)
@@ -46,7 +46,7 @@ func (s *Server) claim(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.turnstile.Spent(adm, s.now()) // max_active counts the claim while pending
+	s.deps.Turnstile.Spent(adm, s.now()) // max_active counts the claim while pending
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
 	status := fiber.StatusCreated
@@ -104,13 +104,13 @@ type recordJSON struct {
 }
 
 // lookupClaim shows a claim to its own user or an admin.
-func (s *Server) lookupClaim(c *fiber.Ctx) error {
+func (s *API) lookupClaim(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	id := c.Params("claim_id")
 	if _, err := claim.ParseClaimID(id); err != nil {
 		return err
 	}
-	admin := s.isAdmin(c)
+	admin := s.deps.IsAdmin(c)
 	user := ""
 	if !admin {
 		u, err := s.deps.Identity.User(c, false)

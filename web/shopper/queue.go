@@ -1,7 +1,6 @@
-package web
+package shopper
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"strconv"
 	"time"
 
@@ -10,11 +9,9 @@ import (
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
-
-// ticketCookie names the cookie that holds the queue ticket of event ev.
-func ticketCookie(ev string) string { return "anteroom_t_" + ev }
 
 type joinJSON struct {
 	Ticket      string          `json:"ticket"`
@@ -28,7 +25,7 @@ type joinJSON struct {
 
 // join gives the caller a queue ticket: one script call, in a round trip
 // shared with the joins that arrive meanwhile (queue.Joiner).
-func (s *Server) join(c *fiber.Ctx) error {
+func (s *API) join(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	now := s.now()
@@ -39,7 +36,7 @@ func (s *Server) join(c *fiber.Ctx) error {
 	if raw := c.Get(tokens.PassHeader); raw != "" { // staff and testing: no queue, no ticket
 		return s.redeemPass(c, sale, user, raw)
 	}
-	if err := s.guardJoin(c, cfg, user); err != nil { // invite, proof of work, rate limits
+	if err := s.deps.Guard.Join(c, cfg, user); err != nil { // invite, proof of work, rate limits
 		return err
 	}
 	if cfg.IsSafetyNet() {
@@ -92,24 +89,12 @@ type statusJSON struct {
 	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
 }
 
-// rawTicket returns the queue ticket of event ev a request carries: the
-// bearer token (apps) or the ticket cookie (browsers); "" for none.
-func rawTicket(c *fiber.Ctx, ev string) string {
-	if raw := kit.Bearer(c); raw != "" {
-		return raw
-	}
-	return c.Cookies(ticketCookie(ev))
-}
-
 // status answers from the ticket and the node's view: zero Redis round trips.
-func (s *Server) status(c *fiber.Ctx) error {
+func (s *API) status(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	now := s.clock.Request(c)
-	if p := notOpen(cfg, now); p != nil { // early birds never reach the ticket
-		return p
-	}
-	t, err := s.pollTicket(c, cfg, now) // the status limits, then the ticket
+	t, err := s.deps.Guard.Poll(c, cfg, now) // early birds, the status limits, then the ticket
 	if err != nil {
 		return err
 	}
@@ -134,7 +119,7 @@ func (s *Server) status(c *fiber.Ctx) error {
 	}
 	if d.State == admission.Admitted {
 		pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
-		tok, a, err := s.turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
+		tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
 		if err != nil {
 			return err
 		}
@@ -171,13 +156,13 @@ func statusOf(d admission.Decision) statusJSON {
 // giveTicket signs user's queue ticket for number seq of event cfg, joined
 // at joined, and sets it as the ticket cookie (HttpOnly, until an hour
 // after the sale ends).
-func (s *Server) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq int64, joined time.Time) (string, error) {
+func (s *API) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq int64, joined time.Time) (string, error) {
 	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: seq, IssuedAt: joined})
 	if err != nil {
 		return "", err
 	}
 	c.Cookie(&fiber.Cookie{
-		Name: ticketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
+		Name: kit.TicketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
 		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
 		Expires: cfg.EndsAt.Add(time.Hour),
 	})

@@ -1,11 +1,11 @@
-package web
+package shopper
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -51,10 +51,10 @@ func waitingPage(ev, ret string) string {
 	return page
 }
 
-// admissionCookie names the cookie that holds the admission token of event
+// AdmissionCookie names the cookie that holds the admission token of event
 // ev, set by the status answer that admits a browser. A proxy in front of
 // the shop (nginx auth_request) passes it to the gate.
-func admissionCookie(ev string) string { return "anteroom_a_" + ev }
+func AdmissionCookie(ev string) string { return "anteroom_a_" + ev }
 
 // errNotAdmitted is the gate's one refusal: a proxy turns any 401 into a
 // redirect to the waiting page, so the reason stays out of the answer.
@@ -65,7 +65,7 @@ var errNotAdmitted = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated",
 // behind a proxy that asks the gate, then let the visitor in.
 func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 	c.Cookie(&fiber.Cookie{
-		Name: admissionCookie(ev), Value: token, Path: "/", Expires: exp, HTTPOnly: true,
+		Name: AdmissionCookie(ev), Value: token, Path: "/", Expires: exp, HTTPOnly: true,
 		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
 	})
 }
@@ -82,16 +82,16 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // at once while the room is under its thresholds (gateEnter: one Redis
 // step; the 204 then sets the admission cookie, which the proxy passes
 // on). Only a visitor it cannot admit is sent to the waiting page.
-func (s *Server) gate(c *fiber.Ctx) error {
+func (s *API) gate(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	ev := sale.Config.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
-	for _, raw := range [...]string{c.Cookies(admissionCookie(ev)), kit.Bearer(c)} {
+	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue
 		}
-		if a, err := s.turnstile.Verify(raw, ev, now); err == nil {
+		if a, err := s.deps.Turnstile.Verify(raw, ev, now); err == nil {
 			s.gateRenew(c, &sale.Config, a, now)
 			c.Set(GateUserHeader, a.User)
 			return c.SendStatus(fiber.StatusNoContent)

@@ -1,12 +1,12 @@
-package web
+package shopper
 
 import (
-	"github.com/anteroom/anteroom/web/kit"
 	"slices"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -19,7 +19,7 @@ type laneClaims interface {
 // joiner names the caller of a join to event cfg (see Identity.User) and,
 // when cfg has lanes chosen by a claim of the user token and the identity
 // reads claims, returns those claims' values from the same verification.
-func (s *Server) joiner(c *fiber.Ctx, cfg *event.Config) (string, map[string][]string, error) {
+func (s *API) joiner(c *fiber.Ctx, cfg *event.Config) (string, map[string][]string, error) {
 	var names []string
 	for i := range cfg.Lanes {
 		if l := &cfg.Lanes[i]; l.Claim != nil && !slices.Contains(names, l.Claim.Name) {
@@ -39,14 +39,14 @@ func (s *Server) joiner(c *fiber.Ctx, cfg *event.Config) (string, map[string][]s
 // invite_invalid and nothing changes), else the first lane whose claim
 // the caller's verified user token carries (claims, from joiner), else the
 // default lane (0). An event without lanes ignores both, as it always did.
-func (s *Server) laneOf(c *fiber.Ctx, cfg *event.Config, user string, claims map[string][]string, now time.Time) (int, error) {
+func (s *API) laneOf(c *fiber.Ctx, cfg *event.Config, user string, claims map[string][]string, now time.Time) (int, error) {
 	if len(cfg.Lanes) == 0 {
 		return 0, nil
 	}
 	if raw := c.Get(tokens.InviteHeader); raw != "" {
-		name, err := s.edge.invites.VerifyLane(raw, cfg.ID, user, now)
+		name, err := s.deps.Invites.VerifyLane(raw, cfg.ID, user, now)
 		if err != nil {
-			return 0, err // toProblem: 403 invite_invalid
+			return 0, err // kit.ToProblem: 403 invite_invalid
 		}
 		if name != "" {
 			i, _, ok := cfg.Lane(name)
