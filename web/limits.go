@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"regexp"
 	"slices"
 	"sync/atomic"
@@ -123,7 +122,7 @@ func notOpen(cfg *event.Config, now time.Time) *kit.Problem {
 		return nil
 	}
 	p := kit.NewProblem(fiber.StatusForbidden, "not_open", "the queue opens at "+cfg.PrequeueOpensAt.UTC().Format(time.RFC3339))
-	p.RetryAfter = seconds(cfg.PrequeueOpensAt.Sub(now))
+	p.RetryAfter = kit.Seconds(cfg.PrequeueOpensAt.Sub(now))
 	return p
 }
 
@@ -236,7 +235,7 @@ func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, glob
 	// A copy goes to the limiter, so that buf stays on the stack for the
 	// requests whose rules are all off (most: no heap copy at all).
 	if d := s.deps.Limiter.Allow(ctx, slices.Clone(rules)...); !d.Allowed {
-		return rateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
+		return kit.RateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
 	}
 	return nil
 }
@@ -249,18 +248,6 @@ func anyOn(rules []limit.Rule) bool {
 		}
 	}
 	return false
-}
-
-// rateLimited is the 429 answer; what names the exhausted budget.
-func rateLimited(what string, retry time.Duration) *kit.Problem {
-	p := kit.NewProblem(fiber.StatusTooManyRequests, "rate_limited", "too many "+what+"; retry after Retry-After seconds")
-	p.RetryAfter = seconds(retry)
-	return p
-}
-
-// seconds rounds d up to whole seconds, at least 1, for Retry-After.
-func seconds(d time.Duration) int {
-	return int(max(math.Ceil(d.Seconds()), 1))
 }
 
 func toLimit(r event.Rate) limit.Limit {

@@ -126,3 +126,14 @@ func languageCodes() []string {
 	}
 	return out
 }
+
+//go:embed assets/report.html
+var reportHTML []byte
+
+// reportPage serves the console's report page; it reads the event id from
+// its query and the figures from the JSON API with the console session.
+func (s *Server) reportPage(c *fiber.Ctx) error {
+	setPageHeaders(c, consoleCSP)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(reportHTML)
+}

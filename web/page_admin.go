@@ -100,7 +100,7 @@ func (s *Server) putPageDraft(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.record(c, "page.draft", id, old.Draft, saved.Draft)
+	s.staff.Record(c, "page.draft", id, old.Draft, saved.Draft)
 	return c.JSON(pageView(&saved))
 }
 
@@ -144,7 +144,7 @@ func (s *Server) publishPage(c *fiber.Ctx) error {
 	if err := s.setPageVersion(ctx, id, saved.PublishedVersion); err != nil {
 		return err
 	}
-	s.record(c, "page.publish", id, old.Published, saved.Published)
+	s.staff.Record(c, "page.publish", id, old.Published, saved.Published)
 	return c.JSON(pageView(&saved))
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/anteroom/anteroom/turnstile"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/anteroom/anteroom/web/shopper"
+	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 )
@@ -145,17 +146,17 @@ type Deps struct {
 	// address (*staff.Throttle in Redis, shared by every node).
 	//
 	// Default: a count of this node only
-	StaffThrottle staffThrottle
+	StaffThrottle staffapi.Throttle
 	// StaffSessions is the set of signed-in console sessions
 	// (*staff.Sessions in Redis: a sign-out holds on every node).
 	//
 	// Default: sessions of this node only
-	StaffSessions staffSessions
+	StaffSessions staffapi.ConsoleSessions
 	// Accounts keeps named staff accounts and API keys (*staff.Accounts);
 	// nil leaves only the admin token.
-	Accounts staffAccounts
+	Accounts staffapi.Accounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
-	Audit auditLog
+	Audit staffapi.AuditLog
 	// EdgeSecret keys proof-of-work challenges, invites and bypass
 	// passes: the ticket
 	// secret, the same on every node.
@@ -168,10 +169,10 @@ type Deps struct {
 	Pages pageStore
 	// Passes keeps bypass passes' uses, revocations and counters
 	// (*admission.Passes); nil answers pass minting and redemption 503.
-	Passes passStore
+	Passes staffapi.PassStore
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
-	Lifecycle lifecycleLog
+	Lifecycle staffapi.LifecycleLog
 	// Rooms admits to safety-net rooms (*admission.Frontier); nil answers
 	// their joins 503 and makes their gate send everyone to the waiting
 	// page.
@@ -285,6 +286,9 @@ type Server struct {
 	routes *routeTemplates
 	edge   *edge // rate limits and abuse defences, see limits.go
 	pages  *pageRenderer
+	// staff is the admin API and console sign-in, whose middleware
+	// guards the page admin routes too.
+	staff *staffapi.API
 }
 
 // BodyLimit is the largest request body accepted.
@@ -316,27 +320,26 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			cfg.NowAt = func(t time.Time) time.Time { return t }
 		}
 	}
-	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
-		local := newLocalStaff(cfg.Now)
-		if deps.StaffThrottle == nil {
-			deps.StaffThrottle = local
-		}
-		if deps.StaffSessions == nil {
-			deps.StaffSessions = local
-		}
-	}
 	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}, pages: newPageRenderer()}
 	edge, err := newEdge(&cfg, &deps)
 	if err != nil {
 		return nil, err
 	}
 	s.edge = edge
+	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.proxies}, staffapi.Deps{
+		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,
+		Friction: func(cfg *event.Config) any { return s.friction(cfg) },
+		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
+		Lifecycle: deps.Lifecycle, PassTokens: edge.passes, Passes: deps.Passes,
+		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
+	})
 	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
 		Sales: deps.Sales, Joiner: deps.Joiner, Tickets: deps.Tickets,
 		// Every admission is minted and spent through the turnstile.
 		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),
 		Claims:    deps.Claims, Store: deps.Store, Identity: deps.Identity,
-		Guard: edgeGuard{s}, IsAdmin: s.isAdmin,
+		Guard: edgeGuard{s}, IsAdmin: s.staff.IsAdmin,
 		Invites: edge.invites, PassTokens: edge.passes, Passes: deps.Passes,
 		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health,
 	})
@@ -356,36 +359,13 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	shop.Mount(ev, s.earlyBird)
 	ev.Get("/challenge", s.challenge)
 
-	adm := app.Group("/admin/events/:id", s.requireAdmin)
-	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)
-	adm.Get("/", s.allow(staff.Viewer, false), s.getEvent)
-	adm.Post("/pause", s.allow(staff.Operator, false), s.pauseEvent(true))
-	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
-	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
-	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
-	adm.Get("/page", s.allow(staff.Viewer, false), s.getPage)
-	adm.Put("/page", s.allow(staff.Admin, false), s.putPageDraft)
-	adm.Post("/page/publish", s.allow(staff.Admin, false), s.publishPage)
-	adm.Get("/preview", s.allow(staff.Viewer, false), s.previewPage)
-	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)
-	adm.Get("/report.csv", s.allow(staff.Viewer, false), s.exportReport)
-	adm.Post("/passes", s.allow(staff.Operator, false), s.mintPass)
-	adm.Get("/passes", s.allow(staff.Viewer, false), s.listPasses)
-	adm.Delete("/passes/:pass", s.allow(staff.Operator, false), s.revokePass)
-	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
-	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
-	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
-	app.Delete("/admin/accounts/:name", s.allow(staff.Admin, false), s.deleteAccount)
-	app.Post("/admin/accounts/:name/keys", s.allow(staff.Admin, false), s.createKey)
-	app.Delete("/admin/keys/:prefix", s.allow(staff.Admin, false), s.revokeKey)
-	app.Get("/admin/audit", s.allow(staff.Viewer, false), s.listAudit)
-	app.Get("/admin/audit.csv", s.allow(staff.Viewer, false), s.exportAudit)
-
-	app.Post("/admin/session", s.signIn)
-	app.Get("/admin/session", s.sessionInfo)
-	app.Delete("/admin/session", s.signOut)
-	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
-	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
+	adm := app.Group("/admin/events/:id", s.staff.RequireAdmin)
+	s.staff.MountEvent(adm)
+	adm.Get("/page", s.staff.Allow(staff.Viewer, false), s.getPage)
+	adm.Put("/page", s.staff.Allow(staff.Admin, false), s.putPageDraft)
+	adm.Post("/page/publish", s.staff.Allow(staff.Admin, false), s.publishPage)
+	adm.Get("/preview", s.staff.Allow(staff.Viewer, false), s.previewPage)
+	s.staff.Mount(app)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/pow.js", s.powScript)

@@ -26,7 +26,7 @@ func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tok
 	lim := &cfg.Limits // defaulted when the configuration was read
 	if lim.Status.IP.On() {
 		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.ClientIP(c)), toLimit(lim.Status.IP), now); !ok {
-			return tokens.Ticket{}, rateLimited("status polls from this address", retry)
+			return tokens.Ticket{}, kit.RateLimited("status polls from this address", retry)
 		}
 	}
 	raw := kit.RawTicket(c, cfg.ID)
@@ -38,7 +38,7 @@ func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tok
 	if cache != nil {
 		if t, found, ok, retry := cache.poll(raw, cfg.ID, perTicket, now); found {
 			if !ok {
-				return tokens.Ticket{}, rateLimited("status polls with this ticket", retry)
+				return tokens.Ticket{}, kit.RateLimited("status polls with this ticket", retry)
 			}
 			return t, nil
 		}
@@ -47,7 +47,7 @@ func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tok
 	key := append(append(append(buf[:0], "st:t:"...), cfg.ID...), ':')
 	key = strconv.AppendUint(key, maphash.String(s.edge.seed, raw), 36)
 	if ok, _, retry := s.edge.status.TakeBytes(key, perTicket, now); !ok {
-		return tokens.Ticket{}, rateLimited("status polls with this ticket", retry)
+		return tokens.Ticket{}, kit.RateLimited("status polls with this ticket", retry)
 	}
 	if cache == nil {
 		return s.deps.Tickets.Verify(raw, cfg.ID)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
@@ -103,6 +105,19 @@ func RetryLater(code, detail string, seconds int) *Problem {
 	p := NewProblem(fiber.StatusServiceUnavailable, code, detail)
 	p.RetryAfter = seconds
 	return p
+}
+
+// RateLimited is the 429 answer; what names the exhausted budget, retry
+// how long until it has room again.
+func RateLimited(what string, retry time.Duration) *Problem {
+	p := NewProblem(fiber.StatusTooManyRequests, "rate_limited", "too many "+what+"; retry after Retry-After seconds")
+	p.RetryAfter = Seconds(retry)
+	return p
+}
+
+// Seconds rounds d up to whole seconds, at least 1, for Retry-After.
+func Seconds(d time.Duration) int {
+	return int(max(math.Ceil(d.Seconds()), 1))
 }
 
 // errorRow maps the errors it matches to one problem.

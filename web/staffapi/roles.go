@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"context"
@@ -29,8 +29,8 @@ import (
 // apiKeyPrefix starts every staff API key.
 const apiKeyPrefix = "ak_"
 
-// staffAccounts keeps staff accounts; *staff.Accounts.
-type staffAccounts interface {
+// Accounts keeps staff accounts; *staff.Accounts.
+type Accounts interface {
 	HasAdmin(ctx context.Context) (bool, error)
 	Create(ctx context.Context, name string, role staff.Role, password staff.Password) error
 	Get(ctx context.Context, name string) (staff.Account, error)
@@ -46,7 +46,7 @@ type staffAccounts interface {
 // setStaff records the caller: the admin token (account "") or an account,
 // whose role is read on every request so a change or removal holds at
 // once on every node.
-func (s *Server) setStaff(c *fiber.Ctx, account string) error {
+func (s *API) setStaff(c *fiber.Ctx, account string) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if account == "" {
@@ -77,15 +77,15 @@ func (s *Server) setStaff(c *fiber.Ctx, account string) error {
 	return nil
 }
 
-func (s *Server) staffDegraded(c *fiber.Ctx, err error) error {
+func (s *API) staffDegraded(c *fiber.Ctx, err error) error {
 	s.cfg.Log.Warn("staff accounts", "request_id", kit.RequestID(c), "err", err)
 	return errStaffUnavailable
 }
 
 // checkAPIKey authenticates a staff API key, throttled per address like
 // the admin token.
-func (s *Server) checkAPIKey(c *fiber.Ctx, key string) error {
-	addr := s.edge.proxies.ClientIP(c)
+func (s *API) checkAPIKey(c *fiber.Ctx, key string) error {
+	addr := s.cfg.Proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
@@ -93,7 +93,7 @@ func (s *Server) checkAPIKey(c *fiber.Ctx, key string) error {
 		return s.staffDegraded(c, err)
 	}
 	if wait > 0 {
-		return rateLimited("failed admin sign-ins from this address", wait)
+		return kit.RateLimited("failed admin sign-ins from this address", wait)
 	}
 	acc, err := s.deps.Accounts.CheckKey(ctx, key)
 	if errors.Is(err, staff.ErrBadLogin) {
@@ -110,7 +110,7 @@ func (s *Server) checkAPIKey(c *fiber.Ctx, key string) error {
 }
 
 // who authenticates the caller once per request and returns them.
-func (s *Server) who(c *fiber.Ctx) (kit.Staff, error) {
+func (s *API) who(c *fiber.Ctx) (kit.Staff, error) {
 	if id, ok := kit.StaffOf(c); ok {
 		return id, nil
 	}
@@ -123,7 +123,7 @@ func (s *Server) who(c *fiber.Ctx) (kit.Staff, error) {
 
 // allow is the one place roles are enforced: the route needs at least
 // role min; bootstrap routes also take the admin token.
-func (s *Server) allow(min staff.Role, bootstrap bool) fiber.Handler {
+func (s *API) allow(min staff.Role, bootstrap bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id, err := s.who(c)
 		if err != nil {
@@ -141,11 +141,11 @@ func (s *Server) allow(min staff.Role, bootstrap bool) fiber.Handler {
 
 // checkPassword signs an account in by name and password, throttled per
 // address like the admin token; it returns the account name.
-func (s *Server) checkPassword(c *fiber.Ctx, name, password string) (string, error) {
+func (s *API) checkPassword(c *fiber.Ctx, name, password string) (string, error) {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return "", err
 	}
-	addr := s.edge.proxies.ClientIP(c)
+	addr := s.cfg.Proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
@@ -153,7 +153,7 @@ func (s *Server) checkPassword(c *fiber.Ctx, name, password string) (string, err
 		return "", s.staffDegraded(c, err)
 	}
 	if wait > 0 {
-		return "", rateLimited("failed admin sign-ins from this address", wait)
+		return "", kit.RateLimited("failed admin sign-ins from this address", wait)
 	}
 	acc, err := s.deps.Accounts.SignIn(ctx, name, password)
 	if errors.Is(err, staff.ErrBadLogin) {

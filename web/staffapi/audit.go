@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// auditLog is the deployment's trail of staff actions; *staff.Audit.
-type auditLog interface {
+// AuditLog is the deployment's trail of staff actions; *staff.Audit.
+type AuditLog interface {
 	Record(ctx context.Context, e staff.Entry) error
 	List(ctx context.Context, q staff.Query) ([]staff.Entry, error)
 }
@@ -23,7 +23,7 @@ type auditLog interface {
 // redacted values (never passwords, API keys or webhook secrets). The
 // action has already happened, so a failure to record is logged, not
 // answered.
-func (s *Server) record(c *fiber.Ctx, action, ev string, before, after any) {
+func (s *API) record(c *fiber.Ctx, action, ev string, before, after any) {
 	if s.deps.Audit == nil {
 		return
 	}
@@ -96,7 +96,7 @@ func auditQuery(c *fiber.Ctx) (staff.Query, error) {
 	return q, nil
 }
 
-func (s *Server) auditEntries(c *fiber.Ctx) ([]staff.Entry, error) {
+func (s *API) auditEntries(c *fiber.Ctx) ([]staff.Entry, error) {
 	if s.deps.Audit == nil {
 		return []staff.Entry{}, nil
 	}
@@ -114,7 +114,7 @@ func (s *Server) auditEntries(c *fiber.Ctx) ([]staff.Entry, error) {
 }
 
 // listAudit answers GET /admin/audit: the trail, newest first.
-func (s *Server) listAudit(c *fiber.Ctx) error {
+func (s *API) listAudit(c *fiber.Ctx) error {
 	out, err := s.auditEntries(c)
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (s *Server) listAudit(c *fiber.Ctx) error {
 }
 
 // exportAudit answers GET /admin/audit.csv, the same rows as CSV.
-func (s *Server) exportAudit(c *fiber.Ctx) error {
+func (s *API) exportAudit(c *fiber.Ctx) error {
 	out, err := s.auditEntries(c)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 // Consumer-side interfaces of staff sign-in state (internal/staff keeps
 // them in Redis, shared by every node).
 type (
-	// staffThrottle counts failed admin authentications per client
+	// Throttle counts failed admin authentications per client
 	// address; *staff.Throttle.
-	staffThrottle interface {
+	Throttle interface {
 		// Blocked returns how long addr stays blocked, 0 when it may try.
 		Blocked(ctx context.Context, addr string) (time.Duration, error)
 		// Failed counts a failure and returns how long addr is now
 		// blocked, 0 while under the limit.
 		Failed(ctx context.Context, addr string) (time.Duration, error)
 	}
-	// staffSessions is the set of signed-in console sessions;
+	// ConsoleSessions is the set of signed-in console sessions;
 	// *staff.Sessions.
-	staffSessions interface {
+	ConsoleSessions interface {
 		Start(ctx context.Context, id string, expires, now time.Time) error
 		Active(ctx context.Context, id string) (bool, error)
 		End(ctx context.Context, id string) error

@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // Staff's side of bypass passes (see shopper's passes.go for redemption):
 // mint, list and revoke.
 
-// passStore keeps passes' uses, revocations and counters
+// PassStore keeps passes' uses, revocations and counters
 // (*admission.Passes).
-type passStore interface {
+type PassStore interface {
 	Mint(ctx context.Context, ev string, r admission.PassRecord) error
 	Redeem(ctx context.Context, ev, id, user string) (int, error)
 	Refused(ctx context.Context, ev, id string) error
@@ -34,7 +34,7 @@ const (
 	maxPassNote = 200
 )
 
-func (s *Server) passesOrUnavailable() error {
+func (s *API) passesOrUnavailable() error {
 	if s.deps.Passes == nil {
 		return kit.RetryLater("degraded", "bypass passes are not kept on this node", 5)
 	}
@@ -50,7 +50,7 @@ type mintPassJSON struct {
 // mintPass answers POST /admin/events/{id}/passes {"ttl_seconds" (default
 // 3600, at most 30 days), "uses" (default 1; 0 = unlimited until expiry),
 // "note"} with 201 {"pass": the signed pass, shown only now, ...record}.
-func (s *Server) mintPass(c *fiber.Ctx) error {
+func (s *API) mintPass(c *fiber.Ctx) error {
 	if err := s.passesOrUnavailable(); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) mintPass(c *fiber.Ctx) error {
 	who, _ := kit.StaffOf(c)
 	rec := admission.PassRecord{ID: hex.EncodeToString(raw[:]), ExpiresAt: now.Add(ttl).Truncate(time.Second).UTC(), Uses: uses,
 		MintedBy: who.Name, MintedAt: now.Truncate(time.Second).UTC(), Note: in.Note}
-	pass, err := s.edge.passes.Sign(tokens.Pass{ID: rec.ID, Event: ev, ExpiresAt: rec.ExpiresAt, Uses: uses})
+	pass, err := s.deps.PassTokens.Sign(tokens.Pass{ID: rec.ID, Event: ev, ExpiresAt: rec.ExpiresAt, Uses: uses})
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (s *Server) mintPass(c *fiber.Ctx) error {
 
 // listPasses answers GET /admin/events/{id}/passes: every pass of the
 // event (never the pass itself) and the event's pass counters.
-func (s *Server) listPasses(c *fiber.Ctx) error {
+func (s *API) listPasses(c *fiber.Ctx) error {
 	if err := s.passesOrUnavailable(); err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Server) listPasses(c *fiber.Ctx) error {
 
 // revokePass answers DELETE /admin/events/{id}/passes/{pass}: the pass is
 // refused on every node from now on. Revoking twice answers the same.
-func (s *Server) revokePass(c *fiber.Ctx) error {
+func (s *API) revokePass(c *fiber.Ctx) error {
 	if err := s.passesOrUnavailable(); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"strings"
@@ -12,14 +12,14 @@ import (
 // listing, creating and re-roling accounts: see roles.go). Every change is
 // recorded in the audit trail; passwords and keys never are.
 
-func (s *Server) accountsOrUnavailable() error {
+func (s *API) accountsOrUnavailable() error {
 	if s.deps.Accounts == nil {
 		return kit.RetryLater("degraded", "staff accounts are not kept on this node", 5)
 	}
 	return nil
 }
 
-func (s *Server) listAccounts(c *fiber.Ctx) error {
+func (s *API) listAccounts(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func (s *Server) listAccounts(c *fiber.Ctx) error {
 }
 
 // createAccount answers POST /admin/accounts {"name", "role", "password"}.
-func (s *Server) createAccount(c *fiber.Ctx) error {
+func (s *API) createAccount(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (s *Server) createAccount(c *fiber.Ctx) error {
 }
 
 // setAccountRole answers PUT /admin/accounts/{name} {"role"}.
-func (s *Server) setAccountRole(c *fiber.Ctx) error {
+func (s *API) setAccountRole(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Server) setAccountRole(c *fiber.Ctx) error {
 
 // deleteAccount answers DELETE /admin/accounts/{name}: its keys go with
 // it, and its sessions end at once.
-func (s *Server) deleteAccount(c *fiber.Ctx) error {
+func (s *API) deleteAccount(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) deleteAccount(c *fiber.Ctx) error {
 
 // createKey answers POST /admin/accounts/{name}/keys with a new API key,
 // shown this once.
-func (s *Server) createKey(c *fiber.Ctx) error {
+func (s *API) createKey(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *Server) createKey(c *fiber.Ctx) error {
 }
 
 // revokeKey answers DELETE /admin/keys/{prefix}.
-func (s *Server) revokeKey(c *fiber.Ctx) error {
+func (s *API) revokeKey(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}

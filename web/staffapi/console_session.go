@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"crypto/hmac"
@@ -29,14 +29,14 @@ import (
 // the JSON of sign-in (and of GET /admin/session after a reload), which
 // another origin cannot read. It is compared in constant time.
 const (
-	sessionCookie = "anteroom_admin"
-	sessionPath   = "/admin"
-	sessionTTL    = 8 * time.Hour
-	csrfHeader    = "X-CSRF-Token"
+	ConsoleCookie = "anteroom_admin"
+	consolePath   = "/admin"
+	consoleTTL    = 8 * time.Hour
+	CSRFHeader    = "X-CSRF-Token"
 )
 
-// session is one signed-in console.
-type session struct {
+// consoleSession is one signed-in console.
+type consoleSession struct {
 	nonce   string
 	expires time.Time
 	// account is the staff account signed in; empty for a sign-in with
@@ -44,9 +44,9 @@ type session struct {
 	account string
 }
 
-// sessionKey derives the signing key of console sessions from the admin
+// consoleKey derives the signing key of console sessions from the admin
 // token.
-func sessionKey(adminToken string) []byte {
+func consoleKey(adminToken string) []byte {
 	m := hmac.New(sha256.New, []byte(adminToken))
 	m.Write([]byte("anteroom console session v1"))
 	return m.Sum(nil)
@@ -61,17 +61,17 @@ func mac(key []byte, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// newSession starts a session that expires ttl after now.
-func newSession(now time.Time, ttl time.Duration) (session, error) {
+// newConsoleSession starts a session that expires ttl after now.
+func newConsoleSession(now time.Time, ttl time.Duration) (consoleSession, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return session{}, err
+		return consoleSession{}, err
 	}
-	return session{nonce: base64.RawURLEncoding.EncodeToString(b[:]), expires: now.Add(ttl).Truncate(time.Second)}, nil
+	return consoleSession{nonce: base64.RawURLEncoding.EncodeToString(b[:]), expires: now.Add(ttl).Truncate(time.Second)}, nil
 }
 
 // encode returns the cookie value of s signed with key.
-func (s session) encode(key []byte) string {
+func (s consoleSession) encode(key []byte) string {
 	exp := strconv.FormatInt(s.expires.Unix(), 10)
 	if s.account != "" {
 		return s.nonce + "." + exp + "." + s.account + "." + mac(key, "session", s.nonce, exp, s.account)
@@ -80,17 +80,17 @@ func (s session) encode(key []byte) string {
 }
 
 // csrf returns the CSRF token bound to s.
-func (s session) csrf(key []byte) string { return mac(key, "csrf", s.nonce) }
+func (s consoleSession) csrf(key []byte) string { return mac(key, "csrf", s.nonce) }
 
-// parseSession verifies a cookie value; ok is false for a malformed,
+// parseConsoleSession verifies a cookie value; ok is false for a malformed,
 // forged or expired one.
-func parseSession(key []byte, raw string, now time.Time) (s session, ok bool) {
+func parseConsoleSession(key []byte, raw string, now time.Time) (s consoleSession, ok bool) {
 	if len(raw) > 200 {
-		return session{}, false
+		return consoleSession{}, false
 	}
 	parts := strings.Split(raw, ".")
 	if len(parts) != 3 && len(parts) != 4 || len(parts[0]) != 22 {
-		return session{}, false
+		return consoleSession{}, false
 	}
 	nonce, exp, sig, account := parts[0], parts[1], parts[len(parts)-1], ""
 	want := mac(key, "session", nonce, exp)
@@ -99,13 +99,13 @@ func parseSession(key []byte, raw string, now time.Time) (s session, ok bool) {
 		want = mac(key, "session", nonce, exp, account)
 	}
 	if account == "" && len(parts) == 4 || !hmac.Equal([]byte(sig), []byte(want)) {
-		return session{}, false
+		return consoleSession{}, false
 	}
 	sec, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || !now.Before(time.Unix(sec, 0)) {
-		return session{}, false
+		return consoleSession{}, false
 	}
-	return session{nonce: nonce, expires: time.Unix(sec, 0), account: account}, true
+	return consoleSession{nonce: nonce, expires: time.Unix(sec, 0), account: account}, true
 }
 
 // safeMethod reports whether an HTTP method changes nothing.
@@ -118,7 +118,7 @@ func safeMethod(m string) bool {
 // that is still signed in on the shared session set plus, on every state
 // change, its CSRF token. It answers nil or the problem to return (401
 // unauthenticated, 403 forbidden, 429 rate_limited, 503 degraded).
-func (s *Server) staffAuth(c *fiber.Ctx) error {
+func (s *API) staffAuth(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
 		return errAdminDisabled
 	}
@@ -131,37 +131,37 @@ func (s *Server) staffAuth(c *fiber.Ctx) error {
 		}
 		return s.setStaff(c, "")
 	}
-	raw := c.Cookies(sessionCookie)
+	raw := c.Cookies(ConsoleCookie)
 	if raw == "" {
 		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the admin API needs the admin bearer token or a console session")
 	}
-	key := sessionKey(s.cfg.AdminToken)
-	sess, ok, err := s.liveSession(c, key, raw)
+	key := consoleKey(s.cfg.AdminToken)
+	sess, ok, err := s.liveConsoleSession(c, key, raw)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the console session is invalid, expired or signed out; sign in again")
 	}
-	if !safeMethod(c.Method()) && subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(sess.csrf(key))) != 1 {
-		return kit.NewProblem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+csrfHeader+" header")
+	if !safeMethod(c.Method()) && subtle.ConstantTimeCompare([]byte(c.Get(CSRFHeader)), []byte(sess.csrf(key))) != 1 {
+		return kit.NewProblem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+CSRFHeader+" header")
 	}
 	return s.setStaff(c, sess.account)
 }
 
-// liveSession verifies a session cookie and asks the shared session set
+// liveConsoleSession verifies a session cookie and asks the shared session set
 // whether it is still signed in: a sign-out on any node ends it.
-func (s *Server) liveSession(c *fiber.Ctx, key []byte, raw string) (session, bool, error) {
-	sess, ok := parseSession(key, raw, s.now())
+func (s *API) liveConsoleSession(c *fiber.Ctx, key []byte, raw string) (consoleSession, bool, error) {
+	sess, ok := parseConsoleSession(key, raw, s.now())
 	if !ok {
-		return session{}, false, nil
+		return consoleSession{}, false, nil
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	active, err := s.deps.StaffSessions.Active(ctx, sess.nonce)
 	if err != nil {
 		s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
-		return session{}, false, errStaffUnavailable
+		return consoleSession{}, false, errStaffUnavailable
 	}
 	return sess, active, nil
 }

@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// sessionJSON answers sign-in and GET /admin/session: the console keeps the
+// consoleSessionJSON answers sign-in and GET /admin/session: the console keeps the
 // CSRF token in memory and sends it back on every change.
-type sessionJSON struct {
+type consoleSessionJSON struct {
 	CSRFToken string    `json:"csrf_token"`
 	ExpiresAt time.Time `json:"expires_at"`
 	// Account is who is signed in (admin-token for the bootstrap token)
@@ -27,7 +27,7 @@ type sessionJSON struct {
 
 // signIn exchanges the admin token, or an account's name and password, for
 // a console session cookie.
-func (s *Server) signIn(c *fiber.Ctx) error {
+func (s *API) signIn(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
 		return errAdminDisabled
 	}
@@ -55,7 +55,7 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 		return err
 	}
 	now := s.now()
-	sess, err := newSession(now, sessionTTL)
+	sess, err := newConsoleSession(now, consoleTTL)
 	if err != nil {
 		return err
 	}
@@ -69,20 +69,20 @@ func (s *Server) signIn(c *fiber.Ctx) error {
 		s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 		return errStaffUnavailable
 	}
-	key := sessionKey(s.cfg.AdminToken)
-	c.Cookie(s.sessionCookie(c, sess.encode(key), sess.expires))
+	key := consoleKey(s.cfg.AdminToken)
+	c.Cookie(s.consoleCookie(c, sess.encode(key), sess.expires))
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(s.sessionView(c, sess, key))
+	return c.JSON(s.consoleSessionView(c, sess, key))
 }
 
-// sessionInfo returns the CSRF token of a valid session, so a reloaded
+// sessionInfo returns the CSRF token of a valid console session, so a reloaded
 // console can carry on.
-func (s *Server) sessionInfo(c *fiber.Ctx) error {
+func (s *API) sessionInfo(c *fiber.Ctx) error {
 	if s.cfg.AdminToken == "" {
 		return errAdminDisabled
 	}
-	key := sessionKey(s.cfg.AdminToken)
-	sess, ok, err := s.liveSession(c, key, c.Cookies(sessionCookie))
+	key := consoleKey(s.cfg.AdminToken)
+	sess, ok, err := s.liveConsoleSession(c, key, c.Cookies(ConsoleCookie))
 	if err != nil {
 		return err
 	}
@@ -93,21 +93,21 @@ func (s *Server) sessionInfo(c *fiber.Ctx) error {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	return c.JSON(s.sessionView(c, sess, key))
+	return c.JSON(s.consoleSessionView(c, sess, key))
 }
 
-func (s *Server) sessionView(c *fiber.Ctx, sess session, key []byte) sessionJSON {
+func (s *API) consoleSessionView(c *fiber.Ctx, sess consoleSession, key []byte) consoleSessionJSON {
 	id, _ := kit.StaffOf(c)
-	return sessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC(), Account: id.Name, Role: string(id.Role)}
+	return consoleSessionJSON{CSRFToken: sess.csrf(key), ExpiresAt: sess.expires.UTC(), Account: id.Name, Role: string(id.Role)}
 }
 
 // signOut ends the session on every node (the shared session set) and
 // clears the cookie. With a live session it needs the CSRF token like any
 // other change; a stale or signed-out cookie is simply cleared.
-func (s *Server) signOut(c *fiber.Ctx) error {
+func (s *API) signOut(c *fiber.Ctx) error {
 	if s.cfg.AdminToken != "" {
-		if raw := c.Cookies(sessionCookie); raw != "" {
-			sess, ok, err := s.liveSession(c, sessionKey(s.cfg.AdminToken), raw)
+		if raw := c.Cookies(ConsoleCookie); raw != "" {
+			sess, ok, err := s.liveConsoleSession(c, consoleKey(s.cfg.AdminToken), raw)
 			if err != nil {
 				return err
 			}
@@ -124,17 +124,17 @@ func (s *Server) signOut(c *fiber.Ctx) error {
 			}
 		}
 	}
-	c.Cookie(s.sessionCookie(c, "", time.Unix(0, 0)))
+	c.Cookie(s.consoleCookie(c, "", time.Unix(0, 0)))
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-func (s *Server) sessionCookie(c *fiber.Ctx, value string, expires time.Time) *fiber.Cookie {
+func (s *API) consoleCookie(c *fiber.Ctx, value string, expires time.Time) *fiber.Cookie {
 	maxAge := int(time.Until(expires) / time.Second)
 	if value == "" {
 		maxAge = 0 // the past Expires deletes it
 	}
 	return &fiber.Cookie{
-		Name: sessionCookie, Value: value, Path: sessionPath, Expires: expires, MaxAge: maxAge,
+		Name: ConsoleCookie, Value: value, Path: consolePath, Expires: expires, MaxAge: maxAge,
 		HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode, Secure: c.Protocol() == "https",
 	}
 }
@@ -159,7 +159,7 @@ type eventSummaryJSON struct {
 }
 
 // listEvents lists every sale in the node's view, newest start first.
-func (s *Server) listEvents(c *fiber.Ctx) error {
+func (s *API) listEvents(c *fiber.Ctx) error {
 	now := s.now()
 	all := s.deps.Sales.All()
 	out := make([]eventSummaryJSON, 0, len(all))

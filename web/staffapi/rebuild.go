@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"context"
@@ -17,7 +17,7 @@ const rebuildTimeout = 2 * time.Minute
 // stream after a Redis failover. Claims answer 503 paused while it runs;
 // the event's paused flag is left as it was. It answers the rebuild's
 // report.
-func (s *Server) rebuildEvent(c *fiber.Ctx) error {
+func (s *API) rebuildEvent(c *fiber.Ctx) error {
 	if s.deps.Rebuild == nil {
 		return kit.RetryLater("degraded", "this node cannot rebuild events", 5)
 	}

@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"context"
@@ -7,14 +7,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// lifecycleLog is what the console's lifecycle list needs.
-type lifecycleLog interface {
+// LifecycleLog is what the console's lifecycle list needs.
+type LifecycleLog interface {
 	Recent(ctx context.Context, ev string, n int) ([]json.RawMessage, error)
 }
 
 // lifecycleEvents answers GET /admin/events/{id}/lifecycle: the event's
 // most recent lifecycle events, newest first, as they were published.
-func (s *Server) lifecycleEvents(c *fiber.Ctx) error {
+func (s *API) lifecycleEvents(c *fiber.Ctx) error {
 	out := []json.RawMessage{}
 	if s.deps.Lifecycle != nil {
 		ctx, cancel := s.ctx(c)

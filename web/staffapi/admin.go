@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // the public routes that ask it, a bearer shaped like a JWT (an admission
 // token or a ticket) is a shopper's and never counts as a failed admin
 // sign-in, unless the admin token itself is shaped so.
-func (s *Server) isAdmin(c *fiber.Ctx) bool {
+func (s *API) isAdmin(c *fiber.Ctx) bool {
 	if tok := kit.Bearer(c); jwtShaped(tok) && !jwtShaped(s.cfg.AdminToken) {
 		return false
 	}
@@ -32,7 +32,7 @@ func (s *Server) isAdmin(c *fiber.Ctx) bool {
 
 func jwtShaped(s string) bool { return strings.Count(s, ".") == 2 }
 
-func (s *Server) requireAdmin(c *fiber.Ctx) error {
+func (s *API) requireAdmin(c *fiber.Ctx) error {
 	if err := s.staffAuth(c); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ type adminEventJSON struct {
 	Config event.Config `json:"config"`
 	Live   *liveJSON    `json:"live,omitempty"`
 	// Friction is what the join defences amount to on this node.
-	Friction *frictionJSON `json:"friction"`
+	Friction any `json:"friction"`
 }
 
 type liveJSON struct {
@@ -89,8 +89,8 @@ type laneLiveJSON struct {
 	NoShows      int64     `json:"no_shows"`
 }
 
-func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
-	out := adminEventJSON{Config: cfg, Friction: s.friction(&cfg)}
+func (s *API) adminView(ctx context.Context, cfg event.Config) (adminEventJSON, error) {
+	out := adminEventJSON{Config: cfg, Friction: s.deps.Friction(&cfg)}
 	out.Config.Webhooks = event.RedactWebhooks(cfg.Webhooks) // secrets are write-only
 	out.Config.Limits.Captcha = cfg.Limits.Captcha.Redacted()
 	out.Config.Shop = event.RedactShop(cfg.Shop)
@@ -133,7 +133,7 @@ func (s *Server) adminView(ctx context.Context, cfg event.Config) (adminEventJSO
 	return out, nil
 }
 
-func (s *Server) getEvent(c *fiber.Ctx) error {
+func (s *API) getEvent(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	cfg, err := s.deps.Configs.Get(ctx, c.Params("id"))
@@ -151,7 +151,7 @@ func (s *Server) getEvent(c *fiber.Ctx) error {
 // putEvent creates an event or updates fields of an existing one: the body
 // is applied over the stored configuration, so staff may send only the
 // fields they change. Locked fields (see event.CheckUpdate) answer 409.
-func (s *Server) putEvent(c *fiber.Ctx) error {
+func (s *API) putEvent(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id")) // kept in the node's view: must not alias fiber's buffer
 	body := c.Body()
 	ctx, cancel := s.ctx(c)
@@ -198,7 +198,7 @@ func (s *Server) putEvent(c *fiber.Ctx) error {
 }
 
 // recordPut writes a save into the audit trail.
-func (s *Server) recordPut(c *fiber.Ctx, id string, old, saved *event.Config) {
+func (s *API) recordPut(c *fiber.Ctx, id string, old, saved *event.Config) {
 	action, prev := "event.update", old
 	if saved.Version == 1 {
 		action, prev = "event.create", nil
@@ -212,7 +212,7 @@ func (s *Server) recordPut(c *fiber.Ctx, id string, old, saved *event.Config) {
 }
 
 // applyPut saves the configuration and returns it and the one it replaced.
-func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Config, event.Config, error) {
+func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Config, event.Config, error) {
 	old, err := s.deps.Configs.Get(ctx, id)
 	exists := err == nil
 	if err != nil && !errors.Is(err, event.ErrNotFound) {
@@ -296,7 +296,7 @@ func (s *Server) applyPut(ctx context.Context, id string, body []byte) (event.Co
 
 // jsonProblem describes a decoding error without echoing the input.
 
-func (s *Server) pauseEvent(paused bool) fiber.Handler {
+func (s *API) pauseEvent(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		id := strings.Clone(c.Params("id"))
 		ctx, cancel := s.ctx(c)

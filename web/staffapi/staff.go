@@ -1,4 +1,4 @@
-package web
+package staffapi
 
 import (
 	"crypto/subtle"
@@ -26,8 +26,8 @@ var (
 
 // checkAdminToken compares tok with the admin token unless the caller's
 // address is blocked; a wrong token counts against the address.
-func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
-	addr := s.edge.proxies.ClientIP(c)
+func (s *API) checkAdminToken(c *fiber.Ctx, tok string) error {
+	addr := s.cfg.Proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
@@ -36,7 +36,7 @@ func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
 		return errStaffUnavailable
 	}
 	if wait > 0 {
-		return rateLimited("failed admin sign-ins from this address", wait)
+		return kit.RateLimited("failed admin sign-ins from this address", wait)
 	}
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
 		return nil
@@ -51,7 +51,7 @@ func (s *Server) checkAdminToken(c *fiber.Ctx, tok string) error {
 // endAllSessions signs every console session out on every node (DELETE
 // /admin/sessions). The admin bearer token keeps working; rotating it is
 // how to lock out whoever holds it.
-func (s *Server) endAllSessions(c *fiber.Ctx) error {
+func (s *API) endAllSessions(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.StaffSessions.EndAll(ctx); err != nil {
@@ -59,6 +59,6 @@ func (s *Server) endAllSessions(c *fiber.Ctx) error {
 		return errStaffUnavailable
 	}
 	s.record(c, "sessions.end_all", "", nil, nil)
-	c.Cookie(s.sessionCookie(c, "", time.Unix(0, 0)))
+	c.Cookie(s.consoleCookie(c, "", time.Unix(0, 0)))
 	return c.SendStatus(fiber.StatusNoContent)
 }
