@@ -62,7 +62,7 @@ func (s *Server) page(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	body, logo := s.pages.live(ctx, s.deps.Pages, s.deps.Sales, strings.Clone(id), lang, s.now(), s.cfg.Log)
-	setPageHeaders(c, s.withCaptcha(id, roomCSP(logo, "'none'")))
+	setPageHeaders(c, s.edge.WithCaptcha(id, roomCSP(logo, "'none'")))
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
 	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
 	return c.Send(body)

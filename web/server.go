@@ -21,6 +21,7 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
 	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/protect"
 	"github.com/anteroom/anteroom/web/shopper"
 	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
@@ -84,12 +85,6 @@ type (
 		Put(ctx context.Context, c event.Config) (event.Config, error)
 		PutBefore(ctx context.Context, c event.Config, lock time.Time) (event.Config, time.Time, error)
 	}
-	// Identity names the caller; see HeaderIdentity.
-	Identity interface {
-		// User returns the caller's user id, or a *kit.Problem. mint is true
-		// on join, where an anonymous visitor may be given an id.
-		User(c *fiber.Ctx, mint bool) (string, error)
-	}
 )
 
 // Deps are the domain services the handlers use.
@@ -137,11 +132,11 @@ type Deps struct {
 	OrderLag func(ctx context.Context) (*claim.Lag, error)
 	// Limiter keeps the distributed rate limits of join and claim
 	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
-	Limiter limiter
+	Limiter protect.Limiter
 	// Reservations bind device ids and payment fingerprints to one user
 	// per event (*limit.Reservations), for events that ask for it; nil
 	// answers such events' claims 503 degraded.
-	Reservations reserver
+	Reservations protect.Reserver
 	// StaffThrottle counts failed admin authentications per client
 	// address (*staff.Throttle in Redis, shared by every node).
 	//
@@ -284,7 +279,7 @@ type Server struct {
 	clock kit.Clock
 	// routes labels requests with their route template.
 	routes *routeTemplates
-	edge   *edge // rate limits and abuse defences, see limits.go
+	edge   *protect.Edge // rate limits and abuse defences
 	pages  *pageRenderer
 	// staff is the admin API and console sign-in, whose middleware
 	// guards the page admin routes too.
@@ -321,17 +316,21 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		}
 	}
 	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}, pages: newPageRenderer()}
-	edge, err := newEdge(&cfg, &deps)
+	edge, err := protect.New(protect.Config{Secret: deps.EdgeSecret, MaxInFlight: cfg.MaxInFlight, TrustedProxies: cfg.TrustedProxies,
+		GlobalJoin: cfg.GlobalJoin, GlobalClaim: cfg.GlobalClaim,
+		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout,
+		Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock,
+	}, protect.Deps{Identity: deps.Identity, Tickets: deps.Tickets, Sales: deps.Sales, Limiter: deps.Limiter, Reservations: deps.Reservations})
 	if err != nil {
 		return nil, err
 	}
 	s.edge = edge
 	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
-		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.proxies}, staffapi.Deps{
+		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies()}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,
-		Friction: func(cfg *event.Config) any { return s.friction(cfg) },
+		Friction: func(cfg *event.Config) any { return edge.FrictionOf(cfg) },
 		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
-		Lifecycle: deps.Lifecycle, PassTokens: edge.passes, Passes: deps.Passes,
+		Lifecycle: deps.Lifecycle, PassTokens: edge.Passes(), Passes: deps.Passes,
 		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
 	})
 	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
@@ -339,15 +338,15 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		// Every admission is minted and spent through the turnstile.
 		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),
 		Claims:    deps.Claims, Store: deps.Store, Identity: deps.Identity,
-		Guard: edgeGuard{s}, IsAdmin: s.staff.IsAdmin,
-		Invites: edge.invites, PassTokens: edge.passes, Passes: deps.Passes,
+		Guard: edge, IsAdmin: s.staff.IsAdmin,
+		Invites: edge.Invites(), PassTokens: edge.Passes(), Passes: deps.Passes,
 		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health,
 	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
-	app.Use(kit.AssignRequestIDs(s.edge.proxies))
-	app.Use(s.entryCap)
+	app.Use(kit.AssignRequestIDs(edge.Proxies()))
+	app.Use(edge.EntryCap)
 
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
@@ -356,8 +355,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
 	ev := app.Group("/events/:id", kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) }))
-	shop.Mount(ev, s.earlyBird)
-	ev.Get("/challenge", s.challenge)
+	shop.Mount(ev, edge.EarlyBird)
+	edge.Mount(ev, app)
 
 	adm := app.Group("/admin/events/:id", s.staff.RequireAdmin)
 	s.staff.MountEvent(adm)
@@ -368,8 +367,6 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	s.staff.Mount(app)
 	app.Get("/admin/", s.consolePage)
 	app.Get("/admin/report", s.reportPage)
-	app.Get("/assets/pow.js", s.powScript)
-	app.Get("/assets/captcha.js", s.captchaScript)
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/assets/room.js", s.roomScript)
 	app.Get("/e/:id", s.page)

@@ -1,4 +1,4 @@
-package web
+package protect
 
 import "github.com/anteroom/anteroom/event"
 
@@ -14,9 +14,9 @@ func anonymousIdentity(id Identity) bool {
 	return false
 }
 
-// frictionJSON is what an event's join defences amount to on this node,
+// Friction is what an event's join defences amount to on this node,
 // for the staff console: the defaults resolved against the identity mode.
-type frictionJSON struct {
+type Friction struct {
 	// AnonymousVisitors is true when this node names callers by a visitor
 	// cookie, which is what the defaults depend on.
 	AnonymousVisitors bool `json:"anonymous_visitors"`
@@ -28,13 +28,13 @@ type frictionJSON struct {
 	PoWRequired bool `json:"pow_required"`
 }
 
-// friction resolves cfg's join defences on this node.
-func (s *Server) friction(cfg *event.Config) *frictionJSON {
+// FrictionOf resolves cfg's join defences on this node.
+func (s *Edge) FrictionOf(cfg *event.Config) *Friction {
 	def := event.Config{Mode: cfg.Mode}
-	return &frictionJSON{
-		AnonymousVisitors: s.edge.anonymous,
-		JoinIP:            cfg.JoinIPRate(s.edge.anonymous),
-		JoinIPDefault:     def.JoinIPRate(s.edge.anonymous),
-		PoWRequired:       cfg.PoWRequired(s.edge.anonymous),
+	return &Friction{
+		AnonymousVisitors: s.anonymous,
+		JoinIP:            cfg.JoinIPRate(s.anonymous),
+		JoinIPDefault:     def.JoinIPRate(s.anonymous),
+		PoWRequired:       cfg.PoWRequired(s.anonymous),
 	}
 }

@@ -1,4 +1,4 @@
-package web
+package protect
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sync/atomic"
@@ -26,13 +27,13 @@ import (
 
 // Consumer-side interfaces of the edge limits.
 type (
-	// limiter keeps the distributed token buckets; *limit.Limiter.
-	limiter interface {
+	// Limiter keeps the distributed token buckets; *limit.Limiter.
+	Limiter interface {
 		Allow(ctx context.Context, rules ...limit.Rule) limit.Decision
 	}
-	// reserver binds device ids and payment fingerprints to one user per
+	// Reserver binds device ids and payment fingerprints to one user per
 	// event; *limit.Reservations.
-	reserver interface {
+	Reserver interface {
 		Reserve(ctx context.Context, kind, ev, value, user string, ttl time.Duration) error
 	}
 )
@@ -48,8 +49,14 @@ const DefaultMaxInFlight = 4096
 
 var callerValuePattern = regexp.MustCompile(`^[A-Za-z0-9._:+/=-]{1,128}$`)
 
-// edge is the state of one app's edge protection.
-type edge struct {
+// Edge is one app's edge protection. It is safe for concurrent use.
+type Edge struct {
+	cfg  Config
+	deps Deps
+	now  func() time.Time
+	// clock reads a request's time (kit.Clock.Request).
+	clock kit.Clock
+
 	maxInFlight int64
 	inFlight    atomic.Int64
 	proxies     kit.Proxies
@@ -64,13 +71,25 @@ type edge struct {
 	anonymous bool
 }
 
-func newEdge(cfg *Config, deps *Deps) (*edge, error) {
-	secret := deps.EdgeSecret
+// New returns the edge protection of cfg over deps. It fails on a trusted
+// proxy that is neither an address nor a CIDR range.
+func New(cfg Config, deps Deps) (*Edge, error) {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Clock.Now == nil {
+		cfg.Clock = kit.Clock{Now: time.Now, NowAt: func(t time.Time) time.Time { return t }}
+	}
+	secret := cfg.Secret
 	if len(secret) < 32 {
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
 	}
-	e := &edge{maxInFlight: int64(cfg.MaxInFlight), status: limit.NewLocal(0), seed: maphash.MakeSeed(), pow: newPoWKey(secret)}
+	e := &Edge{cfg: cfg, deps: deps, now: cfg.Clock.Now, clock: cfg.Clock,
+		maxInFlight: int64(cfg.MaxInFlight), status: limit.NewLocal(0), seed: maphash.MakeSeed(), pow: newPoWKey(secret)}
 	if e.maxInFlight <= 0 {
 		e.maxInFlight = DefaultMaxInFlight
 	}
@@ -85,29 +104,53 @@ func newEdge(cfg *Config, deps *Deps) (*edge, error) {
 	if e.passes, err = tokens.NewPasses(secret); err != nil {
 		return nil, err
 	}
-	e.captcha = newCaptchaVerifier(cfg)
+	e.captcha = newCaptchaVerifier(&cfg)
 	e.anonymous = anonymousIdentity(deps.Identity)
 	return e, nil
 }
 
-// entryCap answers 503 degraded once MaxInFlight requests are in progress
+// Proxies are the trusted proxies, parsed.
+func (s *Edge) Proxies() kit.Proxies { return s.proxies }
+
+// Invites verifies lane and invite-only invites, keyed by Config.Secret.
+func (s *Edge) Invites() *tokens.Invites { return s.invites }
+
+// Passes signs and verifies bypass passes, keyed by Config.Secret.
+func (s *Edge) Passes() *tokens.Passes { return s.passes }
+
+// Mount adds the edge's own routes: the proof-of-work challenge to ev (the
+// /events/:id group) and the scripts of the proof of work and the captcha
+// to app.
+func (s *Edge) Mount(ev, app fiber.Router) {
+	ev.Get("/challenge", s.challenge)
+	app.Get("/assets/pow.js", s.powScript)
+	app.Get("/assets/captcha.js", s.captchaScript)
+}
+
+// ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
+// on client disconnect.
+func (s *Edge) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.cfg.Timeout)
+}
+
+// EntryCap answers 503 degraded once MaxInFlight requests are in progress
 // on this node: a cheap shield for the process itself. Liveness probes
 // pass, so an overloaded node is not restarted for being busy.
-func (s *Server) entryCap(c *fiber.Ctx) error {
+func (s *Edge) EntryCap(c *fiber.Ctx) error {
 	if c.Path() == "/healthz" {
 		return c.Next()
 	}
-	if s.edge.inFlight.Add(1) > s.edge.maxInFlight {
-		s.edge.inFlight.Add(-1)
+	if s.inFlight.Add(1) > s.maxInFlight {
+		s.inFlight.Add(-1)
 		return kit.RetryLater("degraded", "this node is at capacity; retry shortly", 1)
 	}
-	defer s.edge.inFlight.Add(-1)
+	defer s.inFlight.Add(-1)
 	return c.Next()
 }
 
-// earlyBird refuses every request for an event before its pre-queue opens,
+// EarlyBird refuses every request for an event before its pre-queue opens,
 // without Redis: no ticket can exist yet, so none can be polled or used.
-func (s *Server) earlyBird(c *fiber.Ctx) error {
+func (s *Edge) EarlyBird(c *fiber.Ctx) error {
 	if p := notOpen(&kit.SaleOf(c).Config, s.clock.Request(c)); p != nil {
 		return p
 	}
@@ -126,19 +169,19 @@ func notOpen(cfg *event.Config, now time.Time) *kit.Problem {
 	return p
 }
 
-// guardJoin runs join's defences for user: invite, proof of work, the
+// Join runs join's defences for user: invite, proof of work, the
 // distributed rate limits, then the captcha (a call to its provider). The proof of work and the per-IP budget
 // follow the node's identity mode where staff left them at their default.
-func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
+func (s *Edge) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	now := s.now()
-	if lim.InviteOnly && s.edge.invites.Verify(c.Get(tokens.InviteHeader), cfg.ID, user, now) != nil {
+	if lim.InviteOnly && s.invites.Verify(c.Get(tokens.InviteHeader), cfg.ID, user, now) != nil {
 		p := kit.NewProblem(fiber.StatusForbidden, "invite_required", "this sale is by invitation: send your invite for this sale and account in "+tokens.InviteHeader)
 		p.Title = "Invitation required"
 		return p
 	}
-	if cfg.PoWRequired(s.edge.anonymous) {
-		if p := s.edge.pow.verify(c.Get(PoWHeader), cfg.ID, user, lim.PoW.Bits, now); p != nil {
+	if cfg.PoWRequired(s.anonymous) {
+		if p := s.pow.verify(c.Get(PoWHeader), cfg.ID, user, lim.PoW.Bits, now); p != nil {
 			return p
 		}
 	}
@@ -147,16 +190,16 @@ func (s *Server) guardJoin(c *fiber.Ctx, cfg *event.Config, user string) error {
 		return err
 	}
 	budget := lim.Join
-	budget.IP = cfg.JoinIPRate(s.edge.anonymous)
+	budget.IP = cfg.JoinIPRate(s.anonymous)
 	if err := s.rateLimit(c, "join", cfg.ID, budget, s.cfg.GlobalJoin, device, user); err != nil {
 		return err
 	}
 	return s.checkCaptcha(c, cfg)
 }
 
-// guardClaim runs claim's defences for user: the distributed rate limits,
+// Claim runs claim's defences for user: the distributed rate limits,
 // then the one-claim-per-device and per-payment reservations.
-func (s *Server) guardClaim(c *fiber.Ctx, cfg *event.Config, user string) error {
+func (s *Edge) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	device, err := callerValue(c, DeviceHeader)
 	if err != nil {
@@ -191,7 +234,7 @@ func (s *Server) guardClaim(c *fiber.Ctx, cfg *event.Config, user string) error 
 
 // reserve binds a device or payment value to user for the rest of the sale
 // (and a day).
-func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user string) error {
+func (s *Edge) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user string) error {
 	if s.deps.Reservations == nil {
 		return kit.RetryLater("degraded", "one claim per "+kind+" is not available on this node", 5)
 	}
@@ -212,7 +255,7 @@ func (s *Server) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user stri
 // rateLimit checks the distributed buckets of one budget ("join",
 // "claim"): global, event, the caller's IP (an IPv6 caller's /64; see
 // limiterIP), device (when sent) and user.
-func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, global limit.Limit, device, user string) error {
+func (s *Edge) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, global limit.Limit, device, user string) error {
 	if s.deps.Limiter == nil {
 		return nil
 	}
@@ -222,7 +265,7 @@ func (s *Server) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, glob
 		limit.Rule{Budget: budget, Dim: limit.Event, Event: ev, Limit: toLimit(b.Event)},
 		limit.Rule{Budget: budget, Dim: limit.User, Event: ev, Value: user, Limit: toLimit(b.User)})
 	if b.IP.On() {
-		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: limiterIP(s.edge.proxies.ClientIP(c)), Limit: toLimit(b.IP)})
+		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.IP, Event: ev, Value: limiterIP(s.proxies.ClientIP(c)), Limit: toLimit(b.IP)})
 	}
 	if device != "" {
 		rules = append(rules, limit.Rule{Budget: budget, Dim: limit.Device, Event: ev, Value: device, Limit: toLimit(b.Device)})
@@ -269,23 +312,11 @@ func callerValue(c *fiber.Ctx, name string) (string, error) {
 	return v, nil
 }
 
-// edgeGuard is the edge protection as package shopper calls it
-// (shopper.Guard).
-type edgeGuard struct{ s *Server }
-
-func (g edgeGuard) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
-	return g.s.guardJoin(c, cfg, user)
-}
-
-func (g edgeGuard) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
-	return g.s.guardClaim(c, cfg, user)
-}
-
 // Poll refuses early birds (notOpen), then runs the status limits and
-// verifies the ticket (pollTicket).
-func (g edgeGuard) Poll(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error) {
+// verifies the ticket (pollTicket): shopper.Guard's Poll.
+func (s *Edge) Poll(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error) {
 	if p := notOpen(cfg, now); p != nil {
 		return tokens.Ticket{}, p
 	}
-	return g.s.pollTicket(c, cfg, now)
+	return s.pollTicket(c, cfg, now)
 }

@@ -1,4 +1,4 @@
-package web
+package protect
 
 import (
 	"context"
@@ -127,14 +127,14 @@ func captchaProblem(code, detail string) *kit.Problem {
 }
 
 // checkCaptcha runs the event's captcha on join, when it has one.
-func (s *Server) checkCaptcha(c *fiber.Ctx, cfg *event.Config) error {
+func (s *Edge) checkCaptcha(c *fiber.Ctx, cfg *event.Config) error {
 	cc := &cfg.Limits.Captcha
 	if !cc.On() {
 		return nil
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	p, err := s.edge.captcha.verify(ctx, cc, c.Get(CaptchaHeader), s.edge.proxies.ClientIP(c))
+	p, err := s.captcha.verify(ctx, cc, c.Get(CaptchaHeader), s.proxies.ClientIP(c))
 	if err != nil {
 		s.cfg.Log.Warn("captcha siteverify failed", "request_id", kit.RequestID(c), "event", cfg.ID, "provider", cc.Provider, "err", err)
 		return kit.RetryLater("captcha_unavailable", "the captcha could not be checked just now; retry in a moment", 2)
@@ -145,9 +145,9 @@ func (s *Server) checkCaptcha(c *fiber.Ctx, cfg *event.Config) error {
 	return nil
 }
 
-// withCaptcha adds to csp, the waiting room's policy for event ev, the
+// WithCaptcha adds to csp, the waiting room's policy for event ev, the
 // origins of the event's captcha provider, if it has one.
-func (s *Server) withCaptcha(ev, csp string) string {
+func (s *Edge) WithCaptcha(ev, csp string) string {
 	sale, ok := s.deps.Sales.Get(ev)
 	if !ok || !sale.Config.Limits.Captcha.On() {
 		return csp
@@ -167,7 +167,7 @@ func (s *Server) withCaptcha(ev, csp string) string {
 var captchaJS []byte
 
 // captchaScript serves the page's captcha helper.
-func (s *Server) captchaScript(c *fiber.Ctx) error {
+func (s *Edge) captchaScript(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")

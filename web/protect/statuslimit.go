@@ -1,4 +1,4 @@
-package web
+package protect
 
 import (
 	"hash/maphash"
@@ -22,10 +22,10 @@ import (
 // entry (when Deps.Tickets is one): its poll is one lookup under one lock.
 // Otherwise the budget lives in the edge's buckets, keyed by the ticket's
 // hash, and moves into the cache entry once the ticket verifies.
-func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error) {
+func (s *Edge) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error) {
 	lim := &cfg.Limits // defaulted when the configuration was read
 	if lim.Status.IP.On() {
-		if ok, _, retry := s.edge.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.edge.proxies.ClientIP(c)), toLimit(lim.Status.IP), now); !ok {
+		if ok, _, retry := s.status.Take("st:ip:"+cfg.ID+":"+limiterIP(s.proxies.ClientIP(c)), toLimit(lim.Status.IP), now); !ok {
 			return tokens.Ticket{}, kit.RateLimited("status polls from this address", retry)
 		}
 	}
@@ -45,8 +45,8 @@ func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tok
 	}
 	var buf [96]byte // "st:t:" + event id (≤ 64) + ":" + base 36 hash (≤ 13)
 	key := append(append(append(buf[:0], "st:t:"...), cfg.ID...), ':')
-	key = strconv.AppendUint(key, maphash.String(s.edge.seed, raw), 36)
-	if ok, _, retry := s.edge.status.TakeBytes(key, perTicket, now); !ok {
+	key = strconv.AppendUint(key, maphash.String(s.seed, raw), 36)
+	if ok, _, retry := s.status.TakeBytes(key, perTicket, now); !ok {
 		return tokens.Ticket{}, kit.RateLimited("status polls with this ticket", retry)
 	}
 	if cache == nil {
@@ -54,7 +54,7 @@ func (s *Server) pollTicket(c *fiber.Ctx, cfg *event.Config, now time.Time) (tok
 	}
 	var b limit.Bucket // full, while the budget is off
 	if !perTicket.Unlimited() {
-		b, _ = s.edge.status.BucketBytes(key)
+		b, _ = s.status.BucketBytes(key)
 	}
 	return cache.admit(raw, cfg.ID, b)
 }

@@ -1,4 +1,4 @@
-package web
+package protect
 
 import (
 	"crypto/hmac"
@@ -149,11 +149,11 @@ type challengeJSON struct {
 // challenge issues a proof-of-work challenge for the caller, or says that
 // the event asks none. In anonymous mode it names a new visitor first, so
 // the challenge can be bound to them.
-func (s *Server) challenge(c *fiber.Ctx) error {
+func (s *Edge) challenge(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
 	lim := &cfg.Limits // defaulted when the configuration was read
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if !cfg.PoWRequired(s.edge.anonymous) {
+	if !cfg.PoWRequired(s.anonymous) {
 		return c.JSON(challengeJSON{Required: false})
 	}
 	user, err := s.deps.Identity.User(c, true)
@@ -162,13 +162,13 @@ func (s *Server) challenge(c *fiber.Ctx) error {
 	}
 	exp := s.now().Add(time.Duration(lim.PoW.TTLSeconds) * time.Second).Truncate(time.Second).UTC()
 	return c.JSON(challengeJSON{
-		Required: true, Challenge: s.edge.pow.issue(cfg.ID, user, lim.PoW.Bits, exp),
+		Required: true, Challenge: s.pow.issue(cfg.ID, user, lim.PoW.Bits, exp),
 		Bits: lim.PoW.Bits, ExpiresAt: &exp, Header: PoWHeader,
 	})
 }
 
 // powScript serves the browser's solver.
-func (s *Server) powScript(c *fiber.Ctx) error {
+func (s *Edge) powScript(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
