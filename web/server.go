@@ -14,13 +14,13 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
-	"github.com/anteroom/anteroom/internal/staff"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
 	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/pages"
 	"github.com/anteroom/anteroom/web/protect"
 	"github.com/anteroom/anteroom/web/shopper"
 	"github.com/anteroom/anteroom/web/staffapi"
@@ -280,7 +280,6 @@ type Server struct {
 	// routes labels requests with their route template.
 	routes *routeTemplates
 	edge   *protect.Edge // rate limits and abuse defences
-	pages  *pageRenderer
 	// staff is the admin API and console sign-in, whose middleware
 	// guards the page admin routes too.
 	staff *staffapi.API
@@ -315,7 +314,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			cfg.NowAt = func(t time.Time) time.Time { return t }
 		}
 	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}, pages: newPageRenderer()}
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}}
 	edge, err := protect.New(protect.Config{Secret: deps.EdgeSecret, MaxInFlight: cfg.MaxInFlight, TrustedProxies: cfg.TrustedProxies,
 		GlobalJoin: cfg.GlobalJoin, GlobalClaim: cfg.GlobalClaim,
 		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout,
@@ -332,6 +331,10 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
 		Lifecycle: deps.Lifecycle, PassTokens: edge.Passes(), Passes: deps.Passes,
 		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
+	})
+	pg := pages.New(pages.Config{Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now}, pages.Deps{
+		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,
+		Record: s.staff.Record, Allow: s.staff.Allow, WithCaptcha: edge.WithCaptcha,
 	})
 	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
 		Sales: deps.Sales, Joiner: deps.Joiner, Tickets: deps.Tickets,
@@ -360,17 +363,9 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 
 	adm := app.Group("/admin/events/:id", s.staff.RequireAdmin)
 	s.staff.MountEvent(adm)
-	adm.Get("/page", s.staff.Allow(staff.Viewer, false), s.getPage)
-	adm.Put("/page", s.staff.Allow(staff.Admin, false), s.putPageDraft)
-	adm.Post("/page/publish", s.staff.Allow(staff.Admin, false), s.publishPage)
-	adm.Get("/preview", s.staff.Allow(staff.Viewer, false), s.previewPage)
+	pg.MountEvent(adm)
 	s.staff.Mount(app)
-	app.Get("/admin/", s.consolePage)
-	app.Get("/admin/report", s.reportPage)
-	app.Get("/assets/anteroom.js", s.clientScript)
-	app.Get("/assets/room.js", s.roomScript)
-	app.Get("/e/:id", s.page)
-	app.Get("/e/:id/messages", s.messages)
+	pg.Mount(app)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app, nil
 }

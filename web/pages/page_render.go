@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"bytes"
@@ -56,11 +56,11 @@ const maxPageBytes = 256 * 1024
 func newPageRenderer() *pageRenderer {
 	cs, err := loadCatalogs()
 	if err != nil {
-		panic("web: embedded message catalogs: " + err.Error())
+		panic("pages: embedded message catalogs: " + err.Error())
 	}
 	t, err := template.New("room").Parse(roomHTML)
 	if err != nil {
-		panic("web: embedded room.html: " + err.Error())
+		panic("pages: embedded room.html: " + err.Error())
 	}
 	return &pageRenderer{catalogs: cs, builtin: t, cache: map[pageKey]renderedPage{}, published: map[string]publishedPage{}}
 }

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"bytes"
@@ -141,7 +141,7 @@ func (r *pageRenderer) checkPage(cfg *event.Config, p *event.Page, now time.Time
 		}
 		for k := range msgs {
 			if _, ok := r.catalogs["en"][k]; !ok {
-				return kit.BadRequest("page: copy.%s.%s is not a message key (see web/i18n/en.json)", code, k)
+				return kit.BadRequest("page: copy.%s.%s is not a message key (see web/pages/i18n/en.json)", code, k)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	_ "embed"
@@ -13,7 +13,7 @@ import (
 var clientJS []byte
 
 // clientScript serves /assets/anteroom.js.
-func (s *Server) clientScript(c *fiber.Ctx) error {
+func (s *Pages) clientScript(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")

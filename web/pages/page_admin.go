@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ var errNoPages = kit.RetryLater("degraded", "pages are not kept on this node", 5
 
 // eventPages reads event id's configuration (404 for an unknown event)
 // and its pages.
-func (s *Server) eventPages(ctx context.Context, id string) (event.Config, event.Pages, error) {
+func (s *Pages) eventPages(ctx context.Context, id string) (event.Config, event.Pages, error) {
 	if s.deps.Pages == nil {
 		return event.Config{}, event.Pages{}, errNoPages
 	}
@@ -64,7 +64,7 @@ func (s *Server) eventPages(ctx context.Context, id string) (event.Config, event
 }
 
 // getPage answers GET /admin/events/{id}/page.
-func (s *Server) getPage(c *fiber.Ctx) error {
+func (s *Pages) getPage(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	_, pages, err := s.eventPages(ctx, c.Params("id"))
@@ -77,7 +77,7 @@ func (s *Server) getPage(c *fiber.Ctx) error {
 
 // putPageDraft answers PUT /admin/events/{id}/page: the body (an
 // event.Page) becomes the draft once it passes checkPage.
-func (s *Server) putPageDraft(c *fiber.Ctx) error {
+func (s *Pages) putPageDraft(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id"))
 	var draft event.Page
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
@@ -100,7 +100,7 @@ func (s *Server) putPageDraft(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.staff.Record(c, "page.draft", id, old.Draft, saved.Draft)
+	s.deps.Record(c, "page.draft", id, old.Draft, saved.Draft)
 	return c.JSON(pageView(&saved))
 }
 
@@ -109,7 +109,7 @@ func (s *Server) putPageDraft(c *fiber.Ctx) error {
 // only the draft that was previewed (409 conflict if it changed since).
 // The event's configuration then names the published version, so every
 // node renders it at its next refresh.
-func (s *Server) publishPage(c *fiber.Ctx) error {
+func (s *Pages) publishPage(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id"))
 	var in struct {
 		DraftSHA256 string `json:"draft_sha256"`
@@ -144,14 +144,14 @@ func (s *Server) publishPage(c *fiber.Ctx) error {
 	if err := s.setPageVersion(ctx, id, saved.PublishedVersion); err != nil {
 		return err
 	}
-	s.staff.Record(c, "page.publish", id, old.Published, saved.Published)
+	s.deps.Record(c, "page.publish", id, old.Published, saved.Published)
 	return c.JSON(pageView(&saved))
 }
 
 // updatePages applies change to the stored pages with the store's
 // compare-and-set, retrying a few times on a concurrent save. It returns
 // the pages before and after.
-func (s *Server) updatePages(ctx context.Context, id string, change func(*event.Config, *event.Pages) error) (event.Pages, event.Pages, error) {
+func (s *Pages) updatePages(ctx context.Context, id string, change func(*event.Config, *event.Pages) error) (event.Pages, event.Pages, error) {
 	for attempt := 0; ; attempt++ {
 		cfg, old, err := s.eventPages(ctx, id)
 		if err != nil {
@@ -171,7 +171,7 @@ func (s *Server) updatePages(ctx context.Context, id string, change func(*event.
 
 // setPageVersion makes the event's configuration name the published page
 // (a newer one is never replaced by an older), and this node's view current.
-func (s *Server) setPageVersion(ctx context.Context, id string, version int64) error {
+func (s *Pages) setPageVersion(ctx context.Context, id string, version int64) error {
 	for attempt := 0; ; attempt++ {
 		cfg, err := s.deps.Configs.Get(ctx, id)
 		if err != nil {
@@ -197,7 +197,7 @@ func (s *Server) setPageVersion(ctx context.Context, id string, version int64) e
 // the waiting room of the draft (page=draft, the default; the published
 // page when there is no draft) or the published page (page=published) in
 // one visitor state with sample figures. It may be framed by the console.
-func (s *Server) previewPage(c *fiber.Ctx) error {
+func (s *Pages) previewPage(c *fiber.Ctx) error {
 	state := c.Query("state", "waiting")
 	if !slices.Contains(previewStates, state) {
 		return kit.BadRequest("state must be one of %s", strings.Join(previewStates, ", "))

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"html/template"
@@ -23,7 +23,7 @@ type PageData struct {
 	// Languages are the switcher's choices.
 	Languages []PageLanguage
 	// T is the language's messages with the event's copy applied, by key
-	// (the keys of web/i18n/en.json): {{index .T "join"}}.
+	// (the keys of web/pages/i18n/en.json): {{index .T "join"}}.
 	T map[string]string
 	// Event is the sale as the public sees it.
 	Event PageEvent

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	_ "embed"
@@ -22,8 +22,8 @@ var (
 	consoleHTML []byte
 )
 
-// langCookie keeps the switcher's choice; the page script sets it.
-const langCookie = "anteroom_lang"
+// LangCookie keeps the switcher's choice; the page script sets it.
+const LangCookie = "anteroom_lang"
 
 // consoleCSP allows the console's own inline script and style, same-origin
 // requests, and the waiting-room preview in a same-origin frame.
@@ -53,16 +53,16 @@ func setPageHeaders(c *fiber.Ctx, csp string) {
 // page serves the waiting room in the visitor's language (see negotiate)
 // with the event's published branding or template. It reads the node's
 // view of the sale only: no Redis.
-func (s *Server) page(c *fiber.Ctx) error {
+func (s *Pages) page(c *fiber.Ctx) error {
 	id := c.Params("id")
 	if !event.ValidID(id) {
 		return kit.ErrUnknownEvent
 	}
-	lang := negotiate(c.Query("lang"), c.Cookies(langCookie), c.Get(fiber.HeaderAcceptLanguage))
+	lang := negotiate(c.Query("lang"), c.Cookies(LangCookie), c.Get(fiber.HeaderAcceptLanguage))
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	body, logo := s.pages.live(ctx, s.deps.Pages, s.deps.Sales, strings.Clone(id), lang, s.now(), s.cfg.Log)
-	setPageHeaders(c, s.edge.WithCaptcha(id, roomCSP(logo, "'none'")))
+	setPageHeaders(c, s.deps.WithCaptcha(id, roomCSP(logo, "'none'")))
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
 	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
 	return c.Send(body)
@@ -70,7 +70,7 @@ func (s *Server) page(c *fiber.Ctx) error {
 
 // messages answers GET /e/{id}/messages?lang=: the catalog of one language
 // with the event's published copy, for the page's switcher.
-func (s *Server) messages(c *fiber.Ctx) error {
+func (s *Pages) messages(c *fiber.Ctx) error {
 	id := c.Params("id")
 	if !event.ValidID(id) {
 		return kit.ErrUnknownEvent
@@ -97,7 +97,7 @@ func (s *Server) messages(c *fiber.Ctx) error {
 }
 
 // roomScript serves the waiting room's runtime.
-func (s *Server) roomScript(c *fiber.Ctx) error {
+func (s *Pages) roomScript(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/javascript; charset=utf-8")
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
@@ -106,7 +106,7 @@ func (s *Server) roomScript(c *fiber.Ctx) error {
 
 // consolePage serves the staff console. It holds no secret: the console
 // signs in through POST /admin/session.
-func (s *Server) consolePage(c *fiber.Ctx) error {
+func (s *Pages) consolePage(c *fiber.Ctx) error {
 	setPageHeaders(c, consoleCSP)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(consoleHTML)
@@ -132,7 +132,7 @@ var reportHTML []byte
 
 // reportPage serves the console's report page; it reads the event id from
 // its query and the figures from the JSON API with the console session.
-func (s *Server) reportPage(c *fiber.Ctx) error {
+func (s *Pages) reportPage(c *fiber.Ctx) error {
 	setPageHeaders(c, consoleCSP)
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(reportHTML)
