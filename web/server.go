@@ -1,8 +1,22 @@
-// Package web is anteroom's HTTP edge: the fiber app, its routes and
-// handlers, problem+json errors, and the embedded pages. Handlers are thin:
-// they parse and validate input, call the domain packages through the small
-// interfaces declared here, and return errors that one ErrorHandler turns
-// into RFC 9457 problems.
+// Package web is anteroom's HTTP edge as one fiber app: the composition
+// root of the audience packages and the plumbing they share. New maps
+// Config and Deps (what internal/node wires) onto
+//
+//   - kit: problem+json and the one error table, request ids, the sale
+//     lookup, the request clock, the staff lookup;
+//   - protect: edge protection (in-flight cap, early birds, rate limits,
+//     proofs of work, captchas, invites, reservations, identity modes);
+//   - shopper: the public API of a sale (join, status, claim, gate,
+//     safety-net rooms, pass redemption, the shop's calls), minting and
+//     spending admissions through package turnstile;
+//   - staffapi: the admin API and console sign-in (roles, accounts, audit);
+//   - pages: the waiting room, its catalogs and assets, the console pages;
+//
+// and mounts them in one routes table (New), after its own: health,
+// readiness, metrics (with the access log and the refusal count) and the
+// keys (JWKS, OIDC discovery). Handlers are thin: they parse and validate
+// input, call the domain packages through small consumer-side interfaces,
+// and return errors that kit.ErrorHandler turns into RFC 9457 problems.
 package web
 
 import (
@@ -351,19 +365,29 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	app.Use(kit.AssignRequestIDs(edge.Proxies()))
 	app.Use(edge.EntryCap)
 
+	// The routes table. Within a group fiber tries routes in order:
+	// shopper mounts the status poll first, most of the traffic.
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
 	s.mountMetrics(app)
 	app.Get(JWKSPath, s.jwks)
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
+	// /events/:id: the public API (status, event, join, claim, claims,
+	// gate, release, shop calls), then the proof-of-work challenge; the
+	// edge's scripts under /assets.
 	ev := app.Group("/events/:id", kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) }))
 	shop.Mount(ev, edge.EarlyBird)
 	edge.Mount(ev, app)
 
+	// /admin/events/:id: staff credentials once for the group, then each
+	// route's role (event, pause, resume, rebuild, lifecycle, report,
+	// passes; page, publish, preview).
 	adm := app.Group("/admin/events/:id", s.staff.RequireAdmin)
 	s.staff.MountEvent(adm)
 	pg.MountEvent(adm)
+	// /admin/accounts, keys, audit, session(s), events; then the pages:
+	// /admin/, /admin/report, /assets/room.js and anteroom.js, /e/:id.
 	s.staff.Mount(app)
 	pg.Mount(app)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
