@@ -20,7 +20,7 @@ import (
 )
 
 // Edge protection, cheapest rejection first: the node-local entry cap
-// (entryCap), early birds (earlyBird), node-local status limits
+// (EntryCap), early birds (EarlyBird), node-local status limits
 // (statuslimit.go), then on join invites and proofs of work (µs, no Redis)
 // and on join and claim the distributed token buckets (one or two Redis
 // round trips), and on claim the device and payment reservations.
@@ -157,7 +157,7 @@ func (s *Edge) EarlyBird(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// notOpen is earlyBird's answer at now for sale cfg: 403 not_open before
+// notOpen is EarlyBird's answer at now for sale cfg: 403 not_open before
 // its pre-queue opens, else nil. The status handler asks it itself (one
 // middleware fewer on the busiest route).
 func notOpen(cfg *event.Config, now time.Time) *kit.Problem {

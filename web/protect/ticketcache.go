@@ -14,7 +14,7 @@ import (
 // one waiting person — the same ticket every few seconds — verify it once.
 // A hit needs the exact ticket string that verified before, so the cache
 // accepts nothing the signature check would refuse. Each entry also keeps
-// its ticket's status-poll budget (Server.pollTicket), so that a poll looks
+// its ticket's status-poll budget (Edge.pollTicket), so that a poll looks
 // its ticket up once, under one lock.
 //
 // It is bounded: a full shard drops first the entries whose poll budget
@@ -138,7 +138,7 @@ func (c *TicketCache) keep(h uint64, raw string, t tokens.Ticket, b limit.Bucket
 // spends one token of the ticket's poll budget, shaped lim, at now, and
 // returns the ticket (found) and the budget's answer (ok, retry). An
 // unlimited lim spends nothing. On found == false nothing was spent: the
-// caller limits and verifies the ticket itself (Server.pollTicket).
+// caller limits and verifies the ticket itself (Edge.pollTicket).
 func (c *TicketCache) poll(raw, event string, lim limit.Limit, now time.Time) (t tokens.Ticket, found, ok bool, retry time.Duration) {
 	h := maphash.String(c.seed, raw)
 	sh := &c.shards[h%uint64(len(c.shards))]
