@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -64,7 +65,7 @@ func (s *Server) access(c *fiber.Ctx, route, method string, status int, d time.D
 		level = slog.LevelWarn
 	}
 	s.cfg.Log.LogAttrs(c.UserContext(), level, "request",
-		slog.String("request_id", requestID(c)),
+		slog.String("request_id", kit.RequestID(c)),
 		slog.String("method", method),
 		slog.String("route", route),
 		slog.String("path", c.Path()),

@@ -9,6 +9,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web/shopper"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
@@ -45,12 +46,12 @@ func BenchmarkGate(b *testing.B) {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.Header.SetMethod(fiber.MethodGet)
 	ctx.Request.SetRequestURI("/events/ev/gate")
-	ctx.Request.Header.SetCookie(admissionCookie("ev"), tok)
+	ctx.Request.Header.SetCookie(shopper.AdmissionCookie("ev"), tok)
 	b.ReportAllocs()
 	for b.Loop() {
 		ctx.Response.Reset()
 		h(&ctx)
-		if ctx.Response.StatusCode() != fiber.StatusNoContent || string(ctx.Response.Header.Peek(GateUserHeader)) != "alice" {
+		if ctx.Response.StatusCode() != fiber.StatusNoContent || string(ctx.Response.Header.Peek(shopper.GateUserHeader)) != "alice" {
 			b.Fatalf("gate: %d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}

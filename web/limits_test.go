@@ -20,6 +20,7 @@ import (
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
@@ -222,7 +223,7 @@ func TestRateLimitedAnswer(t *testing.T) {
 // TestClientIP: X-Forwarded-For counts only from trusted proxies, and then
 // only its rightmost entry that is not a trusted proxy.
 func TestClientIP(t *testing.T) {
-	p, bad := parseProxies([]string{"10.0.0.0/8", "192.0.2.1", " ", "::1"})
+	p, bad := kit.ParseProxies([]string{"10.0.0.0/8", "192.0.2.1", " ", "::1"})
 	if bad != "" {
 		t.Fatal(bad)
 	}
@@ -230,7 +231,7 @@ func TestClientIP(t *testing.T) {
 		t.Fatal("a host name passed as a trusted proxy")
 	}
 	app := fiber.New()
-	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(p.clientIP(c)) })
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString(p.ClientIP(c)) })
 	h := app.Handler()
 	cases := []struct{ peer, xff, want string }{
 		{"203.0.113.9", "", "203.0.113.9"},

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 )
@@ -20,15 +21,10 @@ type Observe struct {
 	// "unmatched" for paths no route knows), the method (one of a fixed
 	// set, or "OTHER"), the status code and the time taken.
 	Request func(route, method string, status int, d time.Duration)
-	// TokenIssued is called for each admission token a status answer
-	// carries.
+	// TokenIssued is called for each admission token the node mints:
+	// the queue's, a safety-net room's and a bypass pass's
+	// (turnstile.Admit).
 	TokenIssued func(event string)
-}
-
-func (o Observe) tokenIssued(ev string) {
-	if o.TokenIssued != nil {
-		o.TokenIssued(ev)
-	}
 }
 
 // unmatched labels requests that no route template matched.
@@ -38,7 +34,7 @@ const unmatched = "unmatched"
 // into its problem+json answer right away (so the status is known), then
 // reports the request to Observe.Request and the access log.
 func (s *Server) observe(c *fiber.Ctx) error {
-	start := received(c) // the instant fasthttp read the request: no clock read of our own
+	start := kit.Received(c) // the instant fasthttp read the request: no clock read of our own
 	if err := c.Next(); err != nil {
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/kit"
 )
 
 // observed is one call of Observe.Request.
@@ -116,7 +117,7 @@ func TestPanicAnswersWithRequestID(t *testing.T) {
 	rec, do := edge(t, web.Config{Log: log}, func(context.Context) error { panic("backend exploded") })
 	resp := do("GET", "/readyz")
 	defer resp.Body.Close()
-	var p web.Problem
+	var p kit.Problem
 	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,22 @@
-// Package web is anteroom's HTTP edge: the fiber app, its routes and
-// handlers, problem+json errors, and the embedded pages. Handlers are thin:
-// they parse and validate input, call the domain packages through the small
-// interfaces declared here, and return errors that one ErrorHandler turns
-// into RFC 9457 problems.
+// Package web is anteroom's HTTP edge as one fiber app: the composition
+// root of the audience packages and the plumbing they share. New maps
+// Config and Deps (what internal/node wires) onto
+//
+//   - kit: problem+json and the one error table, request ids, the sale
+//     lookup, the request clock, the staff lookup;
+//   - protect: edge protection (in-flight cap, early birds, rate limits,
+//     proofs of work, captchas, invites, reservations, identity modes);
+//   - shopper: the public API of a sale (join, status, claim, gate,
+//     safety-net rooms, pass redemption, the shop's calls), minting and
+//     spending admissions through package turnstile;
+//   - staffapi: the admin API and console sign-in (roles, accounts, audit);
+//   - pages: the waiting room, its catalogs and assets, the console pages;
+//
+// and mounts them in one routes table (New), after its own: health,
+// readiness, metrics (with the access log and the refusal count) and the
+// keys (JWKS, OIDC discovery). Handlers are thin: they parse and validate
+// input, call the domain packages through small consumer-side interfaces,
+// and return errors that kit.ErrorHandler turns into RFC 9457 problems.
 package web
 
 import (
@@ -17,8 +31,13 @@ import (
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
-	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/pages"
+	"github.com/anteroom/anteroom/web/protect"
+	"github.com/anteroom/anteroom/web/shopper"
+	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 )
@@ -56,6 +75,20 @@ type (
 		Hold(ctx context.Context, r claim.Restock) (*claim.Hold, error)
 		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
 	}
+	// rooms admits to safety-net rooms; *admission.Frontier.
+	rooms interface {
+		Enter(ctx context.Context, ev string, e admission.Entrance) (admission.Entered, error)
+	}
+	// sessions ends checkout sessions; *admission.Frontier.
+	sessions interface {
+		Finish(ctx context.Context, ev, jti string) (admission.Finished, error)
+	}
+	// healthSignals keeps the shop health signals; *admission.Health.
+	healthSignals interface {
+		Observe(ctx context.Context, ev string, h *event.HealthCheck, o admission.Observation) (held, changed bool, err error)
+		State(ctx context.Context, ev string) (admission.HealthState, error)
+		Reset(ctx context.Context, ev string) error
+	}
 	// pageStore keeps events' waiting-room pages; *event.Store.
 	pageStore interface {
 		Pages(ctx context.Context, id string) (event.Pages, error)
@@ -65,12 +98,6 @@ type (
 		Get(ctx context.Context, id string) (event.Config, error)
 		Put(ctx context.Context, c event.Config) (event.Config, error)
 		PutBefore(ctx context.Context, c event.Config, lock time.Time) (event.Config, time.Time, error)
-	}
-	// Identity names the caller; see HeaderIdentity.
-	Identity interface {
-		// User returns the caller's user id, or a *Problem. mint is true
-		// on join, where an anonymous visitor may be given an id.
-		User(c *fiber.Ctx, mint bool) (string, error)
 	}
 )
 
@@ -90,7 +117,8 @@ type Deps struct {
 	Joiner joiner
 	// Tickets signs and verifies queue tickets (*tokens.Tickets, or a TicketCache over it).
 	Tickets tickets
-	// Admitter issues and verifies admission tokens (*tokens.Issuer).
+	// Admitter issues and verifies admission tokens (*tokens.Issuer),
+	// through the turnstile.
 	Admitter admitter
 	// Claims runs claims and releases (*claim.Service).
 	Claims claimer
@@ -118,26 +146,26 @@ type Deps struct {
 	OrderLag func(ctx context.Context) (*claim.Lag, error)
 	// Limiter keeps the distributed rate limits of join and claim
 	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
-	Limiter limiter
+	Limiter protect.Limiter
 	// Reservations bind device ids and payment fingerprints to one user
 	// per event (*limit.Reservations), for events that ask for it; nil
 	// answers such events' claims 503 degraded.
-	Reservations reserver
+	Reservations protect.Reserver
 	// StaffThrottle counts failed admin authentications per client
 	// address (*staff.Throttle in Redis, shared by every node).
 	//
 	// Default: a count of this node only
-	StaffThrottle staffThrottle
+	StaffThrottle staffapi.Throttle
 	// StaffSessions is the set of signed-in console sessions
 	// (*staff.Sessions in Redis: a sign-out holds on every node).
 	//
 	// Default: sessions of this node only
-	StaffSessions staffSessions
+	StaffSessions staffapi.ConsoleSessions
 	// Accounts keeps named staff accounts and API keys (*staff.Accounts);
 	// nil leaves only the admin token.
-	Accounts staffAccounts
+	Accounts staffapi.Accounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
-	Audit auditLog
+	Audit staffapi.AuditLog
 	// EdgeSecret keys proof-of-work challenges, invites and bypass
 	// passes: the ticket
 	// secret, the same on every node.
@@ -150,10 +178,10 @@ type Deps struct {
 	Pages pageStore
 	// Passes keeps bypass passes' uses, revocations and counters
 	// (*admission.Passes); nil answers pass minting and redemption 503.
-	Passes passStore
+	Passes staffapi.PassStore
 	// Lifecycle lists an event's recent lifecycle events, newest first
 	// (*lifecycle.Recorder); nil answers an empty list.
-	Lifecycle lifecycleLog
+	Lifecycle staffapi.LifecycleLog
 	// Rooms admits to safety-net rooms (*admission.Frontier); nil answers
 	// their joins 503 and makes their gate send everyone to the waiting
 	// page.
@@ -261,13 +289,14 @@ type Server struct {
 	deps Deps
 	cfg  Config
 	now  func() time.Time
-	// nowAt is cfg.NowAt, or nil (see requestNow).
-	nowAt func(time.Time) time.Time
+	// clock is Now and NowAt (kit.Clock.Request).
+	clock kit.Clock
 	// routes labels requests with their route template.
 	routes *routeTemplates
-	edge   *edge // rate limits and abuse defences, see limits.go
-	pages  *pageRenderer
-	ids    requestIDs
+	edge   *protect.Edge // rate limits and abuse defences
+	// staff is the admin API and console sign-in, whose middleware
+	// guards the page admin routes too.
+	staff *staffapi.API
 }
 
 // BodyLimit is the largest request body accepted.
@@ -299,110 +328,70 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 			cfg.NowAt = func(t time.Time) time.Time { return t }
 		}
 	}
-	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
-		local := newLocalStaff(cfg.Now)
-		if deps.StaffThrottle == nil {
-			deps.StaffThrottle = local
-		}
-		if deps.StaffSessions == nil {
-			deps.StaffSessions = local
-		}
-	}
-	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, nowAt: cfg.NowAt, pages: newPageRenderer()}
-	edge, err := newEdge(&cfg, &deps)
+	s := &Server{deps: deps, cfg: cfg, now: cfg.Now, clock: kit.Clock{Now: cfg.Now, NowAt: cfg.NowAt}}
+	edge, err := protect.New(protect.Config{Secret: deps.EdgeSecret, MaxInFlight: cfg.MaxInFlight, TrustedProxies: cfg.TrustedProxies,
+		GlobalJoin: cfg.GlobalJoin, GlobalClaim: cfg.GlobalClaim,
+		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout,
+		Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock,
+	}, protect.Deps{Identity: deps.Identity, Tickets: deps.Tickets, Sales: deps.Sales, Limiter: deps.Limiter, Reservations: deps.Reservations})
 	if err != nil {
 		return nil, err
 	}
 	s.edge = edge
+	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies()}, staffapi.Deps{
+		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,
+		Friction: func(cfg *event.Config) any { return edge.FrictionOf(cfg) },
+		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
+		Lifecycle: deps.Lifecycle, PassTokens: edge.Passes(), Passes: deps.Passes,
+		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
+	})
+	pg := pages.New(pages.Config{Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now}, pages.Deps{
+		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,
+		Record: s.staff.Record, Allow: s.staff.Allow, WithCaptcha: edge.WithCaptcha,
+	})
+	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
+		Sales: deps.Sales, Joiner: deps.Joiner, Tickets: deps.Tickets,
+		// Every admission is minted and spent through the turnstile.
+		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),
+		Claims:    deps.Claims, Store: deps.Store, Identity: deps.Identity,
+		Guard: edge, IsAdmin: s.staff.IsAdmin,
+		Invites: edge.Invites(), PassTokens: edge.Passes(), Passes: deps.Passes,
+		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health,
+	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
-	app.Use(s.assignRequestID)
-	app.Use(s.entryCap)
+	app.Use(kit.AssignRequestIDs(edge.Proxies()))
+	app.Use(edge.EntryCap)
 
+	// The routes table. Within a group fiber tries routes in order:
+	// shopper mounts the status poll first, most of the traffic.
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", s.ready)
 	s.mountMetrics(app)
 	app.Get(JWKSPath, s.jwks)
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
 
-	ev := app.Group("/events/:id", s.loadEvent)
-	// Status first: fiber tries a group's routes in order, and the status
-	// polls of waiting users are most of the traffic.
-	ev.Get("/status", s.status) // early birds: notOpen; limits: pollTicket
-	ev.Get("/", s.publicEvent)
-	ev.Get("/challenge", s.challenge)
-	ev.Post("/join", s.earlyBird, s.join) // early birds never reach Redis
-	ev.Post("/claim", s.earlyBird, s.claim)
-	ev.Get("/claims/:claim_id", s.lookupClaim)
-	ev.Get("/claims", s.listClaims)
-	ev.Get("/gate", s.gate)
-	ev.Post("/claims/:claim_id/release", s.releaseClaim)
-	ev.Post("/sessions/:jti/finished", s.finishSession) // signed by the shop (shop.go)
-	ev.Post("/health", s.pushHealth)
+	// /events/:id: the public API (status, event, join, claim, claims,
+	// gate, release, shop calls), then the proof-of-work challenge; the
+	// edge's scripts under /assets.
+	ev := app.Group("/events/:id", kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) }))
+	shop.Mount(ev, edge.EarlyBird)
+	edge.Mount(ev, app)
 
-	adm := app.Group("/admin/events/:id", s.requireAdmin)
-	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)
-	adm.Get("/", s.allow(staff.Viewer, false), s.getEvent)
-	adm.Post("/pause", s.allow(staff.Operator, false), s.pauseEvent(true))
-	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
-	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
-	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
-	adm.Get("/page", s.allow(staff.Viewer, false), s.getPage)
-	adm.Put("/page", s.allow(staff.Admin, false), s.putPageDraft)
-	adm.Post("/page/publish", s.allow(staff.Admin, false), s.publishPage)
-	adm.Get("/preview", s.allow(staff.Viewer, false), s.previewPage)
-	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)
-	adm.Get("/report.csv", s.allow(staff.Viewer, false), s.exportReport)
-	adm.Post("/passes", s.allow(staff.Operator, false), s.mintPass)
-	adm.Get("/passes", s.allow(staff.Viewer, false), s.listPasses)
-	adm.Delete("/passes/:pass", s.allow(staff.Operator, false), s.revokePass)
-	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
-	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
-	app.Put("/admin/accounts/:name", s.allow(staff.Admin, true), s.setAccountRole)
-	app.Delete("/admin/accounts/:name", s.allow(staff.Admin, false), s.deleteAccount)
-	app.Post("/admin/accounts/:name/keys", s.allow(staff.Admin, false), s.createKey)
-	app.Delete("/admin/keys/:prefix", s.allow(staff.Admin, false), s.revokeKey)
-	app.Get("/admin/audit", s.allow(staff.Viewer, false), s.listAudit)
-	app.Get("/admin/audit.csv", s.allow(staff.Viewer, false), s.exportAudit)
-
-	app.Post("/admin/session", s.signIn)
-	app.Get("/admin/session", s.sessionInfo)
-	app.Delete("/admin/session", s.signOut)
-	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
-	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
-	app.Get("/admin/defaults", s.allow(staff.Viewer, false), s.eventDefaults)
-	app.Get("/admin/", s.consolePage)
-	app.Get("/admin/report", s.reportPage)
-	app.Get("/assets/pow.js", s.powScript)
-	app.Get("/assets/captcha.js", s.captchaScript)
-	app.Get("/assets/anteroom.js", s.clientScript)
-	app.Get("/assets/room.js", s.roomScript)
-	app.Get("/e/:id", s.page)
-	app.Get("/e/:id/messages", s.messages)
+	// /admin/events/:id: staff credentials once for the group, then each
+	// route's role (event, pause, resume, rebuild, lifecycle, report,
+	// passes; page, publish, preview).
+	adm := app.Group("/admin/events/:id", s.staff.RequireAdmin)
+	s.staff.MountEvent(adm)
+	pg.MountEvent(adm)
+	// /admin/accounts, keys, audit, session(s), events; then the pages:
+	// /admin/, /admin/report, /assets/room.js and anteroom.js, /e/:id.
+	s.staff.Mount(app)
+	pg.Mount(app)
 	app.Use(func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 	return app, nil
-}
-
-// requestNow is the node's time of request c: the instant fasthttp
-// received it (read once per request, by fasthttp) on the node's clock,
-// so that the middleware and handler of a status poll read no clock of
-// their own. Without Config.NowAt it is Now.
-func (s *Server) requestNow(c *fiber.Ctx) time.Time {
-	if s.nowAt == nil {
-		return s.now()
-	}
-	return s.nowAt(received(c))
-}
-
-// received is the machine's instant fasthttp received request c, or now
-// for a request that fasthttp's server did not read (a RequestCtx driven
-// in memory).
-func received(c *fiber.Ctx) time.Time {
-	if t := c.Context().Time(); !t.IsZero() {
-		return t
-	}
-	return time.Now()
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
@@ -420,7 +409,7 @@ func FiberConfig(log *slog.Logger, trustedProxies []string) fiber.Config {
 		AppName:               "anteroom",
 		BodyLimit:             BodyLimit,
 		DisableStartupMessage: true,
-		ErrorHandler:          errorHandler(log),
+		ErrorHandler:          kit.ErrorHandler(log),
 		ReadTimeout:           10 * time.Second,
 		WriteTimeout:          10 * time.Second,
 		IdleTimeout:           60 * time.Second,
@@ -439,8 +428,8 @@ func (s *Server) ready(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if err := s.deps.Ready(ctx); err != nil {
-		s.cfg.Log.Warn("not ready", "request_id", requestID(c), "err", err)
-		return retryLater("degraded", "a backing service is not answering", 1)
+		s.cfg.Log.Warn("not ready", "request_id", kit.RequestID(c), "err", err)
+		return kit.RetryLater("degraded", "a backing service is not answering", 1)
 	}
 	return c.JSON(fiber.Map{"status": "ready"})
 }
@@ -450,3 +439,7 @@ func (s *Server) jwks(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
 	return c.Send(s.deps.JWKS())
 }
+
+// ValidTrustedProxies returns an error naming the first entry of list that
+// is neither an IP address nor a CIDR range (Config.TrustedProxies).
+func ValidTrustedProxies(list []string) error { return kit.ValidTrustedProxies(list) }

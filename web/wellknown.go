@@ -3,6 +3,7 @@ package web
 import (
 	"strings"
 
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -39,7 +40,7 @@ func absoluteURL(s string) bool {
 // gateways are configured with JWKSPath directly.
 func (s *Server) openIDConfiguration(c *fiber.Ctx) error {
 	if !absoluteURL(s.cfg.Issuer) {
-		return problem(fiber.StatusNotFound, "not_found", "OIDC discovery is published only when ANTEROOM_ISSUER is the public base URL (https://...); the keys are at "+JWKSPath)
+		return kit.NewProblem(fiber.StatusNotFound, "not_found", "OIDC discovery is published only when ANTEROOM_ISSUER is the public base URL (https://...); the keys are at "+JWKSPath)
 	}
 	doc := discoveryJSON{
 		Issuer:                 s.cfg.Issuer,

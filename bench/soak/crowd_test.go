@@ -19,7 +19,7 @@ import (
 	anteroomcrowd "github.com/anteroom/anteroom/internal/crowd"
 	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/tokens"
-	"github.com/anteroom/anteroom/web"
+	webshopper "github.com/anteroom/anteroom/web/shopper"
 )
 
 // crowd plays shoppers against the current sale: joins, polls, claims
@@ -280,7 +280,7 @@ func (c *crowd) finish(ctx context.Context, s *shopper, token string) {
 	jti := tokenJTI(token)
 	path := "/events/" + s.sale + "/sessions/" + jti + "/finished"
 	for try := 0; try < 30; try++ {
-		hdr := map[string]string{"X-Anteroom-Signature": web.SignShopCall(s.secret, time.Now(), path, nil)}
+		hdr := map[string]string{"X-Anteroom-Signature": webshopper.SignShopCall(s.secret, time.Now(), path, nil)}
 		a := c.do(ctx, s, "finish", http.MethodPost, path, hdr)
 		if a.Status == http.StatusNotFound && s.lane == "" && try < 29 {
 			// A session is known about a tick after its token was issued.

@@ -12,7 +12,7 @@ import (
 )
 
 // publishedEvent is what verify reads of the public event JSON (GET
-// /events/{id}, web/events.go).
+// /events/{id}, web/shopper/events.go).
 type publishedEvent struct {
 	ID             string  `json:"id"`
 	SeedCommitment string  `json:"seed_commitment"`

@@ -18,7 +18,7 @@ import (
 // catalog reads one of the waiting room's message catalogs.
 func catalog(t *testing.T, code string) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "web", "i18n", code+".json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "web", "pages", "i18n", code+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/shopper"
 )
 
 const shopSecret = "shop-secret-for-capacity-tests-0123"
@@ -21,7 +21,7 @@ func shopCall(t *testing.T, n *node.Node, secret, path string, body []byte) node
 	t.Helper()
 	hdr := map[string]string{}
 	if secret != "" {
-		hdr[web.ShopSignatureHeader] = web.SignShopCall(secret, time.Now(), path, body)
+		hdr[shopper.ShopSignatureHeader] = shopper.SignShopCall(secret, time.Now(), path, body)
 	}
 	if body != nil {
 		hdr["Content-Type"] = "application/json"
@@ -90,7 +90,7 @@ func TestShopFinishedSessionAdmitsNext(t *testing.T) {
 	wantProblem(t, "unsigned", shopCall(t, n, "", path, nil), http.StatusUnauthorized, "unauthenticated")
 	wantProblem(t, "wrong secret", shopCall(t, n, "not-the-shop-secret-0123456789", path, nil), http.StatusUnauthorized, "unauthenticated")
 	other := "/events/checkout/sessions/AAAAAAAAAAAAAAAAAAAAAA/finished"
-	forged := map[string]string{web.ShopSignatureHeader: web.SignShopCall(shopSecret, time.Now(), other, nil)}
+	forged := map[string]string{shopper.ShopSignatureHeader: shopper.SignShopCall(shopSecret, time.Now(), other, nil)}
 	wantProblem(t, "signature of another path", nodetest.Call(t, http.MethodPost, n.URL()+path, forged, nil), http.StatusUnauthorized, "unauthenticated")
 	wantProblem(t, "unknown jti", shopCall(t, n, shopSecret, other, nil), http.StatusNotFound, "unknown_session")
 	wantProblem(t, "malformed jti", shopCall(t, n, shopSecret, "/events/checkout/sessions/a.b/finished", nil), http.StatusBadRequest, "bad_request")

@@ -11,7 +11,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/shopper"
 )
 
 // stubHealth is a shop's health endpoint whose answer the test sets.
@@ -195,7 +195,7 @@ func TestShopHealthPush(t *testing.T) {
 	}
 	wantProblem(t, "unsigned push", shopCall(t, n, "", "/events/pushed/health", []byte(`{"healthy": false}`)), http.StatusUnauthorized, "unauthenticated")
 	wantProblem(t, "push with a stale signature", nodetest.Call(t, http.MethodPost, n.URL()+"/events/pushed/health", map[string]string{
-		web.ShopSignatureHeader: web.SignShopCall(shopSecret, time.Now().Add(-time.Hour), "/events/pushed/health", []byte(`{"healthy": false}`)),
+		shopper.ShopSignatureHeader: shopper.SignShopCall(shopSecret, time.Now().Add(-time.Hour), "/events/pushed/health", []byte(`{"healthy": false}`)),
 	}, []byte(`{"healthy": false}`)), http.StatusUnauthorized, "unauthenticated")
 	if held, _, _ := healthOf(t, n, "pushed"); held {
 		t.Fatal("refused pushes counted toward the hold")

@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
@@ -115,5 +116,27 @@ func TestOpsDrainFailsReadiness(t *testing.T) {
 	}
 	if token := nodetest.AdmitUser(t, n, "lame", "bob"); token == "" {
 		t.Error("no admission while draining")
+	}
+}
+
+// TestOpsMetricsCountPassTokens: an admission token bought with a bypass
+// pass is an admission token issued by this node, and
+// anteroom_admission_tokens_issued_total counts it as it counts the
+// queue's and the safety-net rooms'.
+func TestOpsMetricsCountPassTokens(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "passed", openSale(5, 1, 30*time.Minute, 0, 1)) // the queue admits nobody
+	op := map[string]string{"Authorization": "Bearer " + staffKey(t, n, "olga", "operator")}
+	a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/passed/passes", op, []byte(`{"uses":1}`))
+	if a.Status != http.StatusCreated {
+		t.Fatalf("mint: %d %s", a.Status, a.Raw)
+	}
+	if a := join(t, n, "passed", map[string]string{"X-User-ID": "vip", tokens.PassHeader: nodetest.Str(a.Body, "pass")}); a.Status != http.StatusOK || nodetest.Str(a.Body, "admission_token") == "" {
+		t.Fatalf("redeem: %d %s", a.Status, a.Raw)
+	}
+	if got := opsSeries(opsScrape(t, n), `anteroom_admission_tokens_issued_total{event="passed"}`); got != "1" {
+		t.Errorf("tokens issued = %q, want 1 (the pass's)", got)
 	}
 }

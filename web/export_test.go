@@ -1,5 +1,0 @@
-package web
-
-// ToProblem is toProblem, for the error-map table test in package web_test
-// (which may import packages that import web).
-var ToProblem = toProblem

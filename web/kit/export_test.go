@@ -1,0 +1,4 @@
+package kit
+
+// HasRow reports whether a row of errorRows matches err.
+func HasRow(err error) bool { return rowOf(err) != nil }

@@ -1,0 +1,195 @@
+package kit_test
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/report"
+	"github.com/anteroom/anteroom/staff"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
+)
+
+// sentinels is every exported sentinel error of the module and the problem
+// a client sees when a handler returns it, wrapped as handlers wrap it.
+// TestEverySentinelMapped fails when a package gains one that is not here.
+var sentinels = []struct {
+	name   string // package path in the module, dot, name
+	err    error
+	status int
+	code   string
+}{
+	{"claim.ErrSoldOut", claim.ErrSoldOut, http.StatusGone, "sold_out"},
+	{"claim.ErrLimitReached", claim.ErrLimitReached, http.StatusConflict, "limit_reached"},
+	{"claim.ErrNotFound", claim.ErrNotFound, http.StatusNotFound, "not_found"},
+	{"claim.ErrUnavailable", claim.ErrUnavailable, http.StatusServiceUnavailable, "degraded"},
+	{"claim.ErrNeedsRebuild", claim.ErrNeedsRebuild, http.StatusServiceUnavailable, "paused"},
+	{"claim.ErrPaused", claim.ErrPaused, http.StatusServiceUnavailable, "paused"},
+	{"claim.ErrSuperseded", claim.ErrSuperseded, http.StatusServiceUnavailable, "paused"},
+	{"claim.ErrConfirmed", claim.ErrConfirmed, http.StatusConflict, "conflict"},
+	{"claim.ErrRebuildRunning", claim.ErrRebuildRunning, http.StatusConflict, "conflict"},
+	{"claim.ErrHeld", claim.ErrHeld, http.StatusConflict, "conflict"},
+	{"claim.ErrLockReached", claim.ErrLockReached, http.StatusConflict, "locked"},
+	{"claim.ErrHoldLost", claim.ErrHoldLost, http.StatusServiceUnavailable, "stock_not_laid"},
+	{"event.ErrNotFound", event.ErrNotFound, http.StatusNotFound, "unknown_event"},
+	{"event.ErrConflict", event.ErrConflict, http.StatusConflict, "conflict"},
+	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
+	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
+	{"queue.ErrNotOpen", queue.ErrNotOpen, http.StatusForbidden, "not_open"},
+	{"queue.ErrClosed", queue.ErrClosed, http.StatusForbidden, "forbidden"},
+	{"queue.ErrStaleView", queue.ErrStaleView, http.StatusServiceUnavailable, "degraded"},
+	{"tokens.ErrInvalid", tokens.ErrInvalid, http.StatusUnauthorized, "unauthenticated"},
+	{"tokens.ErrWrongEvent", tokens.ErrWrongEvent, http.StatusForbidden, "forbidden"},
+	{"limit.ErrTaken", limit.ErrTaken, http.StatusConflict, "limit_reached"},
+	{"staff.ErrNotFound", staff.ErrNotFound, http.StatusNotFound, "not_found"},
+	{"staff.ErrExists", staff.ErrExists, http.StatusConflict, "conflict"},
+	{"staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
+	{"staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
+	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
+	{"tokens.ErrPassInvalid", tokens.ErrPassInvalid, http.StatusForbidden, "pass_invalid"},
+	{"tokens.ErrInviteInvalid", tokens.ErrInviteInvalid, http.StatusForbidden, "invite_invalid"},
+	{"admission.ErrUnknownSession", admission.ErrUnknownSession, http.StatusNotFound, "unknown_session"},
+	{"admission.ErrPassUnknown", admission.ErrPassUnknown, http.StatusNotFound, "not_found"},
+	{"admission.ErrPassExists", admission.ErrPassExists, http.StatusConflict, "conflict"},
+	{"admission.ErrPassRevoked", admission.ErrPassRevoked, http.StatusForbidden, "pass_revoked"},
+	{"admission.ErrPassUsedUp", admission.ErrPassUsedUp, http.StatusForbidden, "pass_used_up"},
+	{"turnstile.ErrNotForSale", turnstile.ErrNotForSale, http.StatusForbidden, "forbidden"},
+	{"turnstile.ErrNoToken", turnstile.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
+	{"turnstile.ErrOtherUser", turnstile.ErrOtherUser, http.StatusForbidden, "forbidden"},
+	{"turnstile.ErrPaused", turnstile.ErrPaused, http.StatusServiceUnavailable, "paused"},
+	// Errors that never reach a handler: a weak secret stops the node at
+	// start, a bad webhook signature is the shop's verifier's answer, a
+	// draining node answers /readyz with its own problem, a full safety-net
+	// room sends the gate's visitor to the waiting page. Should one ever
+	// reach a client, it is an internal error, logged.
+	{"admission.ErrFull", admission.ErrFull, http.StatusInternalServerError, "internal"},
+	{"tokens.ErrWeakSecret", tokens.ErrWeakSecret, http.StatusInternalServerError, "internal"},
+	{"lifecycle.ErrBadSignature", lifecycle.ErrBadSignature, http.StatusInternalServerError, "internal"},
+	{"internal/node.ErrDraining", node.ErrDraining, http.StatusInternalServerError, "internal"},
+	// Problems of their own, answered as they are.
+	{"web/kit.ErrUnknownEvent", kit.ErrUnknownEvent, http.StatusNotFound, "unknown_event"},
+	{"web/kit.ErrNoToken", kit.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
+}
+
+// TestErrorMap checks what each sentinel error becomes over HTTP, wrapped
+// with context as handlers return it; internal text never reaches Detail.
+func TestErrorMap(t *testing.T) {
+	for _, c := range sentinels {
+		t.Run(c.name, func(t *testing.T) {
+			err := fmt.Errorf("handler context: %w", c.err)
+			p, known := kit.ToProblem(err)
+			if p.Status != c.status || p.Code != c.code {
+				t.Errorf("%s -> %d %s, want %d %s", c.name, p.Status, p.Code, c.status, c.code)
+			}
+			if known != (c.status != http.StatusInternalServerError) {
+				t.Errorf("%s: known = %v", c.name, known)
+			}
+			// An invalid or locked configuration's detail is the event
+			// package's message, written for staff; every other detail is
+			// the map's own text.
+			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached
+			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
+				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)
+			}
+			if (p.Status == http.StatusServiceUnavailable) != (p.RetryAfter > 0) {
+				t.Errorf("%s: status %d with Retry-After %d s", c.name, p.Status, p.RetryAfter)
+			}
+		})
+	}
+	var held error = &claim.LimitError{Held: []string{"c1"}}
+	if p, _ := kit.ToProblem(held); p.Code != "limit_reached" || len(p.ClaimIDs) != 1 {
+		t.Errorf("LimitError -> %+v, want limit_reached with the held claim ids", p)
+	}
+	if p, known := kit.ToProblem(errors.New("a bug")); p.Status != http.StatusInternalServerError || known {
+		t.Errorf("an unknown error -> %d (known %v), want 500, logged", p.Status, known)
+	}
+}
+
+// TestEverySentinelHasARow requires a row of the error table for every
+// sentinel error of the module (TestEverySentinelMapped keeps sentinels
+// complete from the sources), wrapped as handlers wrap it: none may reach
+// the catch-all 500 by omission. Only packages that import web cannot be
+// named by its table (internal/node); theirs must answer 500. A *Problem
+// is its own row.
+func TestEverySentinelHasARow(t *testing.T) {
+	for _, c := range sentinels {
+		var p *kit.Problem
+		if errors.As(c.err, &p) {
+			continue
+		}
+		err := fmt.Errorf("handler context: %w", c.err)
+		above := strings.HasPrefix(c.name, "internal/node.")
+		if kit.HasRow(err) == above {
+			t.Errorf("%s: row found = %v, want %v", c.name, !above, above)
+		}
+		if above && c.status != http.StatusInternalServerError {
+			t.Errorf("%s is mapped to %d without a row", c.name, c.status)
+		}
+	}
+}
+
+// TestEverySentinelMapped finds every exported package-level Err* variable
+// in the module's non-test sources and requires a row in sentinels.
+func TestEverySentinelMapped(t *testing.T) {
+	root := "../.."
+	listed := map[string]bool{}
+	for _, c := range sentinels {
+		listed[c.name] = true
+	}
+	found := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			return nil
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(path))
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				for _, n := range spec.(*ast.ValueSpec).Names {
+					if strings.HasPrefix(n.Name, "Err") && n.IsExported() {
+						found++
+						if name := filepath.ToSlash(dir) + "." + n.Name; !listed[name] {
+							t.Errorf("%s (%s) has no row in sentinels: say what a client sees when it is returned", name, path)
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < len(sentinels) {
+		t.Errorf("found %d sentinel errors in the sources, fewer than the %d rows: remove the rows of errors that are gone", found, len(sentinels))
+	}
+}

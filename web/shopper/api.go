@@ -1,0 +1,194 @@
+// Package shopper is the public API of a sale, for its shoppers (browsers
+// and apps) and for the shop behind it: the public event, join, status,
+// claim, the caller's claims and releases, the proxy gate, safety-net
+// rooms, bypass-pass redemption, and the shop's signed calls (finished
+// checkout sessions, health).
+//
+// It owns the shopper's side of the rules and nothing more: what a join,
+// a status poll and a claim answer. Every admission it hands out or spends
+// goes through package turnstile (who may claim, whole, is written
+// there); the edge defences in front of join, status and claim (early
+// birds, rate limits, proofs of work, captchas, invites, device and
+// payment reservations) are its Guard's; errors become HTTP in package
+// kit. Handlers take the node's clock and bound every Redis or NATS call
+// with Config.Timeout.
+package shopper
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Consumer-side interfaces: only what the handlers call.
+type (
+	// sales is the node's view of the sales (*admission.Snapshots).
+	sales interface {
+		Held(ev string, pos int64) bool
+		LateShow(ev string, pos int64)
+	}
+	joiner interface {
+		Join(ctx context.Context, ev, user string, t queue.Times) (queue.Entry, error)
+	}
+	ticketSigner interface {
+		Sign(t tokens.Ticket) (string, error)
+	}
+	claimer interface {
+		Claim(ctx context.Context, r claim.Request) (claim.Result, error)
+		Release(ctx context.Context, ev, id, user string) (claim.Record, error)
+	}
+	claimStore interface {
+		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
+		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
+	}
+	// identity names the caller (web.Identity).
+	identity interface {
+		User(c *fiber.Ctx, mint bool) (string, error)
+	}
+	// laneInvites reads the lane of a signed invite (*tokens.Invites).
+	laneInvites interface {
+		VerifyLane(raw, ev, user string, now time.Time) (string, error)
+	}
+)
+
+// Guard is the edge protection in front of join, claim and status: each
+// method answers nil (or the verified ticket) to let the request on, or
+// the error to answer it with.
+type Guard interface {
+	// Join runs join's defences for user: invite, proof of work, rate
+	// limits, captcha.
+	Join(c *fiber.Ctx, cfg *event.Config, user string) error
+	// Claim runs claim's: rate limits, one claim per device and payment.
+	Claim(c *fiber.Ctx, cfg *event.Config, user string) error
+	// Poll refuses an early bird, runs the node-local status limits and
+	// returns the poll's verified queue ticket. It must not allocate on
+	// the poll of a waiting user (the status hot path).
+	Poll(c *fiber.Ctx, cfg *event.Config, now time.Time) (tokens.Ticket, error)
+}
+
+// Deps are the services the handlers use.
+//
+// Required: Sales, Joiner, Tickets, Turnstile, Claims, Store, Identity,
+// Guard and IsAdmin. Optional: the rest; each one's comment says what nil
+// does.
+type Deps struct {
+	// Sales is the node's view of the sales (*admission.Snapshots).
+	Sales sales
+	// Joiner hands out sequence numbers (*queue.Joiner, wrapped by
+	// lifecycle.Joiner).
+	Joiner joiner
+	// Tickets signs queue tickets (*tokens.Tickets, or a web.TicketCache).
+	Tickets ticketSigner
+	// Turnstile mints and spends admissions.
+	Turnstile *turnstile.Turnstile
+	// Claims runs claims and releases (*claim.Service).
+	Claims claimer
+	// Store reads claims (*claim.Store).
+	Store claimStore
+	// Identity names the caller.
+	Identity identity
+	// Guard is the edge protection.
+	Guard Guard
+	// IsAdmin reports whether the request carries staff credentials of
+	// an operator or above, who may read and release anyone's claims.
+	IsAdmin func(c *fiber.Ctx) bool
+	// Invites reads lane invites (*tokens.Invites); nil ignores them.
+	Invites laneInvites
+	// PassTokens verifies bypass passes (*tokens.Passes) and Passes
+	// spends their uses (*admission.Passes); a nil Passes answers a pass
+	// redemption 503.
+	PassTokens passVerifier
+	Passes     passRedeemer
+	// Rooms admits to safety-net rooms (*admission.Frontier); nil answers
+	// their joins 503 and makes their gate send everyone to the waiting
+	// page.
+	Rooms rooms
+	// Sessions ends checkout sessions the shop reports finished
+	// (*admission.Frontier); nil answers 503.
+	Sessions sessions
+	// Health keeps the shop health signals (*admission.Health); nil
+	// answers 503 to a push.
+	Health healthSignals
+}
+
+// Config tunes the handlers.
+type Config struct {
+	// Timeout bounds every Redis or NATS call a request makes.
+	//
+	// Default: 3s
+	Timeout time.Duration
+	// Log receives what a handler logs (a refusal not counted, a gate
+	// that could not admit).
+	//
+	// Default: slog.Default()
+	Log *slog.Logger
+	// Clock is the node's clock.
+	//
+	// Default: time.Now, requests at the instant fasthttp received them
+	Clock kit.Clock
+}
+
+// API serves the public routes of a sale. It is safe for concurrent use.
+type API struct {
+	deps  Deps
+	cfg   Config
+	now   func() time.Time
+	clock kit.Clock
+}
+
+// New returns the API over deps, cfg defaulted.
+func New(cfg Config, deps Deps) *API {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Clock.Now == nil {
+		cfg.Clock = kit.Clock{Now: time.Now, NowAt: func(t time.Time) time.Time { return t }}
+	}
+	if deps.Invites == nil {
+		deps.Invites = noInvites{}
+	}
+	return &API{deps: deps, cfg: cfg, now: cfg.Clock.Now, clock: cfg.Clock}
+}
+
+// Mount adds the routes under /events/:id to ev, whose middleware has
+// loaded the sale (kit.LoadSale). earlyBird refuses requests before the
+// pre-queue opens; join and claim run it, status checks the same itself
+// (Guard.Poll).
+func (s *API) Mount(ev fiber.Router, earlyBird fiber.Handler) {
+	// Status first: fiber tries a group's routes in order, and the status
+	// polls of waiting users are most of the traffic.
+	ev.Get("/status", s.status)
+	ev.Get("/", s.publicEvent)
+	ev.Post("/join", earlyBird, s.join) // early birds never reach Redis
+	ev.Post("/claim", earlyBird, s.claim)
+	ev.Get("/claims/:claim_id", s.lookupClaim)
+	ev.Get("/claims", s.listClaims)
+	ev.Get("/gate", s.gate)
+	ev.Post("/claims/:claim_id/release", s.releaseClaim)
+	ev.Post("/sessions/:jti/finished", s.finishSession) // signed by the shop (shop.go)
+	ev.Post("/health", s.pushHealth)
+}
+
+// ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
+// on client disconnect.
+func (s *API) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.UserContext(), s.cfg.Timeout)
+}
+
+// noInvites is Deps.Invites when nil: no invite verifies.
+type noInvites struct{}
+
+func (noInvites) VerifyLane(string, string, string, time.Time) (string, error) {
+	return "", tokens.ErrInviteInvalid
+}

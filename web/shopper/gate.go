@@ -1,0 +1,105 @@
+package shopper
+
+import (
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/gofiber/fiber/v2"
+)
+
+// GateUserHeader is the header of a gate answer that names the admitted
+// user (the admission token's sub), for a proxy to forward to the shop.
+const GateUserHeader = "X-Anteroom-User"
+
+// GateReturnHeader is the request header in which a proxy passes the gate
+// the URI it protects ($request_uri); GateRedirectHeader, on a refusal,
+// answers the waiting page's address with that URI as its return
+// parameter, for the proxy's redirect.
+const (
+	GateReturnHeader   = "X-Original-URI"
+	GateRedirectHeader = "X-Anteroom-Redirect"
+)
+
+// maxReturnLen bounds a return path.
+const maxReturnLen = 2048
+
+// SafeReturn reports whether p may be a waiting page's return address: a
+// path on this site ("/..."), never another site ("//host", "/\host",
+// "https://..."), without control characters. The page applies the same
+// rule before it navigates.
+func SafeReturn(p string) bool {
+	if len(p) == 0 || len(p) > maxReturnLen || p[0] != '/' || strings.HasPrefix(p, "//") || strings.ContainsRune(p, '\\') {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] < 0x20 || p[i] == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// waitingPage returns the waiting page of event ev, returning to ret once
+// admitted when ret is a SafeReturn path.
+func waitingPage(ev, ret string) string {
+	page := "/e/" + ev
+	if SafeReturn(ret) {
+		page += "?return=" + url.QueryEscape(ret)
+	}
+	return page
+}
+
+// AdmissionCookie names the cookie that holds the admission token of event
+// ev, set by the status answer that admits a browser. A proxy in front of
+// the shop (nginx auth_request) passes it to the gate.
+func AdmissionCookie(ev string) string { return "anteroom_a_" + ev }
+
+// errNotAdmitted is the gate's one refusal: a proxy turns any 401 into a
+// redirect to the waiting page, so the reason stays out of the answer.
+var errNotAdmitted = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "no valid admission token for this event")
+
+// setAdmissionCookie hands a browser its admission token as an HttpOnly
+// cookie on the whole site, expiring with the token: the shop's pages,
+// behind a proxy that asks the gate, then let the visitor in.
+func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
+	c.Cookie(&fiber.Cookie{
+		Name: AdmissionCookie(ev), Value: token, Path: "/", Expires: exp, HTTPOnly: true,
+		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
+	})
+}
+
+// gate answers a proxy's per-request check (GET /events/{id}/gate, nginx
+// auth_request): 204 with GateUserHeader when the request carries an
+// admission token of this event that verifies now — the admission cookie
+// first, then an Authorization bearer — and 401 otherwise, with
+// GateRedirectHeader naming the waiting page. Verification is
+// offline, with the JWKS's keys: no Redis or NATS call.
+//
+// In a safety-net room (event.SafetyNet) the gate also renews an admission
+// past half its life (gateRenew) and, for a visitor without one, admits
+// at once while the room is under its thresholds (gateEnter: one Redis
+// step; the 204 then sets the admission cookie, which the proxy passes
+// on). Only a visitor it cannot admit is sent to the waiting page.
+func (s *API) gate(c *fiber.Ctx) error {
+	sale := kit.SaleOf(c)
+	ev := sale.Config.ID
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	now := s.now()
+	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
+		if raw == "" {
+			continue
+		}
+		if a, err := s.deps.Turnstile.Verify(raw, ev, now); err == nil {
+			s.gateRenew(c, &sale.Config, a, now)
+			c.Set(GateUserHeader, a.User)
+			return c.SendStatus(fiber.StatusNoContent)
+		}
+	}
+	if s.gateEnter(c, sale, now) {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
+	return errNotAdmitted
+}

@@ -1,0 +1,155 @@
+package shopper
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	mathrand "math/rand/v2"
+	"time"
+
+	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/queue"
+	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/turnstile"
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/gofiber/fiber/v2"
+)
+
+// rooms admits to safety-net rooms; *admission.Frontier.
+type rooms interface {
+	Enter(ctx context.Context, ev string, e admission.Entrance) (admission.Entered, error)
+}
+
+// roomJoinJSON is a safety-net join answer: a join answer, with the
+// admission token when the caller was admitted at once.
+type roomJoinJSON struct {
+	joinJSON
+	AdmissionToken string     `json:"admission_token,omitempty"`
+	ExpiresAt      *time.Time `json:"admission_expires_at,omitempty"`
+}
+
+// entrance is the safety-net step for cfg: user "" for the gate.
+func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance {
+	return admission.Entrance{
+		User: user, Opens: cfg.StartsAt, Ends: cfg.EndsAt, Rate: cfg.AdmitRatePerSecond,
+		MaxActive: cfg.MaxActive, AdmissionTTL: turnstile.TTL(cfg), Paused: cfg.Paused, AdmitOnly: admitOnly,
+	}
+}
+
+// joinRoom is join for a safety-net room: one Redis step that admits at
+// once while the room is under its thresholds (the answer then carries the
+// admission token and sets the admission cookie) and queues otherwise.
+func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
+	cfg := &sale.Config
+	if s.deps.Rooms == nil {
+		return kit.RetryLater("degraded", "safety-net rooms are not available on this node", 5)
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, user, false))
+	if err != nil {
+		return err
+	}
+	ticket, err := s.giveTicket(c, cfg, user, en.Seq, en.JoinedAt)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	now := s.now()
+	out := roomJoinJSON{joinJSON: joinJSON{Ticket: ticket, Seq: en.Seq}}
+	pos := en.Seq
+	out.Position = &pos
+	if en.Admitted {
+		tok, exp, err := s.admitTo(c, cfg, user, en.Seq, now)
+		if err != nil {
+			return err
+		}
+		out.State, out.PollAfterMs, out.AdmissionToken, out.ExpiresAt = admission.Admitted, pollMillis(admission.MaxPoll), tok, &exp
+		return c.JSON(out)
+	}
+	d := admission.DecidePlace(sale, queue.Place{Seq: en.Seq, Joined: en.JoinedAt}, now, mathrand.Float64)
+	if d.State == admission.Admitted {
+		// The view is older than this step, which found the entry waiting.
+		d.State, d.PollAfter = admission.Waiting, admission.MinPoll
+	}
+	out.State, out.PollAfterMs = d.State, pollMillis(d.PollAfter)
+	return c.JSON(out)
+}
+
+// admitTo admits user (at position pos) to cfg's room (turnstile.Room:
+// the position is marked present, and so active until the token expires)
+// and sets the admission cookie.
+func (s *API) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, now time.Time) (string, time.Time, error) {
+	tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Room, User: user, Pos: pos}, now)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	exp := a.ExpiresAt.UTC()
+	setAdmissionCookie(c, cfg.ID, tok, exp)
+	return tok, exp, nil
+}
+
+// gateRenew, in a safety-net room, renews a visitor's admission once half
+// of it has passed (a new token in the admission cookie, the position
+// active for another TTL): people who keep using the site stay admitted,
+// and those who stop leave when their admission expires. No Redis: the
+// next tick records the renewal.
+func (s *API) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now time.Time) {
+	if !cfg.IsSafetyNet() || a.ExpiresAt.Sub(now) > turnstile.TTL(cfg)/2 {
+		return
+	}
+	// A failed renewal leaves the current admission, still valid.
+	_, _, _ = s.admitTo(c, cfg, a.User, a.Pos, now)
+}
+
+// gateEnter, in a safety-net room, tries to admit a visitor without an
+// admission at once, from the gate (admit only: a visitor who cannot be
+// admitted now is sent to the waiting page, which joins the queue). It
+// reports whether the visitor was admitted; the answer then carries the
+// admission cookie and names the user. The visitor is the one the identity
+// mode names without minting (the visitor cookie, a user token); anyone
+// else gets a one-time id, since a gate answer passes on one cookie only.
+// The join's edge protection (per-IP budget and the other join limits)
+// applies.
+func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) bool {
+	cfg := &sale.Config
+	if !cfg.IsSafetyNet() || s.deps.Rooms == nil || cfg.Paused || sale.Joined > int64(sale.Frontier) {
+		return false // somebody is waiting (as of this node's view): queue behind them
+	}
+	user, err := s.deps.Identity.User(c, false)
+	if err != nil {
+		if user, err = oneTimeVisitor(); err != nil {
+			return false
+		}
+	}
+	if s.deps.Guard.Join(c, cfg, user) != nil {
+		return false
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, "", true))
+	if err != nil {
+		if !errors.Is(err, admission.ErrFull) {
+			s.cfg.Log.Warn("safety-net gate", "event", cfg.ID, "err", err)
+		}
+		return false
+	}
+	if _, _, err := s.admitTo(c, cfg, user, en.Seq, now); err != nil {
+		s.cfg.Log.Warn("safety-net gate: issue", "event", cfg.ID, "err", err)
+		return false
+	}
+	c.Set(GateUserHeader, user)
+	return true
+}
+
+// oneTimeVisitor returns a random visitor id ("g-" and 22 base64url
+// characters) for a gate visitor the identity mode does not name.
+func oneTimeVisitor() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "g-" + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
