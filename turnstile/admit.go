@@ -76,7 +76,7 @@ type Entry struct {
 //   - Checkout session: under max_active the shop may end a checkout early
 //     by the token's jti (POST /events/{id}/sessions/{jti}/finished),
 //     freeing the place for the next person. Only the default lane's
-//     positions can be finished (admission.Snapshots.Session drops the
+//     positions can be finished (sale.Snapshots.Session drops the
 //     others). A Room admission's turn ends by its own clock instead: the
 //     gate renews it while the visitor keeps using the site and it lapses
 //     when they stop; a finished session would leave a visitor whom the

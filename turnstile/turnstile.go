@@ -13,7 +13,7 @@ type Issuer interface {
 }
 
 // View is the node's view of the sales, which the next refresh writes to
-// Redis (*admission.Snapshots). Its methods make no Redis call.
+// Redis (*sale.Snapshots). Its methods make no Redis call.
 type View interface {
 	// PresentAfter marks position pos of event ev present (its holder
 	// fetched a token after waiting waited; negative: unknown).

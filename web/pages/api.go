@@ -27,7 +27,7 @@ import (
 
 // Consumer-side interfaces: only what the handlers call.
 type (
-	// sales is the node's view of the sales (*admission.Snapshots).
+	// sales is the node's view of the sales (*sale.Snapshots).
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
 		Reload(ctx context.Context, id string) error

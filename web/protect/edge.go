@@ -39,7 +39,7 @@ type (
 		Sign(t tokens.Ticket) (string, error)
 		Verify(raw, event string) (tokens.Ticket, error)
 	}
-	// sales reads the node's view of a sale (*admission.Snapshots).
+	// sales reads the node's view of a sale (*sale.Snapshots).
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
 	}

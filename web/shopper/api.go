@@ -30,7 +30,7 @@ import (
 
 // Consumer-side interfaces: only what the handlers call.
 type (
-	// sales is the node's view of the sales (*admission.Snapshots).
+	// sales is the node's view of the sales (*sale.Snapshots).
 	sales interface {
 		Held(ev string, pos int64) bool
 		LateShow(ev string, pos int64)
@@ -80,7 +80,7 @@ type Guard interface {
 // Guard and IsAdmin. Optional: the rest; each one's comment says what nil
 // does.
 type Deps struct {
-	// Sales is the node's view of the sales (*admission.Snapshots).
+	// Sales is the node's view of the sales (*sale.Snapshots).
 	Sales sales
 	// Joiner hands out sequence numbers (*queue.Joiner, wrapped by
 	// lifecycle.Joiner).

@@ -31,7 +31,7 @@ import (
 
 // Consumer-side interfaces: only what the handlers call.
 type (
-	// sales is the node's view of the sales (*admission.Snapshots).
+	// sales is the node's view of the sales (*sale.Snapshots).
 	sales interface {
 		Get(id string) (*admission.Sale, bool)
 		Reload(ctx context.Context, id string) error
@@ -60,7 +60,7 @@ type (
 // Required: Sales, Configs, Store and Friction. Optional: the rest; each
 // one's comment says what nil does.
 type Deps struct {
-	// Sales is the node's view of the sales (*admission.Snapshots).
+	// Sales is the node's view of the sales (*sale.Snapshots).
 	Sales sales
 	// Configs keeps event configurations (*event.Store).
 	Configs configStore
