@@ -5,6 +5,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"github.com/anteroom/anteroom/web/protect"
 	"io"
 	"log/slog"
 	"strconv"
@@ -45,7 +46,7 @@ func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
 		tb.Fatal(err)
 	}
 	// fasthttp's in-memory RequestCtx has the peer 0.0.0.0: the gateway.
-	identity, err := NewHeaderIdentity("X-User-ID", []string{"0.0.0.0"})
+	identity, err := protect.NewHeaderIdentity("X-User-ID", []string{"0.0.0.0"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
 			present: func(string, int64) {},
 		},
 		Joiner:   &benchJoiner{},
-		Tickets:  NewTicketCache(signed, 200_000),
+		Tickets:  protect.NewTicketCache(signed, 200_000),
 		Admitter: tokens.NewIssuer(keys, tokens.IssuerConfig{}),
 		Identity: identity,
 		Observe:  Observe{Request: m.ObserveRequest, TokenIssued: m.TokenIssued},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/anteroom/anteroom/web/protect"
 	"io"
 	"log/slog"
 	"net"
@@ -69,7 +70,7 @@ func limApp(t testing.TB, cfg Config, sale *admission.Sale, d Deps) *fiber.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := NewHeaderIdentity("", []string{"0.0.0.0"}) // app.Test's peer plays the gateway
+	id, err := protect.NewHeaderIdentity("", []string{"0.0.0.0"}) // app.Test's peer plays the gateway
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestRateLimitedAnswer(t *testing.T) {
 	l.Join.IP = event.Rate{PerSecond: 3}
 	l.Join.User = event.Rate{PerSecond: 1, Burst: 5}
 	app := limApp(t, Config{GlobalJoin: limit.Limit{Rate: 50}}, limSale(l), Deps{Limiter: deny})
-	a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", DeviceHeader: "dev-1"}, nil)
+	a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", protect.DeviceHeader: "dev-1"}, nil)
 	if a.status != 429 || a.code() != "rate_limited" || a.header.Get("Retry-After") != "3" || !strings.Contains(a.body["detail"].(string), "device") {
 		t.Fatalf("got %d %v Retry-After %q, want 429 rate_limited naming the device with Retry-After 3", a.status, a.body, a.header.Get("Retry-After"))
 	}
@@ -214,7 +215,7 @@ func TestRateLimitedAnswer(t *testing.T) {
 			t.Errorf("rule %+v, want %+v", r, want[r.Dim])
 		}
 	}
-	a = limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", DeviceHeader: "bad device"}, nil)
+	a = limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", protect.DeviceHeader: "bad device"}, nil)
 	if a.status != 400 || a.code() != "bad_request" {
 		t.Fatalf("bad device id: %d %v, want 400", a.status, a.body)
 	}
@@ -295,7 +296,7 @@ func TestReservationAnswers(t *testing.T) {
 			Admitter:     limAdmitter{user: "bob"},
 			Reservations: limReserver{reserve: func(string, string, string) error { return tc.err }},
 		})
-		a := limDo(t, app, "POST", "/events/ev/claim", map[string]string{"Authorization": "Bearer t", "X-User-ID": "bob", DeviceHeader: "phone-1"}, nil)
+		a := limDo(t, app, "POST", "/events/ev/claim", map[string]string{"Authorization": "Bearer t", "X-User-ID": "bob", protect.DeviceHeader: "phone-1"}, nil)
 		if a.status != tc.status || a.code() != tc.code || (tc.status == 503 && a.header.Get("Retry-After") == "") {
 			t.Errorf("reservation error %v: %d %v, want %d %s", tc.err, a.status, a.body, tc.status, tc.code)
 		}

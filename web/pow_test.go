@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/anteroom/anteroom/web/protect"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestChallengeAndJoin(t *testing.T) {
 	if a.status != 200 || a.body["required"] != true || a.body["bits"] != 10.0 || ch == "" {
 		t.Fatalf("challenge: %d %v", a.status, a.body)
 	}
-	solved := ch + ":" + SolvePoW(ch, 10)
+	solved := ch + ":" + protect.SolvePoW(ch, 10)
 	for _, tc := range []struct {
 		user, pow string
 		status    int
@@ -29,7 +30,7 @@ func TestChallengeAndJoin(t *testing.T) {
 		{"alice", solved, 200, ""},
 		{"alice", solved, 200, ""}, // the same user again: harmless, join is idempotent
 	} {
-		a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": tc.user, PoWHeader: tc.pow}, nil)
+		a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": tc.user, protect.PoWHeader: tc.pow}, nil)
 		if a.status != tc.status || a.code() != tc.code {
 			t.Fatalf("join as %s with %q: %d %v, want %d %s", tc.user, tc.pow, a.status, a.body, tc.status, tc.code)
 		}

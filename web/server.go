@@ -127,7 +127,7 @@ type Deps struct {
 	// Configs keeps event configurations (*event.Store).
 	Configs configStore
 	// Identity names the caller.
-	Identity Identity
+	Identity protect.Identity
 	// JWKS returns the public key set as JSON.
 	JWKS func() []byte
 	// Ready reports whether Redis and NATS answer.

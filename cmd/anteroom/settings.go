@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/internal/settings"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 //go:generate go run . settings-table -w ../../docs/configure.md
@@ -161,9 +162,9 @@ func ticketSecret(to *[]byte) func(string) error {
 	}
 }
 
-func identity(to *web.IdentityMode) func(string) error {
+func identity(to *protect.IdentityMode) func(string) error {
 	return func(v string) (err error) {
-		*to, err = web.ParseIdentityMode(v)
+		*to, err = protect.ParseIdentityMode(v)
 		return err
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/report"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 // siteverifyStub plays a captcha provider's siteverify API on loopback:
@@ -110,7 +110,7 @@ func TestCaptchaOnJoin(t *testing.T) {
 	join := func(user, token string) nodetest.Answer {
 		h := map[string]string{"X-User-ID": user}
 		if token != "" {
-			h[web.CaptchaHeader] = token
+			h[protect.CaptchaHeader] = token
 		}
 		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/join", h, nil)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 // Config is a node's process configuration. Each field a deployment sets
@@ -75,7 +76,7 @@ type Config struct {
 	// believed only from TrustedProxies, which header mode requires).
 	//
 	// Default: anonymous
-	Identity web.IdentityMode
+	Identity protect.IdentityMode
 	// IdentityHeader is the header mode's user id header, believed only
 	// from TrustedProxies.
 	//
@@ -176,7 +177,7 @@ type Config struct {
 	// MaxInFlight caps requests in progress on this node; more get 503
 	// degraded.
 	//
-	// Default: web.DefaultMaxInFlight
+	// Default: protect.DefaultMaxInFlight
 	MaxInFlight int
 	// GlobalJoinRate and GlobalClaimRate cap joins and claims per second
 	// over every event and node together (burst: one second's worth).
@@ -212,13 +213,13 @@ func (c *Config) defaults() {
 		c.SigningKeys = filepath.Join(c.DataDir, "keys")
 	}
 	if c.Identity == "" {
-		c.Identity = web.IdentityAnonymous
+		c.Identity = protect.IdentityAnonymous
 	}
 	if c.IdentityHeader == "" {
-		c.IdentityHeader = web.UserIDHeader
+		c.IdentityHeader = protect.UserIDHeader
 	}
 	if c.UserTokenHeader == "" {
-		c.UserTokenHeader = web.UserTokenHeader
+		c.UserTokenHeader = protect.UserTokenHeader
 	}
 	if c.Issuer == "" {
 		c.Issuer = tokens.DefaultIssuer
@@ -227,7 +228,7 @@ func (c *Config) defaults() {
 		c.Audience = tokens.DefaultAudience
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = web.DefaultMaxInFlight
+		c.MaxInFlight = protect.DefaultMaxInFlight
 	}
 	if c.StreamReplicas == 0 {
 		c.StreamReplicas = 1
@@ -253,13 +254,13 @@ func (c *Config) defaults() {
 }
 
 func (c *Config) validate() error {
-	if _, err := web.ParseIdentityMode(string(c.Identity)); err != nil {
+	if _, err := protect.ParseIdentityMode(string(c.Identity)); err != nil {
 		return err
 	}
-	if c.Identity == web.IdentityJWT && c.UserJWKS == "" {
+	if c.Identity == protect.IdentityJWT && c.UserJWKS == "" {
 		return errors.New("identity jwt needs ANTEROOM_USER_JWKS")
 	}
-	if c.Identity == web.IdentityHeader && len(c.TrustedProxies) == 0 {
+	if c.Identity == protect.IdentityHeader && len(c.TrustedProxies) == 0 {
 		return errors.New("identity header needs ANTEROOM_TRUSTED_PROXIES: the gateway addresses whose user id header is believed")
 	}
 	if err := c.checkUserTokens(); err != nil {
@@ -316,7 +317,7 @@ func (c *Config) checkSecrets() error {
 // is believed only when it was minted for anteroom (aud) by the shop
 // (iss), unless UserAcceptAnyIssuerAudience is set.
 func (c *Config) checkUserTokens() error {
-	if c.Identity != web.IdentityJWT || c.UserAcceptAnyIssuerAudience {
+	if c.Identity != protect.IdentityJWT || c.UserAcceptAnyIssuerAudience {
 		return nil
 	}
 	if c.UserIssuer == "" || c.UserAudience == "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/tokens"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 	"github.com/chromedp/chromedp"
 )
 
@@ -36,7 +36,7 @@ func TestPoWAndInviteJoin(t *testing.T) {
 	if ch.Status != http.StatusOK || ch.Body["required"] != true || ch.Body["bits"] != 12.0 {
 		t.Fatalf("challenge: %d %s", ch.Status, ch.Raw)
 	}
-	solved := nodetest.Str(ch.Body, "challenge") + ":" + web.SolvePoW(nodetest.Str(ch.Body, "challenge"), 12)
+	solved := nodetest.Str(ch.Body, "challenge") + ":" + protect.SolvePoW(nodetest.Str(ch.Body, "challenge"), 12)
 	inv, err := tokens.NewInvites(secret)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 // registrant is one identity in a lottery: its visitor cookie and ticket.
@@ -51,7 +51,7 @@ func joinLikeThePage(t *testing.T, nd *node.Node, ev string) registrant {
 	}
 	if ch.Body["required"] == true {
 		c := nodetest.Str(ch.Body, "challenge")
-		hdr["X-PoW"] = c + ":" + web.SolvePoW(c, int(ch.Body["bits"].(float64)))
+		hdr["X-PoW"] = c + ":" + protect.SolvePoW(c, int(ch.Body["bits"].(float64)))
 	}
 	j := nodetest.Call(t, http.MethodPost, base+"/join", hdr, nil)
 	if j.Status != http.StatusOK {

@@ -14,7 +14,7 @@ import (
 	"github.com/anteroom/anteroom/sale"
 	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 // startLoops starts the node's background loops, which run until Close:
@@ -61,7 +61,7 @@ func (n *Node) serve() {
 	go func() { n.serveErr <- n.app.Listener(n.ln) }()
 	cfg := &n.cfg
 	cfg.Log.Info("anteroom node serving", "addr", n.ln.Addr().String(), "identity", cfg.Identity, "metrics_addr", cfg.MetricsAddr)
-	if cfg.Identity == web.IdentityAnonymous && len(cfg.TrustedProxies) == 0 {
+	if cfg.Identity == protect.IdentityAnonymous && len(cfg.TrustedProxies) == 0 {
 		cfg.Log.Info("per-IP join budgets count the peer address; behind a proxy or load balancer set ANTEROOM_TRUSTED_PROXIES, or every shopper shares its budget")
 	}
 }

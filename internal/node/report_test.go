@@ -18,7 +18,7 @@ import (
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/report"
-	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 // TestReportOfASale runs a small sale whose truth is known — 12 joined,
@@ -48,7 +48,7 @@ func TestReportOfASale(t *testing.T) {
 		u := fmt.Sprint("u", i)
 		ch := nodetest.Call(t, http.MethodGet, base+"/challenge", map[string]string{"X-User-ID": u}, nil)
 		c := nodetest.Str(ch.Body, "challenge")
-		j := nodetest.Call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": u, web.PoWHeader: c + ":" + web.SolvePoW(c, 1)}, nil)
+		j := nodetest.Call(t, http.MethodPost, base+"/join", map[string]string{"X-User-ID": u, protect.PoWHeader: c + ":" + protect.SolvePoW(c, 1)}, nil)
 		if j.Status != http.StatusOK {
 			t.Fatalf("join %s: %d %s", u, j.Status, j.Raw)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
+	"github.com/anteroom/anteroom/web/protect"
 	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -44,7 +45,7 @@ type wiring struct {
 	// startClock
 	clk *clock.Clock
 	// callers
-	identity    web.Identity
+	identity    protect.Identity
 	reloadUsers func() error // nil unless users bring tokens (jwt)
 	adminToken  string
 	// services
@@ -273,7 +274,7 @@ func (w *wiring) edge() error {
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
 		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb), Passes: admission.NewPasses(back.rdb),
-		Sales: w.snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(w.snaps)), Lifecycle: w.lc, Tickets: web.NewTicketCache(w.tickets, 200_000),
+		Sales: w.snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(w.snaps)), Lifecycle: w.lc, Tickets: protect.NewTicketCache(w.tickets, 200_000),
 		Admitter: w.issuer, Claims: w.svc, Store: w.claims,
 		Configs: w.events, Pages: w.events, Identity: w.identity, JWKS: w.keys.JWKS, Ready: w.ops.ready, Rooms: w.frontier,
 		Sessions: w.frontier, Health: w.shop,

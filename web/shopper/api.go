@@ -49,7 +49,7 @@ type (
 		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
 		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
 	}
-	// identity names the caller (web.Identity).
+	// identity names the caller (protect.Identity).
 	identity interface {
 		User(c *fiber.Ctx, mint bool) (string, error)
 	}
@@ -85,7 +85,7 @@ type Deps struct {
 	// Joiner hands out sequence numbers (*queue.Joiner, wrapped by
 	// lifecycle.Joiner).
 	Joiner joiner
-	// Tickets signs queue tickets (*tokens.Tickets, or a web.TicketCache).
+	// Tickets signs queue tickets (*tokens.Tickets, or a protect.TicketCache).
 	Tickets ticketSigner
 	// Turnstile mints and spends admissions.
 	Turnstile *turnstile.Turnstile
