@@ -34,7 +34,9 @@ type Page struct {
 	Template string `json:"template,omitempty"`
 }
 
-// Colors are a page's colours; empty fields keep the built-in ones.
+// Colors are a page's colours; empty fields keep the built-in ones
+// (DefaultPrimary, DefaultBackground, DefaultText). Page.Validate refuses
+// colours whose contrast falls short of WCAG 2.2 AA (CheckContrast).
 type Colors struct {
 	// Primary colours buttons, links and the progress bar.
 	Primary string `json:"primary,omitempty"`
@@ -81,6 +83,9 @@ func (p *Page) Validate() error {
 		if v != "" && !hexColor.MatchString(v) {
 			return bad("colors.%s must be #rrggbb in lowercase hex, like #0b63c4", name)
 		}
+	}
+	if cp := p.Colors.CheckContrast(); cp != nil {
+		return bad("%s", cp)
 	}
 	for lang, msgs := range p.Copy {
 		if len(msgs) > MaxCopyPerLanguage {

@@ -3,7 +3,9 @@
 # redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
 # font (Chinese text in screenshots) and small Devanagari and Arabic fonts
 # (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
-# test) and Node.js (the README's edge function and webhook verifier). NATS needs nothing: the tests embed it.
+# test), Node.js (the README's edge function and webhook verifier) with npm,
+# and axe-core from npm (internal/e2e's accessibility checks, pinned by
+# internal/e2e/testdata/axe/package-lock.json). NATS needs nothing: the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
@@ -31,6 +33,7 @@ have_cmd chromium || missing+=(chromium)
 have_cmd curl || missing+=(curl ca-certificates)
 have_cmd nginx || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
 have_cmd node || missing+=(nodejs)
+have_cmd npm || missing+=(npm)
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
 	missing+=("$CJK_FONT")
 fi
@@ -41,7 +44,7 @@ for f in "${SCRIPT_FONTS[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	log "nothing to do: redis-server, redis-cli, chromium, nginx, node and the fonts are present"
+	log "nothing to do: redis-server, redis-cli, chromium, nginx, node, npm and the fonts are present"
 else
 	log "missing: ${missing[*]}"
 	if ! have_cmd apt-get; then
@@ -98,8 +101,23 @@ else
 	esac
 fi
 
+# axe-core for the browser tests' accessibility checks: npm ci installs
+# exactly the locked version, and only when it is not there yet.
+AXE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/internal/e2e/testdata/axe"
+if [ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]; then
+	log "axe-core: present in $AXE_DIR/node_modules"
+elif have_cmd npm; then
+	log "npm ci --prefix $AXE_DIR (axe-core)"
+	npm ci --prefix "$AXE_DIR" --no-audit --no-fund --ignore-scripts
+elif [ "${CI:-}" = "true" ]; then
+	log "no npm: cannot install axe-core"
+	exit 1
+fi
+
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
 log "nginx:        $(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || echo missing)"
 log "node:         $(command -v node || echo missing) $(node --version 2>/dev/null || true)"
+log "npm:          $(command -v npm || echo missing) $(npm --version 2>/dev/null || true)"
+log "axe-core:     $(ls "$AXE_DIR/node_modules/axe-core/axe.min.js" 2>/dev/null || echo missing)"

@@ -250,6 +250,10 @@ func TestChinesePage(t *testing.T) {
 	if got, want := p.text("state")+"|"+p.text("claim")+"|"+eval[string](p, `document.documentElement.lang`), "It's your turn|Claim now|en"; got != want {
 		t.Errorf("after the switch %q, want %q", got, want)
 	}
+	// The accessible names follow the switch too.
+	if got := eval[string](p, `document.getElementById("bar").getAttribute("aria-label") + "|" + document.getElementById("lang").getAttribute("aria-label")`); got != "Progress in the queue|Language" {
+		t.Errorf("accessible names after the switch %q, want the English ones", got)
+	}
 	if !strings.Contains(eval[string](p, `document.cookie`), "anteroom_lang=en") {
 		t.Errorf("the switcher did not keep its choice in the anteroom_lang cookie")
 	}

@@ -71,6 +71,10 @@ type PageBrand struct {
 	Name                      string
 	LogoURL                   template.URL // https or data:image, checked on save
 	Primary, Background, Text string
+	// Muted (secondary text), Surface (code, the progress track) and
+	// OnPrimary (a button's label) are worked out from the brand's
+	// colours to keep WCAG 2.2 AA contrast; empty without brand colours.
+	Muted, Surface, OnPrimary string
 }
 
 // PageCountdown is what the page counts down to: Label is the message

@@ -231,6 +231,8 @@ func brandOf(page *event.Page) PageBrand {
 	// Checked on save (event.Page.Validate): https or data:image only.
 	b.LogoURL = template.URL(page.LogoURL)
 	b.Primary, b.Background, b.Text = page.Colors.Primary, page.Colors.Background, page.Colors.Text
+	d := deriveColors(page.Colors)
+	b.Muted, b.Surface, b.OnPrimary = d.Muted, d.Surface, d.OnPrimary
 	return b
 }
 

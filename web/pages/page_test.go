@@ -166,3 +166,40 @@ func TestLivePageConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPageContrast: brand colours whose contrast falls short of WCAG 2.2
+// AA are refused with a 400 naming the pair and its ratio; the colours
+// the page derives from a brand that passes keep their own contrast.
+func TestPageContrast(t *testing.T) {
+	r := newPageRenderer()
+	cfg := testSale().Config
+	err := r.checkPage(&cfg, &event.Page{Colors: event.Colors{Text: "#999999", Background: "#ffffff"}}, time.Now())
+	var p *kit.Problem
+	if !errors.As(err, &p) || p.Status != 400 || !strings.Contains(p.Detail, "colors.text #999999 on colors.background #ffffff has a contrast ratio of 2.84:1") {
+		t.Errorf("grey on white: %v, want a 400 naming the pair and its ratio", err)
+	}
+	for _, c := range []event.Colors{
+		{},
+		{Primary: "#ffd166", Background: "#14161a", Text: "#f2f2f2"},
+		{Primary: "#8a1538", Background: "#fffaf3", Text: "#222222"},
+		{Text: "#767676"},                        // just 4.5:1: muted text is the text colour
+		{Primary: "#949494"},                     // white on it falls short: black labels
+		{Background: "#000000", Text: "#ffffff"}, // white on black: the surface a touch lighter
+	} {
+		if cp := c.CheckContrast(); cp != nil {
+			t.Fatalf("%+v: %s", c, cp)
+		}
+		d, e := deriveColors(c), c.Effective()
+		if c == (event.Colors{}) {
+			if d != (derivedColors{}) {
+				t.Errorf("no brand colours: derived %+v, want none", d)
+			}
+			continue
+		}
+		for _, pair := range [][2]string{{d.Muted, e.Background}, {e.Text, d.Surface}, {d.OnPrimary, e.Primary}} {
+			if got := event.Contrast(pair[0], pair[1]); got < event.MinTextContrast {
+				t.Errorf("%+v: %s on %s is %.2f:1, want at least 4.5:1 (derived %+v)", c, pair[0], pair[1], got, d)
+			}
+		}
+	}
+}

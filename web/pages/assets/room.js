@@ -312,11 +312,15 @@ function box(id, kind, cls, main, sub) {
   e.textContent = main;
   if (sub) { const s = document.createElement("small"); s.textContent = sub; e.appendChild(s); }
 }
-// announce speaks through the live region: at once when the kind of news
-// changes, at most every 15 s while only the numbers move.
+// announce speaks through the live region (#live, the page's only one): at
+// once when the kind of news changes (joined, admitted, paused, a result),
+// at most every announceMs while only the numbers move, so a screen reader
+// is not read every poll; a result (key "r:…") is announced once.
+const announceMs = 30000, results = {};
 function announce(s, key) {
-  if (!s || s === said || (key === saidKey && Date.now() - saidAt < 15000)) return;
+  if (!s || s === said || results[key] || (key === saidKey && Date.now() - saidAt < announceMs)) return;
   said = s; saidKey = key; saidAt = Date.now();
+  if (key.startsWith("r:")) results[key] = true;
   $("live").textContent = s;
 }
 function render() {
@@ -327,6 +331,7 @@ function render() {
   const ps = res ? res.k : st ? st.state : "";
   if (root.dataset.state !== ps) root.dataset.state = ps;
   for (const e of document.querySelectorAll("[data-t]")) txt2(e, t(e.dataset.t));
+  for (const e of document.querySelectorAll("[data-t-aria]")) if (e.getAttribute("aria-label") !== t(e.dataset.tAria)) e.setAttribute("aria-label", t(e.dataset.tAria));
   if (unknown) { txt("name", t("unknown")); show("clock", false); return; }
   if (!info) { txt("name", t("loading")); return; }
   document.title = info.name + " · " + t("title");
@@ -391,7 +396,7 @@ function renderResult() {
   else box("result", k, cls, k ? t(k) : "");
   const nk = notice && notice.k, nt = nk ? t(nk, {s: notice.s, d: notice.d}) : "";
   box("notice", nk, nk === "error" ? "bad" : nk === "notOpen" || nk === "expired" || nk === "pow" ? "info" : "warn", nt);
-  if (k) return [t(k) + (k === "granted" ? " " + cs : ""), "r:" + k + (res ? res.status : "")];
+  if (k) return [t(k) + (k === "granted" ? " " + cs : ""), "r:" + k];
   return nk ? [nt, "n:" + nk] : null;
 }
 // ordering returns what orders the holder of seq: the event's window, or
