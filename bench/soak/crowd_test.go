@@ -113,6 +113,7 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"], Lane: s.lane}}
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	a.Start = time.Now()
 	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, hdr)
 	switch {
 	case ans.Err != nil && ans.Cut: // answered, but the body was cut

@@ -158,6 +158,15 @@ func runSoak(t *testing.T, r soakRun) *violation {
 		default:
 		}
 	}
+	// Porcupine's verdict, beside the checks above (issue 28).
+	timeout, err := modelTimeout()
+	if err != nil {
+		t.Fatalf("ANTEROOM_SOAK_PORCUPINE_TIMEOUT: %v", err)
+	}
+	mv := h.checkModel(cmp.Or(os.Getenv("ANTEROOM_SOAK_ARTIFACTS"), os.TempDir()), timeout)
+	if found == nil && mv.Failed != nil {
+		found = mv.Failed
+	}
 	answered, total, nfaults := h.count()
 	f.mu.Lock()
 	var kinds []string
@@ -180,8 +189,8 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	if found != nil {
 		verdict = "FAIL"
 	}
-	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks\n",
-		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load())
+	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks; %s\n",
+		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load(), mv)
 	if r.quiet {
 		return found
 	}
