@@ -116,7 +116,7 @@ func (h *history) checkModel(dir string, timeout time.Duration) modelVerdict {
 		default:
 			what := fmt.Sprintf("sale %s: no order of its %d claims, releases and lookups explains every answer (Illegal)", ev, len(ops))
 			if dir != "" {
-				path := filepath.Join(dir, "porcupine-"+ev+".html")
+				path := filepath.Join(dir, fmt.Sprintf("porcupine-%s-%s.html", ev, time.Now().Format("20060102-150405.000")))
 				if err := porcupine.VisualizePath(claimModel, info, path); err == nil {
 					what += "; visualization " + path
 				}

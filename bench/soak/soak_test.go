@@ -86,6 +86,8 @@ type soakRun struct {
 	faults, room bool
 	// quiet prints only the verdict line.
 	quiet bool
+	// model, when set, receives porcupine's verdict on the run.
+	model *modelVerdict
 }
 
 // runSoak runs r and returns the first violation it found, or nil. It
@@ -164,6 +166,9 @@ func runSoak(t *testing.T, r soakRun) *violation {
 		t.Fatalf("ANTEROOM_SOAK_PORCUPINE_TIMEOUT: %v", err)
 	}
 	mv := h.checkModel(cmp.Or(os.Getenv("ANTEROOM_SOAK_ARTIFACTS"), os.TempDir()), timeout)
+	if r.model != nil {
+		*r.model = mv
+	}
 	if found == nil && mv.Failed != nil {
 		found = mv.Failed
 	}
