@@ -117,7 +117,9 @@ func (h *history) checkModel(dir string, timeout time.Duration) modelVerdict {
 			what := fmt.Sprintf("sale %s: no order of its %d claims, releases and lookups explains every answer (Illegal)", ev, len(ops))
 			if dir != "" {
 				path := filepath.Join(dir, fmt.Sprintf("porcupine-%s-%s.html", ev, time.Now().Format("20060102-150405.000")))
-				if err := porcupine.VisualizePath(claimModel, info, path); err == nil {
+				if err := porcupine.VisualizePath(claimModel, info, path); err != nil {
+					what += "; no visualization: " + err.Error()
+				} else {
 					what += "; visualization " + path
 				}
 			}
