@@ -19,6 +19,8 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 )
 
+require github.com/anishathalye/porcupine v1.3.1
+
 require (
 	github.com/andybalholm/brotli v1.1.0 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect

@@ -111,8 +111,14 @@ type answer struct {
 func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, hdr map[string]string) answer {
 	url := c.urls[s.node%len(c.urls)]
 	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"], Lane: s.lane}}
+	if kind == "release" || kind == "lookup" {
+		// The claim asked about, kept when no answer names it (a timeout,
+		// a 503): the model needs to know what may have been released.
+		a.ClaimID = claimOfPath(path)
+	}
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	a.Start = time.Now()
 	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, hdr)
 	switch {
 	case ans.Err != nil && ans.Cut: // answered, but the body was cut
@@ -136,12 +142,24 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	if a.State == "" {
 		a.State = ans.Str("status")
 	}
-	a.ClaimID = ans.Str("claim_id")
+	if id := ans.Str("claim_id"); id != "" || a.ClaimID == "" {
+		a.ClaimID = id
+	}
 	if p, ok := ans.Body["position"].(float64); ok && kind == "join" {
 		a.Pos = int64(p)
 	}
 	c.h.record(a.op)
 	return a
+}
+
+// claimOfPath is the claim id of a path "…/claims/{id}[/release]".
+func claimOfPath(path string) string {
+	_, rest, ok := strings.Cut(path, "/claims/")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "/")
+	return id
 }
 
 func shortErr(err error) string {

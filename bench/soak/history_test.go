@@ -15,7 +15,10 @@ import (
 // staff actions are recorded as ops too (User "-"), so that the history
 // around a violation shows what the system was going through.
 type op struct {
-	Seq     int
+	Seq int
+	// Start is when the request was sent (zero for what is not a
+	// request); At when its answer came.
+	Start   time.Time
 	At      time.Time
 	Sale    string
 	User    string
@@ -31,6 +34,8 @@ type op struct {
 	Retry   bool // Retry-After was set
 	Err     string
 	Note    string
+	// Supply is the supply the history held the sale to at the answer.
+	Supply int64
 }
 
 func (o op) String() string {
@@ -207,6 +212,9 @@ func (h *history) record(o op) {
 	}
 	h.ops = append(h.ops, o)
 	b := h.sales[o.Sale]
+	if b != nil {
+		h.ops[o.Seq].Supply = b.supply
+	}
 	if b == nil || o.Err != "" {
 		return
 	}

@@ -86,6 +86,8 @@ type soakRun struct {
 	faults, room bool
 	// quiet prints only the verdict line.
 	quiet bool
+	// model, when set, receives porcupine's verdict on the run.
+	model *modelVerdict
 }
 
 // runSoak runs r and returns the first violation it found, or nil. It
@@ -158,6 +160,18 @@ func runSoak(t *testing.T, r soakRun) *violation {
 		default:
 		}
 	}
+	// Porcupine's verdict, beside the checks above (issue 28).
+	timeout, err := modelTimeout()
+	if err != nil {
+		t.Fatalf("ANTEROOM_SOAK_PORCUPINE_TIMEOUT: %v", err)
+	}
+	mv := h.checkModel(cmp.Or(os.Getenv("ANTEROOM_SOAK_ARTIFACTS"), os.TempDir()), timeout)
+	if r.model != nil {
+		*r.model = mv
+	}
+	if found == nil && mv.Failed != nil {
+		found = mv.Failed
+	}
 	answered, total, nfaults := h.count()
 	f.mu.Lock()
 	var kinds []string
@@ -180,8 +194,8 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	if found != nil {
 		verdict = "FAIL"
 	}
-	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks\n",
-		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load())
+	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks; %s\n",
+		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load(), mv)
 	if r.quiet {
 		return found
 	}
