@@ -89,16 +89,6 @@ type (
 		State(ctx context.Context, ev string) (admission.HealthState, error)
 		Reset(ctx context.Context, ev string) error
 	}
-	// pageStore keeps events' waiting-room pages; *event.Store.
-	pageStore interface {
-		Pages(ctx context.Context, id string) (event.Pages, error)
-		PutPages(ctx context.Context, id string, p event.Pages) (event.Pages, error)
-	}
-	configStore interface {
-		Get(ctx context.Context, id string) (event.Config, error)
-		Put(ctx context.Context, c event.Config) (event.Config, error)
-		PutBefore(ctx context.Context, c event.Config, lock time.Time) (event.Config, time.Time, error)
-	}
 )
 
 // Deps are the domain services the handlers use.
@@ -125,7 +115,7 @@ type Deps struct {
 	// Store reads claims and stock (*claim.Store).
 	Store claimStore
 	// Configs keeps event configurations (*event.Store).
-	Configs configStore
+	Configs kit.ConfigStore
 	// Identity names the caller.
 	Identity protect.Identity
 	// JWKS returns the public key set as JSON.
@@ -175,7 +165,7 @@ type Deps struct {
 	EdgeSecret []byte
 	// Pages keeps the events' own waiting-room pages (*event.Store); nil
 	// serves the built-in page only and answers the page admin routes 503.
-	Pages pageStore
+	Pages pages.PageStore
 	// Passes keeps bypass passes' uses, revocations and counters
 	// (*admission.Passes); nil answers pass minting and redemption 503.
 	Passes staffapi.PassStore

@@ -22,6 +22,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/staff"
+	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -32,15 +33,10 @@ type (
 		Get(id string) (*admission.Sale, bool)
 		Reload(ctx context.Context, id string) error
 	}
-	// pageStore keeps events' waiting-room pages; *event.Store.
-	pageStore interface {
+	// PageStore keeps events' waiting-room pages; *event.Store.
+	PageStore interface {
 		Pages(ctx context.Context, id string) (event.Pages, error)
 		PutPages(ctx context.Context, id string, p event.Pages) (event.Pages, error)
-	}
-	configStore interface {
-		Get(ctx context.Context, id string) (event.Config, error)
-		Put(ctx context.Context, c event.Config) (event.Config, error)
-		PutBefore(ctx context.Context, c event.Config, lock time.Time) (event.Config, time.Time, error)
 	}
 )
 
@@ -53,10 +49,10 @@ type Deps struct {
 	// Sales is the node's view of the sales.
 	Sales sales
 	// Pages keeps the events' own pages (*event.Store).
-	Pages pageStore
+	Pages PageStore
 	// Configs keeps event configurations (*event.Store): publishing
 	// sets the sale's page version.
-	Configs configStore
+	Configs kit.ConfigStore
 	// Record adds a staff action to the audit trail
 	// (staffapi.API.Record).
 	Record func(c *fiber.Ctx, action, ev string, before, after any)

@@ -70,7 +70,7 @@ func newPageRenderer() *pageRenderer {
 // Only a render (a cache miss) of an event with a published page reads the
 // page store, bounded by ctx; if that fails the built-in page is served,
 // and not kept.
-func (r *pageRenderer) live(ctx context.Context, store pageStore, sales sales, id string, lang language, now time.Time, log *slog.Logger) ([]byte, string) {
+func (r *pageRenderer) live(ctx context.Context, store PageStore, sales sales, id string, lang language, now time.Time, log *slog.Logger) ([]byte, string) {
 	sale, ok := sales.Get(id)
 	if !ok {
 		// One page per language for every unknown id (the runtime reads
@@ -116,7 +116,7 @@ func (r *pageRenderer) live(ctx context.Context, store pageStore, sales sales, i
 // publishedPage returns event id's published page of version (a
 // Config.PageVersion; 0: none), reading the store when this node has not
 // seen that version yet.
-func (r *pageRenderer) publishedPage(ctx context.Context, store pageStore, id string, version int64) (*event.Page, error) {
+func (r *pageRenderer) publishedPage(ctx context.Context, store PageStore, id string, version int64) (*event.Page, error) {
 	if version == 0 || store == nil {
 		return nil, nil
 	}

@@ -37,11 +37,6 @@ type (
 		Reload(ctx context.Context, id string) error
 		All() []*admission.Sale
 	}
-	configStore interface {
-		Get(ctx context.Context, id string) (event.Config, error)
-		Put(ctx context.Context, c event.Config) (event.Config, error)
-		PutBefore(ctx context.Context, c event.Config, lock time.Time) (event.Config, time.Time, error)
-	}
 	stock interface {
 		Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
 		Hold(ctx context.Context, r claim.Restock) (*claim.Hold, error)
@@ -63,7 +58,7 @@ type Deps struct {
 	// Sales is the node's view of the sales (*sale.Snapshots).
 	Sales sales
 	// Configs keeps event configurations (*event.Store).
-	Configs configStore
+	Configs kit.ConfigStore
 	// Store reads and holds stock (*claim.Store).
 	Store stock
 	// Friction is what the join defences amount to on this node for a
