@@ -189,8 +189,17 @@
 // granted event stored at stream sequence S in epoch g is void when the
 // first marker after g precedes S (the rebuild that published it read the
 // stream without it). Publisher.PublishGrant checks the rule after the
-// PubAck, with one JetStream request (GetMsg next_by_subj on the marker
-// subject); a void grant answers ErrSuperseded (wraps ErrPaused: 503
+// PubAck, which gives the grant's stream sequence S. A node on an external
+// NATS runs Publisher.Follow: an ordered consumer delivers to it, headers
+// only and gapless in stream order, every granted event and marker, so
+// once its view has delivered S (its own grant, about when the PubAck
+// arrives) it holds every marker before S and the check is local — no
+// JetStream request per claim. A view more than half a second behind, or
+// no view (the embedded server, whose direct gets answer cheaply:
+// DirectGets), reads the stream instead: one shared read of the latest
+// marker per round trip, then GetMsg next_by_subj on the marker subject
+// when a marker follows the grant's epoch. A void grant answers
+// ErrSuperseded (wraps ErrPaused: 503
 // paused, retry) instead of 201 and stays in the outbox, so a replay of
 // it is refused too. A grant stored before the marker is counted by the
 // rebuild; one after it in the new epoch was decided on the rebuilt stock:

@@ -39,8 +39,26 @@ func newEnv(t testing.TB, rdb redis.UniversalClient, natsURL string, replicas in
 		t.Fatal(err)
 	}
 	e := &env{rdb: rdb, js: js, store: NewStore(rdb), pub: NewPublisher(js)}
+	if replicas > 1 {
+		// As a node on an external cluster: the fence judges grants
+		// from the publisher's view of the markers.
+		follow(t, e.pub)
+	}
 	e.svc = NewService(e.store, e.pub, opts...)
 	return e
+}
+
+// follow runs p.Follow until the test ends and waits for its view.
+func follow(t testing.TB, p *Publisher) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Follow(ctx, func(err error) { t.Logf("marker view: %v", err) })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	testenv.WaitFor(t, "the marker view", 30*time.Second, func() bool { return p.view.Load() != nil })
 }
 
 // singleRedis starts a redis-server and NATS and returns an env on them.

@@ -78,6 +78,15 @@ func (p *Publisher) PublishGrant(ctx context.Context, ev, id string, payload []b
 		return err
 	}
 	epoch := epochOf(payload)
+	if v := p.view.Load(); v != nil {
+		first, err := v.firstAfter(ctx, p.stream.get, ev, epoch, seq, viewWait)
+		if err == nil {
+			return judged(id, seq, first)
+		}
+		if !errors.Is(err, errViewBehind) {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
 	// Usually no marker follows the grant's epoch: one shared read of the
 	// latest marker shows it. Otherwise, look at the first one after it.
 	last, err := p.markers.latest(ctx, ev)
@@ -95,10 +104,40 @@ func (p *Publisher) PublishGrant(ctx context.Context, ev, id string, payload []b
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	return judged(id, seq, first)
+}
+
+// judged applies the fence rule to grant id stored at seq, first being the
+// first marker after its epoch.
+func judged(id string, seq, first uint64) error {
 	if ended(first, seq) {
 		return fmt.Errorf("grant %s at stream sequence %d, after epoch marker %d: %w", id, seq, first, ErrSuperseded)
 	}
 	return nil
+}
+
+// Follow keeps the publisher's local view of the epoch markers, fed by an
+// ordered consumer of the order stream (headers only, granted events and
+// markers), until ctx ends; it restarts the view when it cannot start it,
+// reporting why to onError (may be nil).
+// While it runs, PublishGrant judges a grant from the view once the view
+// has reached the grant's stream sequence — no JetStream request per
+// grant — and reads the stream as before when the view lags by more than
+// half a second. Without Follow, every grant's check reads the stream
+// (one shared request per round trip under load): the right choice where
+// direct gets answer that read cheaply (DirectGets).
+func (p *Publisher) Follow(ctx context.Context, onError func(error)) {
+	defer p.view.Store(nil)
+	for ctx.Err() == nil {
+		if err := followView(ctx, p.js, p.holdView, p.view.Store); err != nil && onError != nil {
+			onError(err)
+		}
+		p.view.Store(nil)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // marker is the payload of an epoch marker.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -76,6 +77,9 @@ type Publisher struct {
 	js      jetstream.JetStream
 	stream  *streamHandle
 	markers *markerLanes
+	view    atomic.Pointer[markerView] // set while Follow runs
+
+	holdView func(jetstream.Msg) // a test's hook into the view's deliveries
 }
 
 // NewPublisher returns a Publisher on js.

@@ -37,12 +37,22 @@ func (g *gatedPublisher) PublishGrant(ctx context.Context, ev, id string, payloa
 // records them void; and every acknowledged claim is one the rebuilt stock
 // counts, so the units acknowledged never exceed the units on sale.
 func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
+	supersededPrimary(t, testenv.StartNATS(t).URL(), 1)
+}
+
+// TestSupersededPrimaryNeverAcknowledgedR3 is the same partition on a
+// NATS cluster with the order stream on three replicas, where the
+// publishers judge grants from their views of the markers (Follow).
+func TestSupersededPrimaryNeverAcknowledgedR3(t *testing.T) {
+	supersededPrimary(t, testenv.StartNATSCluster(t, 3).URL(), 3)
+}
+
+func supersededPrimary(t *testing.T, natsURL string, replicas int) {
 	primary := testenv.StartRedis(t)
 	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
-	ns := testenv.StartNATS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	old := newEnv(t, primary.Client(t), ns.URL(), 1)
+	old := newEnv(t, primary.Client(t), natsURL, replicas)
 	cfg := saleConfig(t, old, Sale{ID: "split", Buckets: 1}, 8)
 	acked := map[string]bool{}
 	claim := func(svc *Service, user, key string) (Result, error) {
@@ -80,7 +90,7 @@ func TestSupersededPrimaryNeverAcknowledged(t *testing.T) {
 	})
 
 	// The rebuild on the promoted replica.
-	e := newEnv(t, replica.Client(t), ns.URL(), 1)
+	e := newEnv(t, replica.Client(t), natsURL, replicas)
 	rb := NewRebuilder(e.svc, e.js, event.NewStore(e.rdb))
 	rep, err := rb.Rebuild(ctx, cfg.ID)
 	if err != nil {

@@ -18,7 +18,8 @@ import (
 )
 
 // startLoops starts the node's background loops, which run until Close:
-// the refusal counts' flush always; unless cfg.Manual, the frontier
+// the refusal counts' flush always, and the publisher's view of the epoch
+// markers on an external NATS; unless cfg.Manual, the frontier
 // refresh, the claim service's outbox work, the lifecycle recorder, the
 // shop health prober, the webhook deliverer, the key reload and the
 // limiter's heartbeat. Last, a loop that closes the limiter's Redis pool
@@ -32,6 +33,14 @@ func (n *Node) startLoops(w *wiring) {
 	// Refusal counts reach Redis every second, and once more on Close,
 	// in manual mode too (they drive nothing a test steps through).
 	n.goLoop(func() { refusals.Run(lctx, time.Second, logErr("refusals")) })
+	// On an external NATS (a replicated stream, or a server of its own)
+	// the fence judges grants from the publisher's view of the epoch
+	// markers rather than reading the stream after each PubAck; the
+	// embedded server answers those reads with direct gets.
+	if w.back.ns == nil {
+		pub := w.pub
+		n.goLoop(func() { pub.Follow(lctx, logErr("marker view")) })
+	}
 	if !cfg.Manual {
 		n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
 		n.goLoop(func() {

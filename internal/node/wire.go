@@ -59,6 +59,7 @@ type wiring struct {
 	lc       *lifecycle.Recorder
 	ops      *ops
 	svc      *claim.Service
+	pub      *claim.Publisher
 	issuer   *tokens.Issuer
 	// startLimiter
 	limitRDB redis.UniversalClient
@@ -206,7 +207,8 @@ func (w *wiring) services() error {
 		return err
 	}
 	w.ops = o
-	w.svc = claim.NewService(w.claims, timedPublisher{pub: claim.NewPublisher(w.js), observe: o.metrics.ObservePublish},
+	w.pub = claim.NewPublisher(w.js)
+	w.svc = claim.NewService(w.claims, timedPublisher{pub: w.pub, observe: o.metrics.ObservePublish},
 		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(w.snaps)), claim.WithStream(w.js), claim.WithClock(w.clk.Now))
 	if err := w.snaps.Refresh(w.sctx); err != nil {
 		w.cfg.Log.Warn("first refresh", "err", err)
