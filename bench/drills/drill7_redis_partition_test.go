@@ -28,13 +28,14 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	d := newDrill(t, 7, "redis-partition-rebuild",
 		"at 5 s the replica is promoted (`REPLICAOF NO ONE`) while the primary keeps running and node A keeps serving on it (a partition: "+
 			"A cannot know); node B starts on the promoted replica and at once runs `POST /admin/events/{id}/rebuild` and `/resume`; "+
-			"A keeps granting on the old primary for 6 s more, then is stopped; 360 shoppers buy 500 units (limit 2 each) from A and B")
+			"A keeps granting on the old primary for 6 s more, then is stopped; 360 shoppers buy 500 units (limit 2 each) from A and B; "+
+			"NATS is a cluster of 3 (`testenv.StartNATSCluster`) with the order stream on 3 replicas, where each node's fence judges grants from its view of the epoch markers")
 	primary := testenv.StartRedis(t)
 	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
-	ns := testenv.StartNATS(t)
+	ns := testenv.StartNATSCluster(t, 3) // the shape operators run: the fence judges from each node's view of the markers
 	dp := newDeployment(t)
 	addrA, addrB := loopback(t), loopback(t)
-	a := dp.startNode(t, "node-a", addrA, node.Config{RedisURL: primary.URL(), NATSURL: ns.URL()})
+	a := dp.startNode(t, "node-a", addrA, node.Config{RedisURL: primary.URL(), NATSURL: ns.URL(), StreamReplicas: 3})
 	baseA, baseB := a.URL(), "http://"+addrB
 	const ev = "partition"
 	spec := saleSpec{supply: 500, limit: 2, rate: 12, buckets: 4}
@@ -58,7 +59,7 @@ func TestDrill7RedisPartitionRebuild(t *testing.T) {
 	}
 	atSplit := totals(ctx, t, pc, claim.Sale{ID: ev, Buckets: spec.buckets})
 	d.phase("replica promoted; the old primary runs on (granted on it so far %d)", atSplit.Granted)
-	b := dp.startNode(t, "node-b", addrB, node.Config{RedisURL: replica.URL(), NATSURL: ns.URL()})
+	b := dp.startNode(t, "node-b", addrB, node.Config{RedisURL: replica.URL(), NATSURL: ns.URL(), StreamReplicas: 3})
 	status, raw := dp.AdminCall(baseB, http.MethodPost, "/admin/events/"+ev+"/rebuild", nil)
 	if status != http.StatusOK {
 		t.Fatalf("rebuild: %d %s", status, raw)
