@@ -5,6 +5,7 @@
 //	go run ./bench            # about 6 minutes on 2 cores
 //	go run ./bench -d 3s      # a quick pass
 //	go run ./bench -steps status,join,openloop -mem-users 0 -out /tmp/b   # some steps
+//	go run ./bench -steps claims,redis,r3 -before /tmp/anteroom-main     # the R3 cluster, two builds side by side
 //
 // It needs redis-server, redis-benchmark, wrk and PostgreSQL (initdb,
 // pg_ctl, pgbench): apt-get install redis-server redis-tools wrk postgresql.
@@ -27,16 +28,17 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "duration of each closed-loop measurement")
 	out := flag.String("out", "bench", "directory for RESULTS.md and throughput.svg")
 	memUsers := flag.Int("mem-users", 1_000_000, "joins for the memory measurement (0 skips it)")
-	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop, shards); empty: all")
+	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop, r3, shards); empty: all")
 	node := flag.String("bin", "", "a prebuilt anteroom binary to measure instead of building ./cmd/anteroom (to compare builds under the same generator)")
+	before := flag.String("before", "", "a prebuilt anteroom binary (the build before a change) whose claims on the R3 cluster are measured beside this build's, in the same run")
 	flag.Parse()
-	if err := run(context.Background(), *d, *out, *memUsers, *only, *node); err != nil {
+	if err := run(context.Background(), *d, *out, *memUsers, *only, *node, *before); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, d time.Duration, out string, memUsers int, only, node string) error {
+func run(ctx context.Context, d time.Duration, out string, memUsers int, only, node, before string) error {
 	if err := need("redis-server", "redis-benchmark", "redis-cli", "wrk", "pgbench", "go"); err != nil {
 		return err
 	}
@@ -63,6 +65,7 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int, only, n
 		return err
 	}
 	defer env.stop()
+	env.bin, env.before = bin, before
 	steps := []struct {
 		key, name string
 		f         func(context.Context, *stack, *report) error
@@ -74,6 +77,7 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int, only, n
 		{"redis", "redis-benchmark EVALSHA", measureRedisBenchmark},
 		{"postgres", "PostgreSQL SELECT FOR UPDATE", measurePostgres},
 		{"openloop", "open-loop latency", measureOpenLoop},
+		{"r3", "the production shape: nodes on a 3-server NATS cluster (R3 streams), redis-server and a 3-master Redis Cluster", measureR3},
 	}
 	for _, s := range steps {
 		if only != "" && !slices.Contains(strings.Split(only, ","), s.key) {

@@ -23,6 +23,7 @@ type curve struct {
 
 // report collects the run's figures.
 type report struct {
+	prefix   string // put before every row's name (a shape other than the embedded one)
 	d        time.Duration
 	started  time.Time
 	rows     []row
@@ -37,6 +38,7 @@ func newReport(d time.Duration) *report {
 }
 
 func (r *report) add(what, anteroom, baseline string, ratio float64, goal string, met bool) {
+	what = r.prefix + what
 	v := "no"
 	switch {
 	case goal == "—":

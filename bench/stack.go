@@ -20,7 +20,9 @@ import (
 // anteroom node (embedded JetStream) and the ceiling server, each its own
 // process.
 type stack struct {
-	dir, redisAddr    string
+	dir, redisAddr string
+	bin, before    string // the node's binary; the build before a change (-before), or ""
+
 	node, ceil, redis *proc
 	nodeURL, ceilURL  string
 	admin             string
@@ -44,14 +46,7 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 	}
 	np, _ := loopback.FreePort()
 	s.nodeURL = fmt.Sprintf("http://127.0.0.1:%d", np)
-	env := []string{
-		"ANTEROOM_ADDR=127.0.0.1:" + fmt.Sprint(np), "ANTEROOM_REDIS_URL=redis://" + s.redisAddr,
-		"ANTEROOM_DATA_DIR=" + filepath.Join(dir, "data"), "ANTEROOM_ADMIN_TOKEN=" + benchAdmin,
-		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
-		// The bench plays the shop's gateway: it names users with
-		// X-User-ID, which the node believes from loopback only.
-		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1",
-	}
+	env := append(nodeEnv(dir, np), "ANTEROOM_REDIS_URL=redis://"+s.redisAddr)
 	if s.node, err = startHTTP(dir, "anteroom", bin, np, "/healthz", env, "serve"); err != nil {
 		s.stop()
 		return nil, err
@@ -64,6 +59,19 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// nodeEnv is a bench node's environment but its Redis and NATS: port on
+// loopback, data (and signing keys) under dir.
+func nodeEnv(dir string, port int) []string {
+	return []string{
+		"ANTEROOM_ADDR=127.0.0.1:" + fmt.Sprint(port),
+		"ANTEROOM_DATA_DIR=" + filepath.Join(dir, "data"), "ANTEROOM_ADMIN_TOKEN=" + benchAdmin,
+		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
+		// The bench plays the shop's gateway: it names users with
+		// X-User-ID, which the node believes from loopback only.
+		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1",
+	}
 }
 
 func (s *stack) stop() {
