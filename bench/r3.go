@@ -40,6 +40,9 @@ func (x *r3) stop() {
 // startR3 starts the NATS cluster under dir.
 func startR3(dir, bin string) (*r3, error) {
 	x := &r3{}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	var client, route, mon [3]int
 	for i := range 3 {
 		client[i], _ = loopback.FreePort()
@@ -76,6 +79,9 @@ func startR3(dir, bin string) (*r3, error) {
 
 // redisSingle starts a redis-server of the shape's own.
 func (x *r3) redisSingle(dir string) (*proc, string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
 	p, addr, err := startRedis(dir)
 	if p != nil {
 		x.redis = append(x.redis, p)
