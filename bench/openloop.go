@@ -73,6 +73,12 @@ const openLoopWorkers = conns
 // no bound), and returns the answers with status want per second and the
 // count of any other outcome.
 func closedLoop(s *stack, workers int, d time.Duration, n, want int, next func(i int) (string, string, map[string]string)) (float64, int64) {
+	rate, other, _ := closedLoopN(s, workers, d, n, want, next)
+	return rate, other
+}
+
+// closedLoopN is closedLoop, also returning how many requests it sent.
+func closedLoopN(s *stack, workers int, d time.Duration, n, want int, next func(i int) (string, string, map[string]string)) (float64, int64, int64) {
 	var issued, ok, other atomic.Int64
 	deadline := time.Now().Add(d)
 	start := time.Now()
@@ -96,7 +102,7 @@ func closedLoop(s *stack, workers int, d time.Duration, n, want int, next func(i
 		}()
 	}
 	wg.Wait()
-	return float64(ok.Load()) / time.Since(start).Seconds(), other.Load()
+	return float64(ok.Load()) / time.Since(start).Seconds(), other.Load(), min(issued.Load(), int64(max(n, 0)))
 }
 
 func pct(l []time.Duration, p float64) time.Duration {

@@ -71,7 +71,8 @@ func startR3(dir, bin string) (*r3, error) {
 		url := fmt.Sprintf("http://127.0.0.1:%d/healthz", mon[i])
 		if err := poll(60*time.Second, "nats "+url, func() bool { return httpOK(url) }); err != nil {
 			x.stop()
-			return nil, err
+			b, _ := os.ReadFile(x.nats[i].log)
+			return nil, fmt.Errorf("%w; log: %s", err, tail(string(b), 600))
 		}
 	}
 	return x, nil
