@@ -28,7 +28,8 @@ type markerView struct {
 
 	mu      sync.Mutex
 	upTo    uint64
-	moved   chan struct{}       // closed and replaced when upTo advances
+	moved   chan struct{}       // closed and replaced when upTo advances while waiting
+	waiting bool                // a grant waits on moved
 	stale   bool                // a wait timed out and upTo has not moved since
 	markers map[string][]uint64 // event → its markers in (from, upTo], ascending
 	past    map[pastKey]uint64  // first marker in (epoch, from], 0 for none
@@ -103,8 +104,10 @@ func (v *markerView) deliver(m jetstream.Msg) {
 		v.markers[ev] = append(v.markers[ev], seq)
 	}
 	v.upTo, v.stale = seq, false
-	close(v.moved)
-	v.moved = make(chan struct{})
+	if v.waiting {
+		close(v.moved)
+		v.moved, v.waiting = make(chan struct{}), false
+	}
 }
 
 // errViewBehind means the view did not reach a grant's stream sequence in
@@ -124,6 +127,7 @@ func (v *markerView) firstAfter(ctx context.Context, st func(context.Context) (j
 			return 0, errViewBehind // stalled: no grant waits for it until it moves
 		}
 		moved := v.moved
+		v.waiting = true
 		v.mu.Unlock()
 		select {
 		case <-moved:
