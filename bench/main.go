@@ -60,6 +60,9 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int, only, n
 		}
 	}
 	rep := newReport(d)
+	if before != "" {
+		rep.flags = " -before <the build before>"
+	}
 	env, err := startStack(dir, bin, ceil)
 	if err != nil {
 		return err

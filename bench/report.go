@@ -24,6 +24,7 @@ type curve struct {
 // report collects the run's figures.
 type report struct {
 	prefix   string // put before every row's name (a shape other than the embedded one)
+	flags    string // flags of the run beside -d, as the header shows them
 	d        time.Duration
 	started  time.Time
 	rows     []row
@@ -74,7 +75,7 @@ func machine() string {
 func (r *report) write(dir string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# anteroom benchmark results\n\n")
-	fmt.Fprintf(&b, "Measured %s with `go run ./bench -d %s` on %s. ", r.started.UTC().Format("2006-01-02 15:04 MST"), r.d, machine())
+	fmt.Fprintf(&b, "Measured %s with `go run ./bench -d %s%s` on %s. ", r.started.UTC().Format("2006-01-02 15:04 MST"), r.d, r.flags, machine())
 	b.WriteString("Every figure and its baseline were measured in this one run, on this one machine, with the load generator on the same two cores: ratios are the point, absolute numbers are modest.\n\n")
 	b.WriteString("| measurement | anteroom | baseline | ratio | goal | met |\n|---|---|---|---|---|---|\n")
 	for _, x := range r.rows {
