@@ -14,7 +14,7 @@ func sale(t *testing.T, mode event.Mode, frozen bool, w int64, f float64, soldOu
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	c := event.Config{ID: "s", Supply: 10, StartsAt: start, Mode: mode, RandomWindowSeconds: 60, Paused: paused}
 	c.Defaults()
-	s := &Sale{Config: c, Reading: Reading{Frontier: f, Joined: 1000, Window: w, WindowFrozen: frozen}, SoldOut: soldOut, Rate: 10}
+	s := &Sale{Config: c, Reading: Reading{Frontier: f, Joined: 1000, Window: w, WindowFrozen: frozen}, SoldOut: soldOut, Rate: 10, Pace: Pace{Paid: 10, Rated: true}}
 	if frozen && w > 0 {
 		p, err := queue.NewPermutation(make([]byte, 32), w)
 		if err != nil {
