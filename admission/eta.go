@@ -73,11 +73,12 @@ func ETA(ahead int64, p Pace, maxRate float64) time.Duration {
 // pace before, from the reading was taken at (a, b the readings before
 // and after). waiting is true when people are still waiting and
 // admission was not held between them: only then does the frontier's
-// movement measure the rate. Readings out of order (or of a frontier
-// moved back by a reset) leave the pace as it was.
+// movement measure the rate. Readings out of order, a reading never
+// taken (zero ServerTime) or a frontier moved back (a reset) leave the
+// pace as it was.
 func Measure(prev Pace, a, b Reading, waiting bool) Pace {
 	dt := b.ServerTime.Sub(a.ServerTime).Seconds()
-	if !(dt > 0) || b.Frontier < a.Frontier || b.Checked < a.Checked {
+	if a.ServerTime.IsZero() || !(dt > 0) || b.Frontier < a.Frontier || b.Checked < a.Checked {
 		return prev
 	}
 	p := prev

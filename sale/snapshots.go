@@ -60,6 +60,7 @@ type Snapshots struct {
 	claimed  map[string]map[int64]int64
 	sessions map[string]map[string]int64 // event -> jti -> position
 	late     map[string]map[int64]int64  // held positions asking to come in (LateShow)
+	etas     map[string]*etaMemo         // the ETA sample's answers (ShownETA)
 
 	held sync.Map // event -> *heldSet
 }
