@@ -18,9 +18,15 @@ type Pace struct {
 	// Rated is true once Paid was measured.
 	Rated bool
 	// NoShowShare is the measured share of admitted positions whose
-	// holder never came (no-shows credited per position checked),
-	// smoothed over about NoShowMemory positions; 0 before a measurement.
+	// holder never came (no-shows credited per position checked): the
+	// smaller of two smoothed shares, one over about NoShowMemory
+	// positions and one over eight times as many, so that it follows a
+	// crowd that starts coming (fewer no-shows: a shorter discount, a
+	// longer ETA) within NoShowMemory positions and one that stops coming
+	// only slowly. 0 before a measurement.
 	NoShowShare float64
+	// fast and slow are the two smoothed shares.
+	fast, slow float64
 }
 
 // MaxNoShowShare is the largest no-show share the ETA counts on: however
@@ -28,10 +34,10 @@ type Pace struct {
 // people ahead comes (and takes the rate's time).
 const MaxNoShowShare = 0.9
 
-// NoShowMemory is about how many checked positions the measured no-show
-// share remembers: a change of the crowd's behaviour mid-sale moves it
-// by 1 − 1/e after this many positions.
-const NoShowMemory = 200
+// NoShowMemory is about how many checked positions the quicker of the
+// measured no-show shares remembers: a change of the crowd's behaviour
+// moves it by 1 − 1/e after this many positions (see Pace.NoShowShare).
+const NoShowMemory = 50
 
 // ETA is the admission rule's estimate of the wait of a person with ahead
 // people before them in a queue whose rate pays at most maxRate
@@ -95,8 +101,9 @@ func Measure(prev Pace, a, b Reading, waiting bool) Pace {
 	if dc := b.Checked - a.Checked; dc > 0 {
 		got := float64(b.NoShows-a.NoShows) / float64(dc)
 		got = min(max(got, 0), 1)
-		w := 1 - math.Exp(-float64(dc)/NoShowMemory)
-		p.NoShowShare = prev.NoShowShare + w*(got-prev.NoShowShare)
+		p.fast = prev.fast + (1-math.Exp(-float64(dc)/NoShowMemory))*(got-prev.fast)
+		p.slow = prev.slow + (1-math.Exp(-float64(dc)/(8*NoShowMemory)))*(got-prev.slow)
+		p.NoShowShare = min(p.fast, p.slow)
 	}
 	return p
 }

@@ -69,7 +69,9 @@ func TestMeasure(t *testing.T) {
 	at := func(ms int, f float64, n, c int64) admission.Reading {
 		return admission.Reading{ServerTime: t0.Add(time.Duration(ms) * time.Millisecond), Frontier: f, NoShows: n, Checked: c}
 	}
-	w := 1 - math.Exp(-100.0/admission.NoShowMemory)
+	// Two smoothed shares, the smaller counts: after 100 positions from
+	// nothing measured, the slow one.
+	slow := 1 - math.Exp(-100.0/(8*admission.NoShowMemory))
 	tests := []struct {
 		name    string
 		prev    admission.Pace
@@ -80,14 +82,12 @@ func TestMeasure(t *testing.T) {
 		{"first measurement is taken whole", admission.Pace{}, at(0, 0, 0, 0), at(1000, 10, 0, 0), true, admission.Pace{Paid: 10, Rated: true}},
 		{"then smoothed", admission.Pace{Paid: 10, Rated: true}, at(0, 0, 0, 0), at(500, 10, 0, 0), true, admission.Pace{Paid: 12, Rated: true}},
 		{"no-shows skipped are not paid", admission.Pace{}, at(0, 100, 10, 100), at(1000, 130, 30, 200), true,
-			admission.Pace{Paid: 10, Rated: true, NoShowShare: w * 0.2}},
+			admission.Pace{Paid: 10, Rated: true, NoShowShare: slow * 0.2}},
 		{"nobody waiting: no rate, but no-shows count", admission.Pace{Paid: 7, Rated: true}, at(0, 100, 0, 0), at(1000, 100, 50, 100), false,
-			admission.Pace{Paid: 7, Rated: true, NoShowShare: w * 0.5}},
+			admission.Pace{Paid: 7, Rated: true, NoShowShare: slow * 0.5}},
 		{"no-shows counted back: paid is not negative", admission.Pace{}, at(0, 100, 10, 100), at(1000, 100, 12, 100), true, admission.Pace{Paid: 0, Rated: true}},
 		{"readings out of order change nothing", admission.Pace{Paid: 3, Rated: true}, at(1000, 10, 0, 0), at(0, 20, 0, 0), true, admission.Pace{Paid: 3, Rated: true}},
 		{"a frontier moved back changes nothing", admission.Pace{Paid: 3, Rated: true}, at(0, 20, 0, 0), at(1000, 10, 0, 0), true, admission.Pace{Paid: 3, Rated: true}},
-		{"share moves toward the new share", admission.Pace{NoShowShare: 0.5}, at(0, 0, 50, 100), at(1000, 0, 50, 200), false,
-			admission.Pace{NoShowShare: 0.5 - w*0.5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +96,35 @@ func TestMeasure(t *testing.T) {
 				t.Fatalf("Measure = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoShowShareFollows: a crowd whose no-shows stop mid-way (half of
+// them, then none) gets a share that rises slowly and falls quickly:
+// within NoShowMemory × 3 positions of the change it counts on fewer than
+// 5% no-shows, and while the no-shows last it never counts on more than
+// there are.
+func TestNoShowShareFollows(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	var p admission.Pace
+	var r admission.Reading
+	for step := 1; step <= 200; step++ { // 10 positions checked a step
+		next := r
+		next.ServerTime, next.Checked = t0.Add(time.Duration(step)*100*time.Millisecond), r.Checked+10
+		if step <= 100 {
+			next.NoShows += 5
+		}
+		p = admission.Measure(p, r, next, false)
+		r = next
+		if p.NoShowShare > 0.5+1e-9 {
+			t.Fatalf("step %d: share %.3f, more than the crowd's 0.5", step, p.NoShowShare)
+		}
+		if step == 100 && p.NoShowShare < 0.4 {
+			t.Fatalf("after 1,000 positions half no-shows: share %.3f, want near 0.5", p.NoShowShare)
+		}
+		if step == 100+3*admission.NoShowMemory/10 && p.NoShowShare > 0.05 {
+			t.Fatalf("%d positions after the no-shows stopped: share %.3f, want below 0.05", 3*admission.NoShowMemory, p.NoShowShare)
+		}
 	}
 }
 
