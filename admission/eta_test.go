@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"hash/fnv"
 	"math"
 	"strconv"
 	"testing"
@@ -139,6 +140,11 @@ func TestETASample(t *testing.T) {
 		if got := admission.ETAStride(tc.joined); got != tc.want {
 			t.Errorf("ETAStride(%d) = %d, want %d", tc.joined, got, tc.want)
 		}
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("ev\x00someone"))
+	if got := admission.ETAWho("ev", "someone"); got != h.Sum64() {
+		t.Fatalf("ETAWho = %x, want FNV-1a of event, 0, user: %x", got, h.Sum64())
 	}
 	const joined = 100_000
 	n := 0

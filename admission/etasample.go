@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -33,21 +33,28 @@ const MaxETAAnswers = 256
 // ETAStride is the sampling stride of a queue joined people joined: the
 // smallest power of two k with joined ≤ ETASamples × k.
 func ETAStride(joined int64) uint64 {
-	k := uint64(1)
-	for joined > ETASamples*int64(k) && k < 1<<62 {
-		k <<= 1
+	if joined <= ETASamples {
+		return 1
 	}
-	return k
+	q := uint64(joined-1)/ETASamples + 1 // ⌈joined / ETASamples⌉ ≥ 2
+	return 1 << bits.Len64(q-1)
 }
 
 // ETAWho names user of event ev in the ETA sample: the FNV-1a hash of both,
 // so one person is not sampled in every sale.
+// It is hash/fnv's, written out: the status path calls it on every
+// waiting answer.
 func ETAWho(ev, user string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(ev))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(user))
-	return h.Sum64()
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(ev); i++ {
+		h = (h ^ uint64(ev[i])) * prime
+	}
+	h *= prime // a 0 byte between the two
+	for i := 0; i < len(user); i++ {
+		h = (h ^ uint64(user[i])) * prime
+	}
+	return h
 }
 
 // ETASampled reports whether who is in the sample of a queue joined people
