@@ -5,7 +5,8 @@
 // ≤ F are admitted, and F advances at a fixed rate of present people from
 // the moment the window closes, driven by a leaderless Redis script every
 // node calls on its tick. admission also answers a status poll from a
-// node's view of a sale (Decide, Sale), without Redis; keeping that view
+// node's view of a sale (Decide, Sale), without Redis, its ETA by one
+// pure rule (ETA) on the pace the node measured (Measure); keeping that view
 // fresh is package sale's job, which calls StepFor and Advance on its tick.
 //
 // The model, all in advance.lua, one step per tick and event:

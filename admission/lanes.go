@@ -37,7 +37,7 @@ func decideLane(s *Sale, lane int, n int64, now time.Time, u float64) Decision {
 	if v.Window > 0 {
 		pos = queue.Position(v.Perm, n)
 	}
-	d := decideAt(s, pos, int64(math.Floor(v.Frontier)), v.Rate, start, now, u)
+	d := decideAt(s, pos, int64(math.Floor(v.Frontier)), v.Pace, c.AdmitRatePerSecond*c.Lanes[lane-1].Share, start, now, u)
 	d.Lane = lane
 	return d
 }

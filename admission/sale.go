@@ -30,6 +30,8 @@ type Sale struct {
 	SoldOut bool
 	// Rate is the measured admission rate (positions per second), smoothed.
 	Rate float64
+	// Pace is the default lane's measured pace, for its ETA (see ETA).
+	Pace Pace
 	// Refreshed is the node's clock when the view was taken.
 	Refreshed time.Time
 	// Stale, in a safety-net room, is a position at or below which every
@@ -55,4 +57,6 @@ type LaneView struct {
 	Perm queue.Permutation
 	// Rate is the lane's admission rate: its share of admit_rate.
 	Rate float64
+	// Pace is the lane's measured pace, for its ETA (see ETA).
+	Pace Pace
 }

@@ -101,16 +101,13 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time, rnd func() float64) Deci
 	case s.Window > 0:
 		pos = queue.Position(s.Perm, seq)
 	}
-	rate := s.Rate
-	if rate <= 0 {
-		rate = c.AdmitRatePerSecond
-	}
-	return decideAt(s, pos, f, rate, c.WindowEnd(), now, u)
+	return decideAt(s, pos, f, s.Pace, c.AdmitRatePerSecond*c.DefaultShare(), c.WindowEnd(), now, u)
 }
 
 // decideAt answers for position pos of a queue whose frontier is f,
-// admitting rate a second from start; u jitters the poll.
-func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time, u float64) Decision {
+// admitting at most maxRate a second from start at the measured pace p;
+// u jitters the poll.
+func decideAt(s *Sale, pos, f int64, p Pace, maxRate float64, start, now time.Time, u float64) Decision {
 	c := &s.Config
 	admitted := pos <= f
 	switch {
@@ -125,7 +122,7 @@ func decideAt(s *Sale, pos, f int64, rate float64, start, now time.Time, u float
 		return Decision{State: Admitted, Position: pos, PollAfter: jitter(MaxPoll, u)}
 	}
 	ahead := pos - f - 1
-	eta := time.Duration(float64(ahead+1) / rate * float64(time.Second))
+	eta := ETA(ahead, p, maxRate)
 	if now.Before(start) {
 		eta += start.Sub(now)
 	}
@@ -145,11 +142,7 @@ func unsettled(s *Sale, f int64, u float64) Decision {
 	case c.Paused, s.HealthHeld:
 		return Decision{State: Paused, Ahead: ahead, PollAfter: jitter(5*time.Second, u)}
 	}
-	rate := s.Rate
-	if rate <= 0 {
-		rate = c.AdmitRatePerSecond
-	}
-	eta := time.Duration(float64(ahead+1) / rate * float64(time.Second))
+	eta := ETA(ahead, s.Pace, c.AdmitRatePerSecond*c.DefaultShare())
 	return Decision{State: Waiting, Ahead: ahead, ETA: eta, PollAfter: jitter(MinPoll, u)}
 }
 

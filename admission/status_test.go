@@ -14,7 +14,7 @@ func sale(t *testing.T, mode event.Mode, frozen bool, w int64, f float64, soldOu
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	c := event.Config{ID: "s", Supply: 10, StartsAt: start, Mode: mode, RandomWindowSeconds: 60, Paused: paused}
 	c.Defaults()
-	s := &Sale{Config: c, Reading: Reading{Frontier: f, Joined: 1000, Window: w, WindowFrozen: frozen}, SoldOut: soldOut, Rate: 10}
+	s := &Sale{Config: c, Reading: Reading{Frontier: f, Joined: 1000, Window: w, WindowFrozen: frozen}, SoldOut: soldOut, Rate: 10, Pace: Pace{Paid: 10, Rated: true}}
 	if frozen && w > 0 {
 		p, err := queue.NewPermutation(make([]byte, 32), w)
 		if err != nil {
@@ -73,5 +73,23 @@ func TestDecidePollGrowsWithDistance(t *testing.T) {
 	}
 	if want := 500 * time.Second; far.ETA != want {
 		t.Errorf("eta %s at 10/s with 4,999 ahead, want %s", far.ETA, want)
+	}
+}
+
+// TestDecideETAWithinReach: a view whose frontier was measured moving
+// ten times the configured rate (a burst of no-shows credited at once)
+// must not promise a wait ten times shorter than the rate can pay for;
+// nor may a lane's measured pace outrun the lane's share of the rate.
+func TestDecideETAWithinReach(t *testing.T) {
+	now := time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)
+	s := sale(t, event.FCFS, true, 0, 0, false, false) // admit_rate 100
+	s.Rate, s.Pace = 1000, Pace{Paid: 1000, Rated: true}
+	if d := Decide(s, 1000, now, rand.Float64); d.State != Waiting || d.ETA < 10*time.Second {
+		t.Fatalf("999 ahead at a configured 100/s: %+v, want an ETA of at least 10s", d)
+	}
+	s.Config.Lanes = []event.Lane{{Name: "members", Share: 0.1}}
+	s.Lanes = []LaneView{{Reading: Reading{Joined: 1000, WindowFrozen: true}, Rate: 10, Pace: Pace{Paid: 500, Rated: true}}}
+	if d := Decide(s, queue.Laned(1, 100), now, rand.Float64); d.State != Waiting || d.Lane != 1 || d.ETA < 10*time.Second {
+		t.Fatalf("99 ahead in a lane of 10/s: %+v, want an ETA of at least 10s", d)
 	}
 }

@@ -13,13 +13,20 @@ var CSVHeader = []string{"section", "metric", "value"}
 // WriteCSV writes r as CSV, one figure a row (section, metric, value), in
 // the order of the JSON: a spreadsheet pivots it as it likes. Wait
 // histograms have one row per bucket, metric "le_<bound>s" or "gt_<bound>s"
-// for the last.
+// for the last. The ETA's error comes last, a section "eta_error:<lane>"
+// per lane with a row per figure of each point ("join_median_abs_error",
+// "q25_p90_abs_error", ...), relative errors to four decimals.
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	row := func(section, metric, value string) {
 		_ = cw.Write([]string{section, metric, cellSafe(value)})
 	}
 	num := func(section, metric string, n int64) { row(section, metric, strconv.FormatInt(n, 10)) }
+	// fig writes a number this function formatted: a minus sign is a
+	// sign, not a formula, so it is not quoted.
+	fig := func(section, metric string, x float64) {
+		_ = cw.Write([]string{section, metric, strconv.FormatFloat(x, 'f', 4, 64)})
+	}
 	_ = cw.Write(CSVHeader)
 	row("event", "id", r.Event)
 	row("event", "name", r.Name)
@@ -70,6 +77,17 @@ func WriteCSV(w io.Writer, r *Report) error {
 		num("draw", "window_size", *r.Draw.WindowSize)
 	}
 	row("draw", "window_closes_at", r.Draw.WindowClosesAt.Format(time.RFC3339))
+	for _, e := range r.ETAError {
+		s := "eta_error:" + e.Lane
+		num(s, "people", e.People)
+		row(s, "stride", strconv.FormatUint(e.Stride, 10))
+		for _, p := range e.Points {
+			num(s, p.At+"_count", p.Count)
+			fig(s, p.At+"_median_abs_error", p.MedianAbs)
+			fig(s, p.At+"_p90_abs_error", p.P90Abs)
+			fig(s, p.At+"_median_error", p.Median)
+		}
+	}
 	cw.Flush()
 	return cw.Error()
 }

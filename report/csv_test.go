@@ -12,13 +12,17 @@ import (
 )
 
 // TestWriteCSVParses checks that the CSV parses back, one figure a row,
-// with a name that starts like a formula neutralised.
+// with a name that starts like a formula neutralised and a negative
+// figure left a number.
 func TestWriteCSVParses(t *testing.T) {
 	r := &Report{Event: "e", Name: "=HYPERLINK(\"x\")", Funnel: Funnel{Joined: 7},
 		JoinToAdmission: Waits{BoundsSeconds: []int64{1, 5}, Counts: []int64{2, 0, 1}, Count: 3},
 		Lanes:           []Lane{{Lane: DefaultLane, Joined: 7, Buyers: 1, Conversion: 1.0 / 7}},
 		Refusals:        []Refusal{{Reason: "join.rate_limited", Count: 4}},
 		Passes:          admission.PassCounts{Minted: 3, Refused: 1},
+		ETAError: []ETAError{{Lane: DefaultLane, Stride: 2, People: 5, Points: []ETAPoint{
+			{At: "join", Count: 5, MedianAbs: 0.25, P90Abs: 1.5, Median: -0.125},
+		}}},
 	}
 	var b bytes.Buffer
 	if err := WriteCSV(&b, r); err != nil {
@@ -36,6 +40,9 @@ func TestWriteCSVParses(t *testing.T) {
 		"event/name": "'=HYPERLINK(\"x\")", "funnel/joined": "7", "join_to_admission/le_1s": "2",
 		"join_to_admission/gt_5s": "1", "lane:default/conversion": "0.1429", "refusals/join.rate_limited": "4",
 		"passes/minted": "3", "passes/refused": "1", "passes/redeemed": "0",
+		"eta_error:default/people": "5", "eta_error:default/stride": "2", "eta_error:default/join_count": "5",
+		"eta_error:default/join_median_abs_error": "0.2500", "eta_error:default/join_p90_abs_error": "1.5000",
+		"eta_error:default/join_median_error": "-0.1250", // a sign, not a formula
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)

@@ -1,13 +1,15 @@
 // Package report builds an event's post-sale report: the funnel (joined,
 // admitted, present, no-shows, claims granted, released and confirmed),
 // the waits from join to admission and from admission to claim, conversion
-// per lane, refusals by reason and the draw's verification data.
+// per lane, refusals by reason, the draw's verification data and how far
+// the ETA shown was from the real wait (ETAError).
 //
 // Every figure comes from durable state, never from one node's memory: the
 // event's configuration and admission counters in Redis (the frontier
 // hashes of the event and of each lane, the lanes' queue counters, the
 // wait histograms advance.lua keeps, the bypass pass counters, the refusal
-// counts Refusals flushes), and the order stream and the order worker's
+// counts Refusals flushes, the ETA sample's answers the nodes' ticks
+// wrote), and the order stream and the order worker's
 // records on JetStream; each claim falls in the lane of the position it
 // carries. Any node, started at any time, builds the same report.
 package report
@@ -46,6 +48,9 @@ type Report struct {
 	Passes   admission.PassCounts `json:"passes"`
 	Refusals []Refusal            `json:"refusals"`
 	Draw     Draw                 `json:"draw"`
+	// ETAError is how far the ETA shown was from the real wait, per
+	// queue lane (DefaultLane, then the event's lanes), on a sample.
+	ETAError []ETAError `json:"eta_error"`
 }
 
 // Funnel counts people and claims from joining to a confirmed order.
@@ -106,6 +111,7 @@ type (
 	tallies interface {
 		Tally(ctx context.Context, ev string) (admission.Tally, error)
 		TallyLane(ctx context.Context, ev string, lane int) (admission.LaneTally, error)
+		ETAAnswers(ctx context.Context, ev string) ([]admission.ETAAnswer, error)
 	}
 	// sales is the node's view, refreshed from Redis every tick: joined
 	// and the frozen window size come from it (with join shards they are
@@ -175,6 +181,10 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	answers, err := b.Tallies.ETAAnswers(ctx, cfg.ID)
+	if err != nil {
+		return Report{}, err
+	}
 	now := time.Now
 	if b.Now != nil {
 		now = b.Now
@@ -200,6 +210,11 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 		r.Draw.WindowSize = &w
 	}
 	r.Lanes = lanesOf(&cfg, queues, &orders, passes)
+	names, joined := make([]string, len(queues)), make([]int64, len(queues))
+	for i, q := range queues {
+		names[i], joined[i] = r.Lanes[i].Lane, q.Joined
+	}
+	r.ETAError = ETAErrorOf(answers, names, joined)
 	r.Refusals = make([]Refusal, 0, len(refused))
 	for reason, n := range refused {
 		r.Refusals = append(r.Refusals, Refusal{Reason: reason, Count: n})

@@ -4,8 +4,10 @@
 // view: on each tick (Run, Refresh) it reads every sale's configuration,
 // stock and join-shard order, asks admission.StepFor for the step, hands
 // the frontier the marks the node collected since the last tick (presence,
-// claims, checkout sessions, late shows), steps it, and publishes the
-// reading with the measured rate, the stale floor and the held positions.
+// claims, checkout sessions, late shows), steps it, writes the ETA
+// sample's status answers (ShownETA) for the post-sale report, and
+// publishes the reading with the measured rate and pace (admission.Measure,
+// which the ETA reads), the stale floor and the held positions.
 // How fast people get in is not decided here: that rule is admission's
 // (StepFor). A staff save reloads the view (Reload); only the tick steps
 // the frontier.
@@ -60,6 +62,7 @@ type Snapshots struct {
 	claimed  map[string]map[int64]int64
 	sessions map[string]map[string]int64 // event -> jti -> position
 	late     map[string]map[int64]int64  // held positions asking to come in (LateShow)
+	etas     map[string]*etaMemo         // the ETA sample's answers (ShownETA)
 
 	held sync.Map // event -> *heldSet
 }

@@ -66,9 +66,12 @@ func (s *Snapshots) step(ctx context.Context, id string, prev *admission.Sale) (
 	held.apply(step.HeldFrom, r.HeldLen, r.HeldLog)
 	r.HeldLog = nil // applied; the view need not keep it
 	heldBehind := held.behind(r.HeldLen)
-	lanes, err := s.stepLanes(ctx, &cfg, plan.Lanes, prev)
+	lanes, err := s.stepLanes(ctx, &cfg, plan.Lanes, plan.SoldOut, prev)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.flushETAs(ctx, id); err != nil {
+		return nil, err // the frontier stepped; the view of the next tick takes it
 	}
 	now := s.now()
 	sale := &admission.Sale{Config: cfg, ConfigAt: seen, Reading: r, Remaining: left, BucketStock: live.Stock, SoldOut: plan.SoldOut, Refreshed: now, Rate: step.Rate, Order: order, Lanes: lanes, HeldBehind: heldBehind}
@@ -78,6 +81,7 @@ func (s *Snapshots) step(ctx context.Context, id string, prev *admission.Sale) (
 	if prev != nil {
 		sale.Perm = prev.Perm
 		sale.Rate = measuredRate(prev, r, &cfg)
+		sale.Pace = admission.Measure(prev.Pace, prev.Reading, r, waiting(r, &cfg, plan.SoldOut))
 	}
 	sale.TrackStale(prev)
 	if r.WindowFrozen && r.Window > 0 && sale.Perm.Size() != r.Window {
@@ -129,9 +133,15 @@ func measuredRate(prev *admission.Sale, r admission.Reading, cfg *event.Config) 
 	return rate
 }
 
+// waiting is true when reading r of a queue of sale cfg measures its rate:
+// people are still waiting and admission is not held.
+func waiting(r admission.Reading, cfg *event.Config, soldOut bool) bool {
+	return r.Frontier < float64(r.Joined) && !cfg.Paused && !r.HealthHeld && !soldOut
+}
+
 // stepLanes takes the steps of every lane of cfg (StepFor's, after the
 // default lane's) with the lanes' marks and returns their views.
-func (s *Snapshots) stepLanes(ctx context.Context, cfg *event.Config, steps []admission.Step, prev *admission.Sale) ([]admission.LaneView, error) {
+func (s *Snapshots) stepLanes(ctx context.Context, cfg *event.Config, steps []admission.Step, soldOut bool, prev *admission.Sale) ([]admission.LaneView, error) {
 	if len(steps) == 0 {
 		return nil, nil
 	}
@@ -149,7 +159,9 @@ func (s *Snapshots) stepLanes(ctx context.Context, cfg *event.Config, steps []ad
 		}
 		v := admission.LaneView{Reading: r, Rate: step.Rate}
 		if prev != nil && i < len(prev.Lanes) {
-			v.Perm = prev.Lanes[i].Perm
+			pl := &prev.Lanes[i]
+			v.Perm = pl.Perm
+			v.Pace = admission.Measure(pl.Pace, pl.Reading, r, waiting(r, cfg, soldOut))
 		}
 		if r.WindowFrozen && r.Window > 0 && v.Perm.Size() != r.Window {
 			seed, err := queue.ParseSeedHex(cfg.Seed)

@@ -28,10 +28,11 @@ type benchSales struct {
 	present func(ev string, pos int64)
 }
 
-func (f benchSales) Get(id string) (*admission.Sale, bool)              { return f.get(id) }
-func (f benchSales) PresentAfter(ev string, pos int64, _ time.Duration) { f.present(ev, pos) }
-func (f benchSales) ClaimedAfter(string, int64, time.Duration)          {}
-func (f benchSales) Held(string, int64) bool                            { return false }
+func (f benchSales) Get(id string) (*admission.Sale, bool)                           { return f.get(id) }
+func (f benchSales) PresentAfter(ev string, pos int64, _ time.Duration)              { f.present(ev, pos) }
+func (f benchSales) ClaimedAfter(string, int64, time.Duration)                       {}
+func (f benchSales) Held(string, int64) bool                                         { return false }
+func (f benchSales) ShownETA(*admission.Sale, string, time.Time, admission.Decision) {}
 
 // benchTickets is a hand-written fake of the ticket verifier that accepts
 // one ticket without any cryptography, to show what verification costs.

@@ -52,6 +52,7 @@ type (
 		Session(ev, jti string, pos int64)
 		Held(ev string, pos int64) bool
 		LateShow(ev string, pos int64)
+		ShownETA(v *admission.Sale, user string, now time.Time, d admission.Decision)
 		All() []*admission.Sale
 	}
 	joiner interface {

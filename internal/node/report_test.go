@@ -107,7 +107,13 @@ func TestReportOfASale(t *testing.T) {
 		t.Errorf("draw %+v, want the commitment, the revealed seed and W", got.Draw)
 	}
 
-	checkReportCSV(t, n, ev, map[string]string{"funnel/joined": "12", "funnel/no_shows": "5", "funnel/confirmed": "4", "refusals/join.pow_required": "2", "lane:default/buyers": "5", "join_to_admission/count": "7"})
+	// The ETA's error: the default lane, all 12 in the sample; of the 7
+	// who came, those who polled before the frontier passed them waited.
+	if len(got.ETAError) != 1 || got.ETAError[0].Lane != "default" || got.ETAError[0].Stride != 1 || len(got.ETAError[0].Points) != 4 || got.ETAError[0].People > 7 {
+		t.Fatalf("ETA error %+v, want the default lane, stride 1, four points, at most the 7 who came", got.ETAError)
+	}
+	checkReportCSV(t, n, ev, map[string]string{"funnel/joined": "12", "funnel/no_shows": "5", "funnel/confirmed": "4", "refusals/join.pow_required": "2", "lane:default/buyers": "5", "join_to_admission/count": "7",
+		"eta_error:default/people": fmt.Sprint(got.ETAError[0].People), "eta_error:default/stride": "1"})
 
 	// The node stops; a new one on the same Redis and JetStream gives the
 	// same report.

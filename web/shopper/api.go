@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
@@ -34,6 +35,9 @@ type (
 	sales interface {
 		Held(ev string, pos int64) bool
 		LateShow(ev string, pos int64)
+		// ShownETA keeps the answer for the ETA's error, if user is
+		// in the sample (no Redis).
+		ShownETA(v *admission.Sale, user string, now time.Time, d admission.Decision)
 	}
 	joiner interface {
 		Join(ctx context.Context, ev, user string, t queue.Times) (queue.Entry, error)

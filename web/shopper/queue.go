@@ -124,6 +124,7 @@ func (s *API) status(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		s.deps.Sales.ShownETA(sale, t.User, now, d)
 		adm := statusOf(d) // escapes to the JSON encoder; the waiting answer's does not
 		adm.AdmissionToken = tok
 		if d.Position > 0 {
@@ -140,6 +141,7 @@ func (s *API) status(c *fiber.Ctx) error {
 	// JSON, a fraction of the cost of reflection; its header is set by
 	// its canonical name (no copy and normalization of the name).
 	c.Response().Header.SetCanonical(cacheControlKey, noStore)
+	s.deps.Sales.ShownETA(sale, t.User, now, d)
 	out := statusOf(d)
 	if d.Position > 0 {
 		p := d.Position // on the stack: out never reaches an interface
