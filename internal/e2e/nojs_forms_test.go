@@ -243,6 +243,10 @@ func TestNoJSFormsRefuse(t *testing.T) {
 	if !strings.Contains(pw.body, html.EscapeString(msgs["b_needsJs"])) {
 		t.Errorf("the proof-of-work page does not say JavaScript is needed: %.400s", pw.body)
 	}
+	// A form's address opened by hand leads to the page.
+	if g := w.get("/e/work/basic/claim"); g.status != http.StatusSeeOther || g.header.Get("Location") != "/e/work/basic" {
+		t.Errorf("GET of the claim form's address: %d %q, want 303 to the page", g.status, g.header.Get("Location"))
+	}
 	// An unknown sale.
 	w.get("/e/nope/basic").page(t, "an unknown sale", http.StatusNotFound, "unknown_event")
 }

@@ -99,6 +99,11 @@ func (s *API) MountBasic(app fiber.Router, loadSale, earlyBird fiber.Handler) {
 	g.Get("/", s.basicPage)
 	g.Post("/join", earlyBird, s.basicJoin)
 	g.Post("/claim", earlyBird, s.basicClaim)
+	// A form's address opened by hand (a bookmark, a reload turned into
+	// a GET) leads to the page.
+	toPage := func(c *fiber.Ctx) error { return c.Redirect(BasicPath(kit.SaleOf(c).Config.ID), fiber.StatusSeeOther) }
+	g.Get("/join", toPage)
+	g.Get("/claim", toPage)
 }
 
 // basicErrors answers the errors of the basic page's routes as pages,
