@@ -349,6 +349,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Guard: edge, IsAdmin: s.staff.IsAdmin,
 		Invites: edge.Invites(), PassTokens: edge.Passes(), Passes: deps.Passes,
 		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health,
+		Basic: pg, Forms: edge, // the basic page (no JavaScript)
 	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	s.instrument(app) // outermost: metrics and access log see every answer
@@ -367,8 +368,12 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	// /events/:id: the public API (status, event, join, claim, claims,
 	// gate, release, shop calls), then the proof-of-work challenge; the
 	// edge's scripts under /assets.
-	ev := app.Group("/events/:id", kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) }))
+	loadSale := kit.LoadSale(func(id string) (*admission.Sale, bool) { return s.deps.Sales.Get(id) })
+	ev := app.Group("/events/:id", loadSale)
 	shop.Mount(ev, edge.EarlyBird)
+	// /e/:id/basic: the waiting room without JavaScript, its join and
+	// claim forms, answering errors as pages.
+	shop.MountBasic(app, loadSale, edge.EarlyBird)
 	edge.Mount(ev, app)
 
 	// /admin/events/:id: staff credentials once for the group, then each

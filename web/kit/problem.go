@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -321,21 +320,10 @@ func unreachable(err error) bool {
 // ProblemLocal holds the problem ErrorHandler answered a request with.
 const ProblemLocal = "anteroom.problem"
 
-// ErrorHandler answers every error as problem+json and logs unexpected ones.
+// ErrorHandler answers every error as problem+json and logs unexpected ones
+// (Settle).
 func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 	return func(c *fiber.Ctx, err error) error {
-		p, known := ToProblem(err)
-		c.Locals(ProblemLocal, p) // for the refusal count (countRefusal)
-		p.Instance = c.Path()
-		p.RequestID = RequestID(c)
-		if !known {
-			log.Error("request failed", "request_id", p.RequestID, "method", c.Method(), "path", c.Path(), "err", err)
-		}
-		if p.RetryAfter > 0 {
-			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(p.RetryAfter))
-		}
-		c.Set(fiber.HeaderCacheControl, "no-store")
-		c.Status(p.Status)
-		return c.JSON(p, "application/problem+json")
+		return c.JSON(Settle(c, err, log), "application/problem+json")
 	}
 }

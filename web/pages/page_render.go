@@ -256,7 +256,7 @@ func (r *pageRenderer) runtime(id string, lang language, msgs map[string]string,
 		}
 	}
 	b, _ := json.Marshal(in)
-	return template.HTML(`<script type="application/json" id="ar-page">` + string(b) + `</script>` + "\n" + `<script src="/assets/room.js"></script>`)
+	return template.HTML(noscript(id, msgs) + `<script type="application/json" id="ar-page">` + string(b) + `</script>` + "\n" + `<script src="/assets/room.js"></script>`)
 }
 
 // errPageTooLarge stops a template that writes more than maxPageBytes.

@@ -63,6 +63,7 @@ type Edge struct {
 	status      *limit.Local
 	seed        maphash.Seed
 	pow         powKey
+	form        formKey
 	invites     *tokens.Invites
 	passes      *tokens.Passes
 	captcha     *captchaVerifier
@@ -89,7 +90,7 @@ func New(cfg Config, deps Deps) (*Edge, error) {
 		_, _ = rand.Read(secret)
 	}
 	e := &Edge{cfg: cfg, deps: deps, now: cfg.Clock.Now, clock: cfg.Clock,
-		maxInFlight: int64(cfg.MaxInFlight), status: limit.NewLocal(0), seed: maphash.MakeSeed(), pow: newPoWKey(secret)}
+		maxInFlight: int64(cfg.MaxInFlight), status: limit.NewLocal(0), seed: maphash.MakeSeed(), pow: newPoWKey(secret), form: newFormKey(secret)}
 	if e.maxInFlight <= 0 {
 		e.maxInFlight = DefaultMaxInFlight
 	}

@@ -121,6 +121,10 @@ type Deps struct {
 	// Health keeps the shop health signals (*admission.Health); nil
 	// answers 503 to a push.
 	Health healthSignals
+	// Basic renders the basic page (*pages.Pages) and Forms checks its
+	// form posts (*protect.Edge); both are needed by MountBasic only.
+	Basic BasicRenderer
+	Forms forms
 }
 
 // Config tunes the handlers.

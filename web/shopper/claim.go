@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
@@ -16,25 +17,42 @@ type claimJSON struct {
 // claim turns an admission token into a claim for the caller it names. The
 // answer is sent only after the order event is on JetStream.
 func (s *API) claim(c *fiber.Ctx) error {
-	sale := kit.SaleOf(c)
-	cfg := &sale.Config
-	// Who may claim: the turnstile's package comment. The token is bound
-	// to its user: only that caller, named by the identity mode, may
-	// spend it.
-	adm, err := s.deps.Turnstile.Authorize(cfg, kit.Bearer(c), func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
+	cfg := &kit.SaleOf(c).Config
+	res, err := s.spend(c, cfg, kit.Bearer(c), c.Get("Idempotency-Key"))
 	if err != nil {
 		return err
 	}
-	key := c.Get("Idempotency-Key")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
+	status := fiber.StatusCreated
+	if res.Replay {
+		status = fiber.StatusOK
+	}
+	return writeClaim(c.Status(status), res)
+}
+
+// spend turns admission token raw into a claim for the caller it names,
+// in sale cfg, under idempotency key key ("" for the token's own, "jti:"
+// and its id): Authorize, the edge's claim defences, the claim script,
+// then Spent. The JSON claim and the basic page's claim form both spend
+// here.
+func (s *API) spend(c *fiber.Ctx, cfg *event.Config, raw, key string) (claim.Result, error) {
+	// Who may claim: the turnstile's package comment. The token is bound
+	// to its user: only that caller, named by the identity mode, may
+	// spend it.
+	adm, err := s.deps.Turnstile.Authorize(cfg, raw, func() (string, error) { return s.deps.Identity.User(c, false) }, s.now())
+	if err != nil {
+		return claim.Result{}, err
+	}
 	switch {
 	case key == "":
 		// A retry with the same token is the same request.
 		key = "jti:" + adm.ID
 	case !validIdemKey(key):
-		return kit.BadRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+		return claim.Result{}, kit.BadRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
 	}
 	if err := s.deps.Guard.Claim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
-		return err
+		return claim.Result{}, err
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -44,16 +62,10 @@ func (s *API) claim(c *fiber.Ctx) error {
 		IdemTTL: claim.DefaultIdemTTL, ClaimTTL: time.Duration(cfg.ClaimTTLSeconds) * time.Second,
 	})
 	if err != nil {
-		return err
+		return claim.Result{}, err
 	}
 	s.deps.Turnstile.Spent(adm, s.now()) // max_active counts the claim while pending
-	c.Set(fiber.HeaderCacheControl, "no-store")
-	c.Set(fiber.HeaderLocation, "/events/"+cfg.ID+"/claims/"+res.ClaimID)
-	status := fiber.StatusCreated
-	if res.Replay {
-		status = fiber.StatusOK
-	}
-	return writeClaim(c.Status(status), res)
+	return res, nil
 }
 
 // validIdemKey reports whether key is 1 to 128 characters of A-Z a-z 0-9

@@ -43,17 +43,7 @@ func (s *API) join(c *fiber.Ctx) error {
 	if cfg.IsSafetyNet() {
 		return s.joinRoom(c, sale, user)
 	}
-	lane, err := s.laneOf(c, cfg, user, claims, now)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.ctx(c)
-	defer cancel()
-	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, sale.JoinTimes(lane)) // refused from a view older than event.MaxViewAge
-	if err != nil {
-		return err
-	}
-	ticket, err := s.giveTicket(c, cfg, user, entry.Seq, entry.JoinedAt)
+	entry, lane, ticket, err := s.enqueue(c, sale, user, claims, now)
 	if err != nil {
 		return err
 	}
@@ -69,6 +59,29 @@ func (s *API) join(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	var buf [512]byte
 	return kit.SendJSON(c, appendJoin(buf[:0], &out))
+}
+
+// enqueue puts user in sale's queue, in their lane (laneOf: an invite or
+// the claims of their user token), and gives them the ticket cookie: join's
+// step after its defences, shared with the basic page's join form. It
+// returns the entry, the lane and the signed ticket.
+func (s *API) enqueue(c *fiber.Ctx, sale *admission.Sale, user string, claims map[string][]string, now time.Time) (queue.Entry, int, string, error) {
+	cfg := &sale.Config
+	lane, err := s.laneOf(c, cfg, user, claims, now)
+	if err != nil {
+		return queue.Entry{}, 0, "", err
+	}
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, sale.JoinTimes(lane)) // refused from a view older than event.MaxViewAge
+	if err != nil {
+		return queue.Entry{}, 0, "", err
+	}
+	ticket, err := s.giveTicket(c, cfg, user, entry.Seq, entry.JoinedAt)
+	if err != nil {
+		return queue.Entry{}, 0, "", err
+	}
+	return entry, lane, ticket, nil
 }
 
 // errRoomTurnEnded answers a status poll in a safety-net room whose
@@ -99,32 +112,11 @@ func (s *API) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now, rand.Float64)
-	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
-		// In a safety-net room an admission ends: leaving ends the turn.
-		return errRoomTurnEnded
-	}
-	if d.State == admission.Admitted && cfg.MaxActive > 0 && d.Lane == 0 && s.deps.Sales.Held(cfg.ID, d.Position) {
-		// A late no-show: a token now would put one more person in
-		// checkout than max_active. In a room the turn has ended; in a
-		// sale they wait until the frontier lets them in. While the node
-		// still reads the held log it cannot tell: ask again shortly.
-		switch {
-		case sale.HeldBehind:
-		case cfg.IsSafetyNet():
-			return errRoomTurnEnded
-		default:
-			s.deps.Sales.LateShow(cfg.ID, d.Position)
-		}
-		d.State, d.Ahead, d.ETA, d.PollAfter = admission.Waiting, 0, 0, admission.MinPoll
+	d, tok, a, err := s.decide(sale, t, now)
+	if err != nil {
+		return err
 	}
 	if d.State == admission.Admitted {
-		pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
-		tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
-		if err != nil {
-			return err
-		}
-		s.deps.Sales.ShownETA(sale, t.User, now, d)
 		adm := statusOf(d) // escapes to the JSON encoder; the waiting answer's does not
 		adm.AdmissionToken = tok
 		if d.Position > 0 {
@@ -141,7 +133,6 @@ func (s *API) status(c *fiber.Ctx) error {
 	// JSON, a fraction of the cost of reflection; its header is set by
 	// its canonical name (no copy and normalization of the name).
 	c.Response().Header.SetCanonical(cacheControlKey, noStore)
-	s.deps.Sales.ShownETA(sale, t.User, now, d)
 	out := statusOf(d)
 	if d.Position > 0 {
 		p := d.Position // on the stack: out never reaches an interface
@@ -149,6 +140,46 @@ func (s *API) status(c *fiber.Ctx) error {
 	}
 	var buf [128]byte
 	return kit.SendJSON(c, appendStatus(buf[:0], &out))
+}
+
+// decide is a status poll's decision for the holder of ticket t in sale
+// at now, from the node's view alone (no Redis): admission.DecidePlace,
+// then the safety-net room's and max_active's late-show rules. An
+// admitted decision comes with its admission, minted by the turnstile
+// (Kind Queue): the token and its claims. The JSON status and the basic
+// page both decide here.
+func (s *API) decide(sale *admission.Sale, t tokens.Ticket, now time.Time) (admission.Decision, string, tokens.Admission, error) {
+	cfg := &sale.Config
+	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now, rand.Float64)
+	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
+		// In a safety-net room an admission ends: leaving ends the turn.
+		return d, "", tokens.Admission{}, errRoomTurnEnded
+	}
+	if d.State == admission.Admitted && cfg.MaxActive > 0 && d.Lane == 0 && s.deps.Sales.Held(cfg.ID, d.Position) {
+		// A late no-show: a token now would put one more person in
+		// checkout than max_active. In a room the turn has ended; in a
+		// sale they wait until the frontier lets them in. While the node
+		// still reads the held log it cannot tell: ask again shortly.
+		switch {
+		case sale.HeldBehind:
+		case cfg.IsSafetyNet():
+			return d, "", tokens.Admission{}, errRoomTurnEnded
+		default:
+			s.deps.Sales.LateShow(cfg.ID, d.Position)
+		}
+		d.State, d.Ahead, d.ETA, d.PollAfter = admission.Waiting, 0, 0, admission.MinPoll
+	}
+	if d.State != admission.Admitted {
+		s.deps.Sales.ShownETA(sale, t.User, now, d)
+		return d, "", tokens.Admission{}, nil
+	}
+	pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
+	tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
+	if err != nil {
+		return d, "", tokens.Admission{}, err
+	}
+	s.deps.Sales.ShownETA(sale, t.User, now, d)
+	return d, tok, a, nil
 }
 
 // statusOf is the answer of decision d, without a position.

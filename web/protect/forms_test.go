@@ -1,0 +1,66 @@
+package protect
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// TestCheckForm: a basic-page form post is let on only with the form token
+// of its event and caller, and never when the browser says another site
+// sent it.
+func TestCheckForm(t *testing.T) {
+	e := &Edge{form: newFormKey(limSecret)}
+	tok := e.FormToken("ev", "alice")
+	if len(tok) != 43 {
+		t.Errorf("form token %q: want 256 bits, base64url", tok)
+	}
+	for _, other := range []string{e.FormToken("ev", "bob"), e.FormToken("ev2", "alice"), (&Edge{form: newFormKey(make([]byte, 32))}).FormToken("ev", "alice")} {
+		if other == tok {
+			t.Errorf("another user, event or key made the same token %q", tok)
+		}
+	}
+	const self = "http://shop.example"
+	cases := []struct {
+		name, token, origin, site string
+		ok                        bool
+	}{
+		{"same origin", tok, self, "same-origin", true},
+		{"no Origin, no Sec-Fetch-Site (an old browser)", tok, "", "", true},
+		{"no token", "", self, "same-origin", false},
+		{"another user's token", e.FormToken("ev", "bob"), self, "same-origin", false},
+		{"a truncated token", tok[:20], self, "same-origin", false},
+		{"another site's Origin", tok, "https://evil.example", "", false},
+		{"Origin null", tok, "null", "", false},
+		{"the other scheme", tok, "https://shop.example", "", false},
+		{"same-site, another origin", tok, "", "same-site", false},
+		{"cross-site", tok, "", "cross-site", false},
+		{"typed in the address bar", tok, "", "none", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			app := fiber.New()
+			app.Post("/", func(c *fiber.Ctx) error {
+				if err := e.CheckForm(c, "ev", "alice", tc.token); err != nil {
+					return c.Status(fiber.StatusForbidden).SendString(err.Error())
+				}
+				return c.SendStatus(fiber.StatusNoContent)
+			})
+			req := httptest.NewRequest("POST", self+"/", nil)
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.site != "" {
+				req.Header.Set("Sec-Fetch-Site", tc.site)
+			}
+			resp, err := app.Test(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.StatusCode == fiber.StatusNoContent; got != tc.ok {
+				t.Errorf("let on %v (status %d), want %v", got, resp.StatusCode, tc.ok)
+			}
+		})
+	}
+}
