@@ -63,6 +63,8 @@ type Subscription struct {
 	Endpoint string `json:"endpoint"`
 	// Keys are the browser's P-256 public key and auth secret.
 	Keys Keys `json:"keys"`
+	// ExpirationTime is the browser's (usually null); not used.
+	ExpirationTime *float64 `json:"expirationTime,omitempty"`
 	// Title and Body are what the notice shows (the page's language);
 	// the service worker has defaults.
 	Title string `json:"title,omitempty"`

@@ -58,7 +58,7 @@ func TestNotifyDeliversEncryptedSignedMessage(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	sub := stub.Subscription()
-	sub["title"], sub["body"] = "✓ Your turn", "Claim before 12:05"
+	sub["title"], sub["body"], sub["expirationTime"] = "✓ Your turn", "Claim before 12:05", nil // as toJSON() has it
 	if err := svc.Save(ctx, "drop", -1, 7, subJSON(t, sub), now.Add(time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
