@@ -39,14 +39,14 @@ func TestWebPushYourTurn(t *testing.T) {
 	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(),
 		PushVAPIDKey: keyFile, PushSubject: "mailto:ops@shop.example", PushHosts: []string{"127.0.0.1"}, PushAllowHTTP: true}))
 	pub := nodetest.Call(t, http.MethodGet, n.URL()+"/events/none/push", nil, nil)
-	vapid := nodetest.Str(pub.Body, "public_key")
 	if pub.Status != http.StatusNotFound {
 		t.Errorf("GET push of an unknown event: %d, want 404", pub.Status)
 	}
 	nodetest.CreateSale(t, n, "pushed", openSale(10, 1, 30*time.Minute, 0, 5)) // nobody admitted for 30 min
 	nodetest.CreateSale(t, n, "other", openSale(10, 1, 2*time.Second, 0, 5))
 	pub = nodetest.Call(t, http.MethodGet, n.URL()+"/events/pushed/push", nil, nil)
-	if vapid = nodetest.Str(pub.Body, "public_key"); pub.Status != http.StatusOK || len(vapid) != 87 {
+	vapid := nodetest.Str(pub.Body, "public_key")
+	if pub.Status != http.StatusOK || len(vapid) != 87 {
 		t.Fatalf("GET push: %d %s, want the VAPID public key", pub.Status, pub.Raw)
 	}
 	stub, err := pushstub.Start(vapid)

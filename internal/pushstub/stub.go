@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -152,13 +151,13 @@ func (s *Stub) checkVAPID(h string) (string, error) {
 		return "", fmt.Errorf("k=%s is not the node's VAPID public key", key)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(key)
-	if err != nil || len(raw) != 65 || raw[0] != 4 {
+	if err != nil {
+		return "", errors.New("k is not base64url")
+	}
+	pub, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), raw)
+	if err != nil {
 		return "", errors.New("k is not an uncompressed P-256 key")
 	}
-	if _, err := ecdh.P256().NewPublicKey(raw); err != nil {
-		return "", errors.New("k is not on P-256")
-	}
-	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(raw[1:33]), Y: new(big.Int).SetBytes(raw[33:])}
 	var claims jwt.RegisteredClaims
 	_, err = jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return pub, nil },
 		jwt.WithValidMethods([]string{"ES256"}), jwt.WithAudience(s.srv.URL), jwt.WithExpirationRequired())
@@ -166,10 +165,10 @@ func (s *Stub) checkVAPID(h string) (string, error) {
 		return "", fmt.Errorf("vapid JWT: %w", err)
 	}
 	if claims.ExpiresAt.After(time.Now().Add(24 * time.Hour)) {
-		return "", errors.New("vapid JWT expires more than 24 hours ahead (RFC 8292)")
+		return "", errors.New("vapid JWT expires more than 24 hours ahead, against RFC 8292")
 	}
 	if !strings.HasPrefix(claims.Subject, "mailto:") && !strings.HasPrefix(claims.Subject, "https:") {
-		return "", fmt.Errorf("vapid sub %q is neither mailto: nor https:", claims.Subject)
+		return "", fmt.Errorf("vapid sub %q is neither a mailto: nor an https: URL", claims.Subject)
 	}
 	return claims.Subject, nil
 }
