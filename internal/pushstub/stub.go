@@ -53,6 +53,8 @@ type Stub struct {
 	mu     sync.Mutex
 	msgs   []Message
 	status int
+	fail   int // answer failStatus to this many more valid requests
+	failAs int
 }
 
 // Start starts a stub over plain http (the node allows it by name) whose
@@ -94,6 +96,14 @@ func (s *Stub) AnswerWith(status int) {
 	s.mu.Unlock()
 }
 
+// FailFirst makes the stub answer status to the next n valid requests,
+// then its usual answer: a push service having trouble.
+func (s *Stub) FailFirst(n, status int) {
+	s.mu.Lock()
+	s.fail, s.failAs = n, status
+	s.mu.Unlock()
+}
+
 // Messages returns what the stub received so far.
 func (s *Stub) Messages() []Message {
 	s.mu.Lock()
@@ -125,6 +135,10 @@ func (s *Stub) serve(w http.ResponseWriter, r *http.Request) {
 	s.msgs = append(s.msgs, m)
 	if err == nil {
 		status = s.status
+		if s.fail > 0 {
+			s.fail--
+			status = s.failAs
+		}
 	}
 	s.mu.Unlock()
 	w.WriteHeader(status)
