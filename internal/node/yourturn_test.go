@@ -76,7 +76,7 @@ func checkTurns(t *testing.T, hooks *hookLog, want map[string]int) {
 // later joiners: every admitted person gets exactly one your_turn event,
 // naming them (the seq → user record is kept on each shard's slot) with
 // their shard and the shard's seq. This sale could not ask for your_turn
-// before (400).
+// before (400). Web Push is off on this node: its route answers 404.
 func TestYourTurnShardedSale(t *testing.T) {
 	sale := openSale(100, 1, 2*time.Second, 1, 50)
 	sale["join_shards"] = 4
@@ -93,6 +93,10 @@ func TestYourTurnShardedSale(t *testing.T) {
 	for i := range 12 {
 		joinAs(fmt.Sprint("w", i))
 	}
+	// This node has no VAPID key: Web Push is off, its routes 404.
+	j := join(t, n, "sharded", map[string]string{"X-User-ID": "w0"})
+	problemOK(t, nodetest.Call(t, http.MethodPost, n.URL()+"/events/sharded/push",
+		map[string]string{"Authorization": "Bearer " + nodetest.Str(j.Body, "ticket"), "Content-Type": "application/json"}, []byte(`{}`)), http.StatusNotFound, "not_found")
 	nodetest.WaitFor(t, "the window to close", 20*time.Second, func() bool {
 		return nodetest.Call(t, http.MethodGet, n.URL()+"/events/sharded", nil, nil).Body["window_size"] != nil
 	})
