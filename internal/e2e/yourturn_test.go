@@ -3,6 +3,8 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,9 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
+	"github.com/anteroom/anteroom/push"
 )
 
 // backgroundable makes the tab's visibility the test's to set
@@ -50,10 +54,25 @@ func pressed(id string) string {
 // reaches them the tab's title and icon change, the sound plays, and a
 // notification is shown, naming their turn and the time to claim by; the
 // page shows how long the turn is held. The other, whose tab stays in
-// front, gets the title and icon but no notification. axe-core checks the
-// waiting page with the choices and the admitted page.
+// front, gets the title and icon but no notification. With Web Push on,
+// the opt-in registers the service worker with the scope /e/. axe-core
+// checks the waiting page with the choices and the admitted page.
 func TestYourTurnInTheBackground(t *testing.T) {
-	n := startNode(t)
+	// Web Push on: the page registers the service worker on the opt-in
+	// (headless Chromium reaches no push service, so its subscription
+	// fails there and the page's own notice remains).
+	keyFile := filepath.Join(t.TempDir(), "vapid.key")
+	key, err := push.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, func(c node.Config) node.Config {
+		c.PushVAPIDKey, c.PushSubject, c.PushHosts = keyFile, "mailto:ops@shop.example", []string{"127.0.0.1"}
+		return c
+	})
 	b := startBrowser(t)
 	axeSource(t)
 	nodetest.CreateSale(t, n, "turn", sale{supply: 5, name: "Night drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 0.5})
@@ -80,6 +99,7 @@ func TestYourTurnInTheBackground(t *testing.T) {
 		p.waitJS("the call-back choices", `!document.getElementById("callback").hidden`, 10*time.Second)
 		p.do(chromedp.Click(chromedp.ID("notifyBtn")))
 		p.waitJS("notifications on", pressed("notifyBtn"), 0)
+		p.waitJS("the service worker, scope /e/", `navigator.serviceWorker.getRegistration("/e/turn").then((r) => !!r && r.scope === location.origin + "/e/")`, 0)
 		p.do(chromedp.Click(chromedp.ID("soundBtn")))
 		p.waitJS("the sound on, with a sample", pressed("soundBtn")+` && anteroom.beeps === 1`, 0)
 		return p
