@@ -56,12 +56,6 @@ func (c *Config) validateWebhooks() error {
 	if len(c.Webhooks) > MaxWebhooks {
 		return fmt.Errorf("%w: at most %d webhooks", ErrInvalid, MaxWebhooks)
 	}
-	if c.JoinShards > 1 && c.WantsYourTurn() {
-		// The your_turn recorder maps a position to a seq through the
-		// window's permutation of one shard's sequence; a sharded queue's
-		// positions (queue.Order) are not mapped back to users yet.
-		return fmt.Errorf("%w: your_turn webhooks need join_shards 1", ErrInvalid)
-	}
 	for i := range c.Webhooks {
 		w := &c.Webhooks[i]
 		u, err := url.Parse(w.URL)

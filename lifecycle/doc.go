@@ -21,11 +21,19 @@
 // once, and the Deliverer calls a webhook that answered an id no more for
 // that id (a Redis marker kept 7 days).
 //
-// "Your turn". The frontier admits positions; positions map to sequence
-// numbers through the window's permutation, and a sequence number to its
-// user through a hash (seq → user) that Joiner keeps only for sales with a
-// webhook asking for your_turn: one HSET per join, about 50 bytes per
-// joiner. Events carry the position, the seq and, when known, the user.
+// "Your turn". Each queue of a sale — the default lane and every lane —
+// admits positions up to its own frontier, and has its own cursor. A
+// position maps to the place holding it through the window's permutation
+// (the lane's own, for a lane), or for a sale of join shards through the
+// node's view of the global order (queue.Order.Locate: shard and seq); a
+// place to its user through a hash (seq → user, on the join shard's slot
+// for a sharded queue) that Joiner keeps only for sales with a webhook
+// asking for your_turn: one HSET per join, about 50 bytes per joiner.
+// Events carry the position within the queue, the seq, the lane (a lane
+// member) or shard (a sharded sale) and, when known, the user. The event id
+// is <sale>.your_turn.<queue.Laned(lane, position)>: one per admitted
+// person. your_turn events are recorded for sales with such a webhook and
+// for sales where someone subscribed to a Web Push notice (WithPush).
 //
 // Webhooks. A Deliverer on every node shares one durable JetStream consumer:
 // each event is POSTed, signed (Signature), to every webhook of the sale

@@ -14,7 +14,8 @@ type joiner interface {
 }
 
 // Joiner wraps a queue joiner: for sales with a your_turn webhook it also
-// stores who holds the sequence number (one HSET, about 50 bytes a joiner),
+// stores who holds the sequence number (one HSET, about 50 bytes a joiner;
+// on the join shard's slot for a sharded queue),
 // so your_turn events can name the user. Safe for concurrent use.
 type Joiner struct {
 	next  joiner
@@ -36,7 +37,11 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t queue.Times) (queu
 	if err != nil || !j.wants(ev) {
 		return e, err
 	}
-	if err := j.rdb.HSet(ctx, whoKey(ev), e.Seq, user).Err(); err != nil {
+	shard := -1
+	if t.Lane == 0 && t.Shards > 1 {
+		shard = e.Shard
+	}
+	if err := j.rdb.HSet(ctx, whoKey(ev, shard), e.Seq, user).Err(); err != nil {
 		return queue.Entry{}, fmt.Errorf("lifecycle %s: who: %w", ev, err)
 	}
 	return e, nil

@@ -1,4 +1,4 @@
--- record.lua v3: record one event's lifecycle transitions, each exactly once
+-- record.lua v4: record one event's lifecycle transitions, each exactly once
 -- across every node, in an outbox that nodes publish from.
 -- KEYS[1] state hash, KEYS[2] outbox hash (id -> JSON), KEYS[3] recent list.
 -- All keys share the event's hash tag.
@@ -7,9 +7,11 @@
 -- (each 0/1, as observed), ARGV[8] seed, ARGV[9] seed commitment,
 -- ARGV[10] window size, ARGV[11] held by the shop's health check (0/1),
 -- ARGV[12] the health hold's generation (its changes so far),
--- ARGV[13] your_turn cursor expected (-1: none), ARGV[14] new cursor, then
--- triples (position, seq, user) for the positions after the expected
--- cursor up to the new one.
+-- ARGV[13] the number of your_turn cursors that follow (one per queue: the
+-- default lane, then each lane), each as: the state hash field that keeps
+-- it, the cursor expected (-1: none), the new cursor, the number n of
+-- events, then n pairs (event number, data as JSON) for the positions after
+-- the expected cursor up to the new one.
 -- One-shot transitions are claimed with HSETNX; pause/resume follows the
 -- newest config version seen (a stale node cannot flip it back) and counts
 -- its changes; the health hold follows the newest (config version, health
@@ -17,7 +19,7 @@
 -- flip it either, and removing the check (a new version) releases it.
 -- Both emit paused/resumed, with data.reason staff or health; your_turn
 -- moves a cursor by compare-and-set.
--- Reply {outbox length, your_turn cursor}.
+-- Reply {outbox length, then each your_turn cursor as stored}.
 -- Bodies are written member by member, not by cjson.encode: an empty Lua
 -- table is {} on redis-server but [] on the embedded server (miniredis),
 -- and cjson keeps 14 significant digits of a number. Strings go through
@@ -89,17 +91,21 @@ once(ARGV[5], 'window_closed', object({'seed', cjson.encode(ARGV[8]), 'seed_comm
 once(ARGV[6], 'sold_out', '{}')
 once(ARGV[7], 'sale_ended', '{}')
 
-local cursor = tonumber(redis.call('HGET', state, 'cursor') or '0')
-if tonumber(ARGV[13]) == cursor and tonumber(ARGV[14]) > cursor then
-  for i = 15, #ARGV, 3 do
-    local data = {'position', int(ARGV[i]), 'seq', int(ARGV[i + 1])}
-    if ARGV[i + 2] ~= '' then
-      data[#data + 1] = 'user'
-      data[#data + 1] = cjson.encode(ARGV[i + 2])
+local reply = {0}
+local i = 14
+for _ = 1, tonumber(ARGV[13]) do
+  local field, expected, nxt, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  i = i + 4
+  local cursor = tonumber(redis.call('HGET', state, field) or '0')
+  if expected == cursor and nxt > cursor then
+    for k = i, i + 2 * n - 1, 2 do
+      emit('your_turn', ARGV[k], ARGV[k + 1])
     end
-    emit('your_turn', ARGV[i], object(data))
+    cursor = nxt
+    redis.call('HSET', state, field, cursor)
   end
-  cursor = tonumber(ARGV[14])
-  redis.call('HSET', state, 'cursor', cursor)
+  i = i + 2 * n
+  reply[#reply + 1] = cursor
 end
-return {redis.call('HLEN', outbox), cursor}
+reply[1] = redis.call('HLEN', outbox)
+return reply

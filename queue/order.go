@@ -234,3 +234,51 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// Locate is the inverse of Position: the shard and sequence number of the
+// user at position pos, given the permutation of the frozen window. ok is
+// false while pos is not known yet (the window not frozen, or pos past the
+// settled seconds). Locate(perm, pos) is (p.Shard, p.Seq) for every Place
+// p with Position(perm, p) = pos.
+func (o *Order) Locate(perm Permutation, pos int64) (shard int, seq int64, ok bool) {
+	if o.w < 0 || pos < 1 {
+		return 0, 0, false
+	}
+	if pos <= o.w {
+		g := perm.Inverse(pos)
+		for s := o.shards - 1; s >= 0; s-- {
+			if g > o.offsets[s] {
+				return s, g - o.offsets[s], true
+			}
+		}
+		return 0, 0, false
+	}
+	k := pos - o.w // 1-based among the later joiners
+	i := sort.Search(len(o.seconds), func(i int) bool { return o.seconds[i].Before >= k }) - 1
+	if i < 0 {
+		return 0, 0, false
+	}
+	sec := &o.seconds[i]
+	rank := k - sec.Before
+	// Round j holds the shards r with Count[r] >= j, in shard order.
+	for j := int64(1); rank > 0; j++ {
+		in := false
+		for r, c := range sec.Count {
+			if c < j {
+				continue
+			}
+			in = true
+			if rank--; rank == 0 {
+				return r, sec.First[r] + j - 1, true
+			}
+		}
+		if !in {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// ShardTag is the key prefix of join shard s of event ev (every key of the
+// shard shares its hash tag); other packages keep per-shard keys under it.
+func ShardTag(ev string, s int) string { return shardTag(ev, s) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -238,5 +239,67 @@ func TestShardSecondsNeverGoBack(t *testing.T) {
 			t.Fatalf("repeat join: %+v %v", again, err)
 		}
 		return
+	}
+}
+
+// TestOrderLocateInvertsPosition: every settled position is located at the
+// one place (shard, seq) whose Position it is, window members and later
+// joiners of seconds with uneven shard counts alike; a position not
+// settled yet is not located.
+func TestOrderLocateInvertsPosition(t *testing.T) {
+	opens := time.Unix(2_000_000, 0)
+	at := func(s float64) time.Time { return opens.Add(time.Duration(s * float64(time.Second))) }
+	rng := rand.New(rand.NewPCG(7, 11))
+	const shards = 4
+	reads := make([]queue.ShardRead, shards)
+	second := map[[2]int64]int64{} // (shard, seq) -> second of a later joiner
+	for s := range reads {
+		w := int64(rng.IntN(5))
+		r := queue.ShardRead{Now: at(30.5), Window: w, Joined: w}
+		for sec := int64(10); sec < 20; sec++ {
+			n := int64(rng.IntN(4))
+			if n == 0 {
+				continue
+			}
+			r.Starts = append(r.Starts, queue.SecondStart{Second: sec, First: r.Joined + 1})
+			for range n {
+				r.Joined++
+				second[[2]int64{int64(s), r.Joined}] = sec
+			}
+		}
+		reads[s] = r
+	}
+	o := queue.NewOrder(shards, opens).Next(reads)
+	perm, err := queue.NewPermutation(make([]byte, 32), o.Window())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Settled() != o.Joined() || o.Settled() == o.Window() {
+		t.Fatalf("settled %d joined %d window %d: want everyone settled and some later joiners", o.Settled(), o.Joined(), o.Window())
+	}
+	seen := map[[2]int64]bool{}
+	for pos := int64(1); pos <= o.Settled(); pos++ {
+		s, seq, ok := o.Locate(perm, pos)
+		if !ok {
+			t.Fatalf("position %d of %d not located", pos, o.Settled())
+		}
+		key := [2]int64{int64(s), seq}
+		if seen[key] {
+			t.Fatalf("position %d located at shard %d seq %d twice", pos, s, seq)
+		}
+		seen[key] = true
+		joined := at(0)
+		if sec, later := second[key]; later {
+			joined = at(float64(sec))
+		}
+		if got := o.Position(perm, queue.Place{Shard: s, Seq: seq, Joined: joined}); got != pos {
+			t.Errorf("position %d located at shard %d seq %d, whose position is %d", pos, s, seq, got)
+		}
+	}
+	if _, _, ok := o.Locate(perm, o.Settled()+1); ok {
+		t.Errorf("position %d past the settled ones located", o.Settled()+1)
+	}
+	if _, _, ok := queue.NewOrder(shards, opens).Locate(perm, 1); ok {
+		t.Error("located a position before the window froze")
 	}
 }

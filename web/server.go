@@ -90,6 +90,11 @@ type (
 		State(ctx context.Context, ev string) (admission.HealthState, error)
 		Reset(ctx context.Context, ev string) error
 	}
+	// pushStore keeps Web Push subscriptions; *push.Service.
+	pushStore interface {
+		Save(ctx context.Context, ev string, shard int, seq int64, body []byte, until, now time.Time) error
+		PublicKey() string
+	}
 )
 
 // Deps are the domain services the handlers use.
@@ -189,6 +194,9 @@ type Deps struct {
 	// Health keeps the shop health signals (*admission.Health); nil
 	// answers 503 to a push and leaves the hold out of the admin view.
 	Health healthSignals
+	// Push keeps shoppers' Web Push subscriptions (*push.Service); nil:
+	// Web Push is off (its routes answer 404).
+	Push pushStore
 }
 
 // Config tunes the edge.
@@ -348,7 +356,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Claims:    deps.Claims, Store: deps.Store, Identity: deps.Identity,
 		Guard: edge, IsAdmin: s.staff.IsAdmin,
 		Invites: edge.Invites(), PassTokens: edge.Passes(), Passes: deps.Passes,
-		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health,
+		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health, Push: deps.Push,
 		Basic: pg, Forms: edge, // the basic page (no JavaScript)
 	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))

@@ -12,10 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/anteroom/anteroom/push"
 	"github.com/anteroom/anteroom/tokens"
 )
 
-const keysUsage = `usage: anteroom keys <rotate|retire|list> [flags]
+const keysUsage = `usage: anteroom keys <rotate|retire|list|vapid> [flags]
 
 Manage the admission signing key directory shared by all nodes
 (ANTEROOM_SIGNING_KEYS, default DATA_DIR/keys). Nodes re-read it every
@@ -24,6 +25,9 @@ ANTEROOM_KEY_RELOAD (10s).
   rotate                 add a key and make it the signer; old keys keep verifying
   retire -max-age D      remove keys that stopped signing more than D ago
   list                   show the keys, the active one first
+  vapid -out FILE        write a new Web Push VAPID private key to FILE (mode
+                         0600, never overwritten) and print its public key;
+                         give FILE to every node as ANTEROOM_PUSH_VAPID_KEY
 
 Rotate well before a sale (gateways cache the JWKS). Retire with a max-age of
 at least the longest admission_ttl_seconds + the key reload interval + 5s of
@@ -47,7 +51,10 @@ func keys(args []string, getenv func(string) string, now func() time.Time, stdou
 	dataDir := flags.String("data-dir", envSetting(getenv, "data-dir"), "data directory (ANTEROOM_DATA_DIR)")
 	dir := flags.String("signing-keys", envSetting(getenv, "signing-keys"), "signing key directory; empty: DATA_DIR/keys (ANTEROOM_SIGNING_KEYS)")
 	var maxAge *time.Duration
+	var out *string
 	switch cmd {
+	case "vapid":
+		out = flags.String("out", "", "file to write the VAPID private key to (required; must not exist)")
 	case "rotate", "list":
 	case "retire":
 		maxAge = flags.Duration("max-age", 0, "remove keys that stopped signing longer ago than this (required; ≥ longest admission TTL + reload interval + leeway)")
@@ -60,6 +67,9 @@ func keys(args []string, getenv func(string) string, now func() time.Time, stdou
 	}
 	if flags.NArg() > 0 {
 		return fmt.Errorf("keys %s: unexpected argument %q", cmd, flags.Arg(0))
+	}
+	if out != nil {
+		return writeVAPIDKey(*out, stdout)
 	}
 	if *dir == "" {
 		*dir = filepath.Join(*dataDir, "keys")
@@ -151,4 +161,33 @@ func listKeys(dir string, stdout io.Writer) error {
 		fmt.Fprintf(tw, "%s\tverify-only\t%s\n", kid, since)
 	}
 	return tw.Flush()
+}
+
+// writeVAPIDKey writes a new VAPID private key to path, which must not
+// exist, readable by its owner only, and prints the public key.
+func writeVAPIDKey(path string, stdout io.Writer) error {
+	if path == "" {
+		return errors.New("keys vapid: -out is required")
+	}
+	key, err := push.GenerateKey()
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("keys vapid: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("keys vapid: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("keys vapid: %w", err)
+	}
+	svc, err := push.New(nil, push.Config{PrivateKey: key, Subject: "mailto:x"})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\npublic key (the pages' applicationServerKey, also at GET /events/{id}/push): %s\n", path, svc.PublicKey())
+	return nil
 }

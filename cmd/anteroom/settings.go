@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/settings"
+	"github.com/anteroom/anteroom/push"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/anteroom/anteroom/web/protect"
@@ -106,6 +107,14 @@ func nodeSettings(o *options) []settings.Setting {
 			Doc: "Redis calls at least this slow count in anteroom_redis_slow_calls_total"},
 		{Name: "webhook-allow-http", Default: "false", Set: boolean(&c.WebhookAllowHTTP, "webhook allow http"),
 			Doc: "accept and deliver to http (not only https) webhook URLs, and probe http shop health URLs; unsafe outside tests and loopback relays"},
+		{Name: "push-vapid-key", Set: str(&c.PushVAPIDKey),
+			Doc: "file holding the Web Push VAPID private key, the same on every node (anteroom keys vapid -out FILE); empty: Web Push is off (the page still changes its title and icon and can show a notification while open)"},
+		{Name: "push-subject", Set: str(&c.PushSubject),
+			Doc: "the VAPID contact push services may write to, mailto:you@shop.example or an https URL; required with -push-vapid-key"},
+		{Name: "push-hosts", Default: strings.Join(push.DefaultHosts, ","), Set: list(&c.PushHosts),
+			Doc: "comma-separated push service hosts (with their subdomains) a shopper's subscription may name: the node POSTs to them"},
+		{Name: "push-allow-http", Default: "false", Set: boolean(&c.PushAllowHTTP, "push allow http"),
+			Doc: "accept http (not only https) push endpoints; unsafe outside tests with a local push service stub"},
 		{Name: "clock-skew", Default: "0", Set: clockSkew(&c.ClockSkew),
 			Doc: "DRILL ONLY: shift this node's machine clock, e.g. +3s or -30s, at most ±5m, logged as DRILL at start; the node keeps its time on Redis TIME, so tokens, expiry checks and sale phases stay right"},
 		{Name: "dev-captcha-siteverify-url", Set: siteverifyURL(&c.CaptchaSiteverifyURL),

@@ -142,6 +142,24 @@ type Config struct {
 	//
 	// Default: false
 	WebhookAllowHTTP bool
+	// PushVAPIDKey is the file holding the Web Push VAPID private key
+	// (`anteroom keys vapid` writes one; the same on every node). Empty:
+	// Web Push is off; the page still calls the shopper back with its
+	// title, icon, sound and a notification while it runs.
+	PushVAPIDKey string
+	// PushSubject is the VAPID contact push services may write to: a
+	// mailto: address or an https URL. Required with PushVAPIDKey.
+	PushSubject string
+	// PushHosts are the push services' hosts a subscription's endpoint
+	// may name (each with its subdomains).
+	//
+	// Default: push.DefaultHosts (FCM, Mozilla, Apple, Windows)
+	PushHosts []string
+	// PushAllowHTTP accepts http push endpoints: a local push service
+	// stub in tests only, asked for by name.
+	//
+	// Default: false
+	PushAllowHTTP bool
 	// CaptchaSiteverifyURL sends every captcha check to this URL instead
 	// of the provider's siteverify endpoint: for tests and development
 	// only (a local stub), asked for by name

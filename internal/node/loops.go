@@ -55,6 +55,14 @@ func (n *Node) startLoops(w *wiring) {
 				cfg.Log.Warn("webhook deliverer stopped", "err", err)
 			}
 		})
+		if w.push != nil {
+			pusher := lifecycle.NewPushDeliverer(w.js, w.events, w.push, lifecycle.DeliverConfig{OnError: logErr("push")})
+			n.goLoop(func() {
+				if err := pusher.Run(lctx); err != nil {
+					cfg.Log.Warn("push deliverer stopped", "err", err)
+				}
+			})
+		}
 		keys, reloadUsers := w.keys, w.reloadUsers
 		watch := newKeyWatch(staff.NewAudit(w.back.rdb), keys)
 		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, watch, logErr("keys")) })

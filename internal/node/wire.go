@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -13,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/push"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/sale"
@@ -57,6 +59,7 @@ type wiring struct {
 	refusals *report.Refusals
 	reports  *report.Builder
 	lc       *lifecycle.Recorder
+	push     *push.Service // nil: Web Push is off
 	ops      *ops
 	svc      *claim.Service
 	pub      *claim.Publisher
@@ -202,6 +205,20 @@ func (w *wiring) services() error {
 	w.refusals = report.NewRefusals(rdb)
 	w.reports = &report.Builder{Configs: w.events, Tallies: w.frontier, Sales: w.snaps, Refusals: w.refusals, Passes: admission.NewPasses(w.back.rdb), JS: w.js}
 	w.lc = lifecycle.NewRecorder(rdb, w.js)
+	if w.cfg.PushVAPIDKey != "" {
+		key, err := os.ReadFile(w.cfg.PushVAPIDKey)
+		if err != nil {
+			return fmt.Errorf("push: VAPID key: %w", err)
+		}
+		if w.push, err = push.New(rdb, push.Config{PrivateKey: string(key), Subject: w.cfg.PushSubject,
+			Endpoints: push.Endpoints{Hosts: w.cfg.PushHosts, AllowHTTP: w.cfg.PushAllowHTTP}}); err != nil {
+			return err
+		}
+		w.lc.WithPush(w.push.Subscribed)
+		if w.cfg.PushAllowHTTP {
+			w.cfg.Log.Warn("push endpoints may be http (ANTEROOM_PUSH_ALLOW_HTTP): for tests with a local push service stub only")
+		}
+	}
 	o, err := newOps(&w.cfg, w.back, w.snaps, w.claims)
 	if err != nil {
 		return err
@@ -279,7 +296,7 @@ func (w *wiring) edge() error {
 		Sales: w.snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(w.snaps)), Lifecycle: w.lc, Tickets: protect.NewTicketCache(w.tickets, 200_000),
 		Admitter: w.issuer, Claims: w.svc, Store: w.claims,
 		Configs: w.events, Pages: w.events, Identity: w.identity, JWKS: w.keys.JWKS, Ready: w.ops.ready, Rooms: w.frontier,
-		Sessions: w.frontier, Health: w.shop,
+		Sessions: w.frontier, Health: w.shop, Push: pushStoreOf(w.push),
 		Observe: w.ops.observe(), Metrics: w.publicMetrics,
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
@@ -332,4 +349,16 @@ func wantsYourTurn(s *sale.Snapshots) func(ev string) bool {
 		v, ok := s.Get(ev)
 		return ok && v.Config.WantsYourTurn()
 	}
+}
+
+// pushStoreOf is p as the web's push store: nil (Web Push off) stays a
+// nil interface.
+func pushStoreOf(p *push.Service) interface {
+	Save(ctx context.Context, ev string, shard int, seq int64, body []byte, until, now time.Time) error
+	PublicKey() string
+} {
+	if p == nil {
+		return nil
+	}
+	return p
 }

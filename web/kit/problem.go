@@ -15,6 +15,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/push"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/staff"
@@ -175,6 +176,13 @@ var errorRows = []errorRow{
 		detail: "the change was saved but its stock could not be laid; save again, or rebuild the stock from the saved configuration"},
 	{err: claim.ErrRebuildRunning, status: fiber.StatusConflict, code: "conflict", detail: "a rebuild of this event is already running"},
 	{err: limit.ErrTaken, status: fiber.StatusConflict, code: "limit_reached", detail: "this device or payment method has already been used by another account in this sale"},
+
+	// Web Push subscriptions. ErrWrongEvent wraps tokens.ErrWrongEvent:
+	// before it.
+	{err: push.ErrWrongEvent, status: fiber.StatusBadRequest, code: "bad_request", detail: "the ticket is for another event: a push subscription is kept only for its ticket's event"},
+	{err: push.ErrTooLarge, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+	{err: push.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+	{err: push.ErrDisabled, status: fiber.StatusNotFound, code: "not_found", detail: "Web Push is not enabled on this node"},
 
 	// Spending an admission (turnstile.Authorize) and the tokens.
 	{err: turnstile.ErrNotForSale, status: fiber.StatusForbidden, code: "forbidden", detail: "this event is a safety-net room: it sells nothing"},

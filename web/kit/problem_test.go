@@ -18,6 +18,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/push"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/staff"
@@ -51,6 +52,10 @@ var sentinels = []struct {
 	{"event.ErrConflict", event.ErrConflict, http.StatusConflict, "conflict"},
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
+	{"push.ErrInvalid", push.ErrInvalid, http.StatusBadRequest, "bad_request"},
+	{"push.ErrTooLarge", push.ErrTooLarge, http.StatusBadRequest, "bad_request"},
+	{"push.ErrWrongEvent", push.ErrWrongEvent, http.StatusBadRequest, "bad_request"},
+	{"push.ErrDisabled", push.ErrDisabled, http.StatusNotFound, "not_found"},
 	{"queue.ErrNotOpen", queue.ErrNotOpen, http.StatusForbidden, "not_open"},
 	{"queue.ErrClosed", queue.ErrClosed, http.StatusForbidden, "forbidden"},
 	{"queue.ErrStaleView", queue.ErrStaleView, http.StatusServiceUnavailable, "degraded"},
@@ -101,9 +106,11 @@ func TestErrorMap(t *testing.T) {
 				t.Errorf("%s: known = %v", c.name, known)
 			}
 			// An invalid or locked configuration's detail is the event
-			// package's message, written for staff; every other detail is
-			// the map's own text.
-			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached
+			// package's message, written for staff, and an invalid push
+			// subscription's the push package's, written for its page;
+			// every other detail is the map's own text.
+			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached ||
+				c.err == push.ErrInvalid || c.err == push.ErrTooLarge
 			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
 				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)
 			}

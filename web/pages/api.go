@@ -118,6 +118,7 @@ func (s *Pages) Mount(app fiber.Router) {
 	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/assets/room.js", s.roomScript)
+	app.Get("/assets/push-sw.js", s.pushWorker)
 	app.Get("/e/:id", s.page)
 	app.Get("/e/:id/messages", s.messages)
 }

@@ -125,6 +125,9 @@ type Deps struct {
 	// form posts (*protect.Edge); both are needed by MountBasic only.
 	Basic BasicRenderer
 	Forms forms
+	// Push keeps shoppers' Web Push subscriptions (*push.Service); nil:
+	// Web Push is off on this node (404).
+	Push pushStore
 }
 
 // Config tunes the handlers.
@@ -186,6 +189,8 @@ func (s *API) Mount(ev fiber.Router, earlyBird fiber.Handler) {
 	ev.Post("/claims/:claim_id/release", s.releaseClaim)
 	ev.Post("/sessions/:jti/finished", s.finishSession) // signed by the shop (shop.go)
 	ev.Post("/health", s.pushHealth)
+	ev.Get("/push", s.pushKey)
+	ev.Post("/push", s.pushSubscribe)
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel

@@ -323,6 +323,92 @@ function announce(s, key) {
   if (key.startsWith("r:")) results[key] = true;
   $("live").textContent = s;
 }
+// Calling the shopper back, so they can leave the tab. When their turn
+// comes (the admission this page sees first) the title and the icon
+// change, and as the shopper chose on this page: a short sound (off by
+// default; turning it on is the click that lets it play, and plays a
+// sample) and, while the tab is hidden, a notification (permission asked
+// only on the button's click). With Web Push on (GET /events/{id}/push
+// answers a key) the button also subscribes this browser, so the notice
+// comes even when the tab is throttled or closed: /assets/push-sw.js
+// shows it, with the same tag, so one replaces the other.
+const cb = {notify: store.get(K("notify")) === "1", sound: store.get(K("sound")) === "1", called: false, msg: "", audio: null, icon: null};
+const turnIcon = "data:image/svg+xml," + encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="8" fill="#0a6b2c"/><path d="M4 8.5l2.5 2.5L12 5.5" stroke="#fff" stroke-width="2" fill="none"/></svg>');
+function turnTitle() { return "✓ " + t("turnTitle") + " — " + ((info && info.name) || ev); }
+function setIcon(on) {
+  let l = document.querySelector('link[rel~="icon"]');
+  if (!l) { l = document.createElement("link"); l.rel = "icon"; document.head.appendChild(l); }
+  if (cb.icon === null) cb.icon = l.getAttribute("href") || "data:,";
+  const want = on ? turnIcon : cb.icon;
+  if (l.getAttribute("href") !== want) l.setAttribute("href", want);
+}
+// audio makes the sound's player, on a click (browsers let a page play
+// sound only after one).
+function audio() {
+  const A = window.AudioContext || window.webkitAudioContext;
+  if (!cb.audio && A) { try { cb.audio = new A(); } catch (e) { cb.audio = null; } }
+  return cb.audio;
+}
+function beep() {
+  const a = cb.audio;
+  if (!a) return;
+  try {
+    if (a.state === "suspended") a.resume();
+    for (const d of [0, 0.25]) {
+      const o = a.createOscillator(), g = a.createGain();
+      o.frequency.value = 880;
+      g.gain.value = 0.15;
+      o.connect(g);
+      g.connect(a.destination);
+      o.start(a.currentTime + d);
+      o.stop(a.currentTime + d + 0.15);
+    }
+    m.beeps = (m.beeps || 0) + 1;
+  } catch (e) { /* no sound */ }
+}
+function callBack() {
+  if (cb.called || PV) return;
+  cb.called = true;
+  m.turn = performance.now();
+  if (cb.sound) beep();
+  if (!cb.notify || !document.hidden || !("Notification" in window) || Notification.permission !== "granted") return;
+  const title = turnTitle(), opt = {body: t("turnBody", {t: clock(tokExp + offset)}), tag: "anteroom-turn-" + ev, requireInteraction: true};
+  try {
+    const n = new Notification(title, opt);
+    n.onclick = () => { window.focus(); n.close(); };
+  } catch (e) {
+    // Where a page may not make one (Android), the worker shows it.
+    if (navigator.serviceWorker) navigator.serviceWorker.getRegistration("/e/").then((r) => r && r.showNotification(title, opt), () => {});
+  }
+}
+async function subscribePush() {
+  if (!("serviceWorker" in navigator) || !("PushManager" in window)) return;
+  try {
+    const r = await fetch(base + "/push", {credentials: "same-origin"});
+    if (!r.ok) return; // Web Push is off on this node
+    const key = (await r.json()).public_key;
+    const reg = await navigator.serviceWorker.register("/assets/push-sw.js", {scope: "/e/"});
+    const raw = atob(key.replace(/-/g, "+").replace(/_/g, "/"));
+    const sub = await reg.pushManager.subscribe({userVisibleOnly: true, applicationServerKey: Uint8Array.from(raw, (c) => c.charCodeAt(0))});
+    const body = Object.assign(sub.toJSON(), {title: turnTitle(), body: t("turnPush")});
+    const a = await fetch(base + "/push", {method: "POST", credentials: "same-origin", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    m.pushed = a.ok;
+  } catch (e) { /* no push service reachable: the page's own notice remains */ }
+}
+// renderCallback shows the choices while the shopper waits and calls them
+// back once admitted; it returns whether it is their turn.
+function renderCallback() {
+  const turn = !!(st && st.state === "admitted" && !res);
+  show("callback", !!(me && st && !res && ["prequeue", "waiting", "paused"].includes(st.state)));
+  show("notifyBtn", "Notification" in window);
+  $("notifyBtn").setAttribute("aria-pressed", String(cb.notify));
+  $("soundBtn").setAttribute("aria-pressed", String(cb.sound));
+  show("cbMsg", !!cb.msg);
+  txt("cbMsg", cb.msg ? t(cb.msg) : "");
+  if (turn) callBack();
+  setIcon(turn);
+  return turn;
+}
 function render() {
   const root = document.documentElement;
   if (root.lang !== tag) root.lang = tag;
@@ -334,7 +420,8 @@ function render() {
   for (const e of document.querySelectorAll("[data-t-aria]")) if (e.getAttribute("aria-label") !== t(e.dataset.tAria)) e.setAttribute("aria-label", t(e.dataset.tAria));
   if (unknown) { txt("name", t("unknown")); show("clock", false); return; }
   if (!info) { txt("name", t("loading")); return; }
-  document.title = info.name + " · " + t("title");
+  const turn = renderCallback(), title = turn ? turnTitle() : info.name + " · " + t("title");
+  if (document.title !== title) document.title = title;
   txt("name", info.name || info.id);
   const lot = info.mode === "lottery", n = now();
   const opens = P(info.prequeue_opens_at), starts = P(info.starts_at), wend = P(info.window_closes_at), ends = P(info.ends_at);
@@ -381,7 +468,9 @@ function renderQueue(lot, w) {
   $("fill").style.width = pct + "%";
   $("bar").setAttribute("aria-valuenow", pct);
   const note = {prequeue: "q_prequeue", prequeueLot: "q_prequeueLot", waiting: "q_waiting", paused: "q_paused", admitted: "q_admitted"}[s];
-  txt("qNote", note && !res ? t(note, {w: w, t: clock(tokExp + offset)}) : "");
+  // Admitted: the time the admission is held for, counting down.
+  const held = s === "admitted" && tokExp ? " " + t("held", {r: hms(tokExp - Date.now())}) : "";
+  txt("qNote", note && !res ? t(note, {w: w, t: clock(tokExp + offset)}) + held : "");
   show("claim", st.state === "admitted" && !res && info.mode !== "safety_net"); // a safety-net room sells nothing
   txt("claim", claiming ? t("claiming") : t("claim"));
   $("claim").disabled = claiming || !tok;
@@ -447,6 +536,24 @@ $("lang").onchange = async (e) => {
 };
 $("join").onclick = () => { m.joinClick = performance.now(); joining = true; render(); kick("jn"); };
 $("claim").onclick = () => { claiming = true; render(); kick("cm"); };
+$("notifyBtn").onclick = async () => {
+  if (cb.notify) { cb.notify = false; store.del(K("notify")); render(); return; }
+  let p = "denied";
+  if ("Notification" in window) {
+    p = Notification.permission;
+    if (p !== "granted") { try { p = await Notification.requestPermission(); } catch (e) { p = "denied"; } }
+  }
+  cb.msg = p === "granted" ? "" : "notifyDenied";
+  if (p === "granted") { cb.notify = true; store.set(K("notify"), "1"); subscribePush(); }
+  render();
+};
+$("soundBtn").onclick = () => {
+  cb.sound = !cb.sound;
+  if (cb.sound) { store.set(K("sound"), "1"); audio(); beep(); } else store.del(K("sound"));
+  render();
+};
+// A sound chosen before a reload plays only after the next click here.
+document.addEventListener("click", () => { if (cb.sound) audio(); }, {once: true});
 if (PV) {
   // A console preview: a sample of one state, no requests.
   info = PV.event; me = PV.me; st = PV.status; res = PV.res; notice = PV.notice; stAt = Date.now();

@@ -1,0 +1,220 @@
+package push_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anteroom/anteroom/internal/pushstub"
+	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/push"
+	"github.com/redis/go-redis/v9"
+)
+
+// newService returns a Service on a real redis-server, with a fresh VAPID
+// key, allowed to send to the stub's host over http, and the stub.
+func newService(t *testing.T) (*push.Service, *pushstub.Stub, *redis.Client) {
+	t.Helper()
+	rdb := testenv.StartRedis(t).Client(t)
+	key, err := push.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := push.New(rdb, push.Config{PrivateKey: key, Subject: "mailto:ops@shop.example",
+		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := pushstub.Start(svc.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stub.Close)
+	return svc, stub, rdb
+}
+
+func subJSON(t *testing.T, sub map[string]any) []byte {
+	t.Helper()
+	b, err := json.Marshal(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestNotifyDeliversEncryptedSignedMessage: a saved subscription gets one
+// notice, VAPID-signed by the node's key (aud = the endpoint's origin),
+// encrypted for the browser (RFC 8291) and decrypted by the stub, naming
+// the event and saying it is the person's turn; the subscription is then
+// forgotten, so a retried event sends nothing more.
+func TestNotifyDeliversEncryptedSignedMessage(t *testing.T) {
+	svc, stub, _ := newService(t)
+	ctx := context.Background()
+	now := time.Now()
+	sub := stub.Subscription()
+	sub["title"], sub["body"], sub["expirationTime"] = "✓ Your turn", "Claim before 12:05", nil // as toJSON() has it
+	if err := svc.Save(ctx, "drop", -1, 7, subJSON(t, sub), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := svc.Subscribed(ctx, "drop"); err != nil || !on {
+		t.Fatalf("Subscribed = %v, %v; want true", on, err)
+	}
+	if err := svc.Notify(ctx, "drop", -1, 8, time.Minute); err != nil || len(stub.Messages()) != 0 {
+		t.Fatalf("another place's notice: %v, %d messages; want none sent", err, len(stub.Messages()))
+	}
+	if err := svc.Notify(ctx, "drop", -1, 7, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	msgs := stub.Messages()
+	if len(msgs) != 1 || msgs[0].Err != nil {
+		t.Fatalf("stub received %+v, want one valid message", msgs)
+	}
+	var got push.Message
+	if err := msgs[0].Decode(&got); err != nil {
+		t.Fatalf("payload %q: %v", msgs[0].Plaintext, err)
+	}
+	want := push.Message{Type: "your_turn", Event: "drop", URL: "/e/drop", Title: "✓ Your turn", Body: "Claim before 12:05"}
+	if got != want {
+		t.Errorf("payload %+v, want %+v", got, want)
+	}
+	if msgs[0].Subject != "mailto:ops@shop.example" || msgs[0].TTL != "300" || msgs[0].Urgency != "high" {
+		t.Errorf("sub %q TTL %q urgency %q, want mailto:ops@shop.example, 300 and high", msgs[0].Subject, msgs[0].TTL, msgs[0].Urgency)
+	}
+	if err := svc.Notify(ctx, "drop", -1, 7, time.Minute); err != nil || len(stub.Messages()) != 1 {
+		t.Errorf("a retry after a success: %v, %d messages; want nothing more sent", err, len(stub.Messages()))
+	}
+}
+
+// TestNotifyPlacesOfShards: the places of a sharded sale are (shard, seq):
+// the same seq on another shard is someone else.
+func TestNotifyPlacesOfShards(t *testing.T) {
+	svc, stub, _ := newService(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := svc.Save(ctx, "spread", 2, 5, subJSON(t, stub.Subscription()), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range []int{-1, 0, 3} {
+		if err := svc.Notify(ctx, "spread", shard, 5, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(stub.Messages()); n != 0 {
+		t.Fatalf("%d messages for other places, want 0", n)
+	}
+	if err := svc.Notify(ctx, "spread", 2, 5, time.Minute); err != nil || len(stub.Messages()) != 1 {
+		t.Fatalf("shard 2 seq 5: %v, %d messages, want 1", err, len(stub.Messages()))
+	}
+}
+
+// TestNotifyServiceAnswers: a push service's 5xx is retried (the
+// subscription is kept); 410 Gone forgets it without an error.
+func TestNotifyServiceAnswers(t *testing.T) {
+	svc, stub, rdb := newService(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := svc.Save(ctx, "ev", -1, 1, subJSON(t, stub.Subscription()), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	stub.AnswerWith(http.StatusServiceUnavailable)
+	if err := svc.Notify(ctx, "ev", -1, 1, time.Minute); err == nil {
+		t.Fatal("a 503 from the push service: got no error, want a retryable one")
+	}
+	if n, _ := rdb.Exists(ctx, "ar:{ev}:push:1").Result(); n != 1 {
+		t.Fatal("the subscription was forgotten after a 503")
+	}
+	stub.AnswerWith(http.StatusGone)
+	if err := svc.Notify(ctx, "ev", -1, 1, time.Minute); err != nil {
+		t.Fatalf("410: %v, want nil", err)
+	}
+	if n, _ := rdb.Exists(ctx, "ar:{ev}:push:1").Result(); n != 0 {
+		t.Error("a gone subscription is still kept")
+	}
+}
+
+// TestSaveRefusesBadSubscriptions: each bad subscription is refused with
+// ErrInvalid or ErrTooLarge and nothing is saved.
+func TestSaveRefusesBadSubscriptions(t *testing.T) {
+	svc, stub, rdb := newService(t)
+	strict, err := push.New(rdb, push.Config{PrivateKey: mustKey(t), Subject: "https://shop.example/contact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	now := time.Now()
+	good := stub.Subscription()
+	keys := good["keys"].(map[string]string)
+	with := func(f func(m map[string]any)) []byte {
+		m := map[string]any{"endpoint": good["endpoint"], "keys": map[string]string{"p256dh": keys["p256dh"], "auth": keys["auth"]}}
+		f(m)
+		return subJSON(t, m)
+	}
+	setKey := func(k, v string) func(m map[string]any) {
+		return func(m map[string]any) { m["keys"].(map[string]string)[k] = v }
+	}
+	offCurve := make([]byte, 65)
+	offCurve[0], offCurve[64] = 4, 1
+	u, _ := url.Parse(stub.Endpoint())
+	cases := []struct {
+		name string
+		svc  *push.Service
+		body []byte
+		want error
+	}{
+		{"oversized", svc, with(func(m map[string]any) {
+			m["endpoint"] = stub.Endpoint() + "?" + strings.Repeat("x", push.MaxSubscription)
+		}), push.ErrTooLarge},
+		{"not JSON", svc, []byte("endpoint=x"), push.ErrInvalid},
+		{"unknown field", svc, with(func(m map[string]any) { m["expirationTime"] = 1; m["extra"] = "x" }), push.ErrInvalid},
+		{"http without the unsafe setting", strict, with(func(map[string]any) {}), push.ErrInvalid},
+		{"host not a push service", svc, with(func(m map[string]any) { m["endpoint"] = "http://localhost:" + u.Port() + "/push/sub-1" }), push.ErrInvalid},
+		{"credentials in the endpoint", svc, with(func(m map[string]any) { m["endpoint"] = "http://a:b@127.0.0.1:" + u.Port() + "/x" }), push.ErrInvalid},
+		{"relative endpoint", svc, with(func(m map[string]any) { m["endpoint"] = "/push" }), push.ErrInvalid},
+		{"short p256dh", svc, with(setKey("p256dh", keys["p256dh"][:40])), push.ErrInvalid},
+		{"p256dh off the curve", svc, with(setKey("p256dh", base64.RawURLEncoding.EncodeToString(offCurve))), push.ErrInvalid},
+		{"auth of 15 bytes", svc, with(setKey("auth", base64.RawURLEncoding.EncodeToString(make([]byte, 15)))), push.ErrInvalid},
+		{"auth not base64url", svc, with(setKey("auth", "!!!!!!!!!!!!!!!!!!!!!!")), push.ErrInvalid},
+		{"title too long", svc, with(func(m map[string]any) { m["title"] = strings.Repeat("é", push.MaxText+1) }), push.ErrInvalid},
+	}
+	for _, c := range cases {
+		err := c.svc.Save(ctx, "ev", -1, 1, c.body, now.Add(time.Hour), now)
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+	if n, _ := rdb.DBSize(ctx).Result(); n != 0 {
+		keys, _ := rdb.Keys(ctx, "*").Result()
+		t.Errorf("refused subscriptions left %d keys: %v", n, keys)
+	}
+}
+
+func mustKey(t *testing.T) string {
+	t.Helper()
+	k, err := push.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestNewRefusesBadSettings: no key, a key of the wrong length, a
+// subject that is neither mailto: nor https:.
+func TestNewRefusesBadSettings(t *testing.T) {
+	for name, cfg := range map[string]push.Config{
+		"no key":        {Subject: "mailto:a@b"},
+		"short key":     {PrivateKey: base64.RawURLEncoding.EncodeToString(make([]byte, 31)), Subject: "mailto:a@b"},
+		"zero key":      {PrivateKey: base64.RawURLEncoding.EncodeToString(make([]byte, 32)), Subject: "mailto:a@b"},
+		"http subject":  {PrivateKey: mustKey(t), Subject: "http://shop.example"},
+		"empty subject": {PrivateKey: mustKey(t)},
+	} {
+		if _, err := push.New(nil, cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
