@@ -35,6 +35,7 @@ func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance
 	return admission.Entrance{
 		User: user, Opens: cfg.StartsAt, Ends: cfg.EndsAt, Rate: cfg.AdmitRatePerSecond,
 		MaxActive: cfg.MaxActive, AdmissionTTL: turnstile.TTL(cfg), Paused: cfg.Paused, AdmitOnly: admitOnly,
+		NoShowGrace: time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 	}
 }
 
