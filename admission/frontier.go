@@ -91,13 +91,14 @@ type Frontier struct {
 	enter    *redis.Script
 	finish   *redis.Script
 	sessions *redis.Script
+	activate *redis.Script
 	shards   *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
 	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), enter: luascript.New(enterLua), finish: luascript.New(finishLua),
-		sessions: luascript.New(sessionsLua), shards: queue.NewJoiner(rdb)}
+		sessions: luascript.New(sessionsLua), activate: luascript.New(activateLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.

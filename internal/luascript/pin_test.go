@@ -24,6 +24,7 @@ var pins = map[string]struct {
 	"admission/passmint.lua":   {1, "f0a0c8e0d0e1db8985bb392b99cc9bde43222ae2"},
 	"admission/passredeem.lua": {2, "48c7430b4cb5a69f1891662fde679e2c2dedc830"},
 	"admission/passrevoke.lua": {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
+	"admission/activate.lua":   {1, "40150a3effb483c9521883239c2aec4daa992445"},
 	"admission/enter.lua":      {3, "912de4b402ff0524958489a4639405beb0be5c76"},
 	"admission/advance.lua":    {11, "c4758f833885412371e1e7d08f0fcf2d43339024"},
 	"claim/accept.lua":         {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},

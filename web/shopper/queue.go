@@ -90,7 +90,8 @@ type statusJSON struct {
 	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
 }
 
-// status answers from the ticket and the node's view: zero Redis round trips.
+// status answers from the ticket and the node's view: zero Redis round
+// trips while waiting; one to count an admission under max_active.
 func (s *API) status(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
@@ -120,7 +121,12 @@ func (s *API) status(c *fiber.Ctx) error {
 	}
 	if d.State == admission.Admitted {
 		pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
-		tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
+		// Under max_active the admission is counted in Redis before the
+		// token goes out (turnstile.Admit): the one Redis call a status
+		// poll can make, once per token.
+		ctx, cancel := s.ctx(c)
+		defer cancel()
+		tok, a, err := s.deps.Turnstile.Admit(ctx, cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
 		if err != nil {
 			return err
 		}
