@@ -136,3 +136,49 @@ func TestRoomAfterLaggingFailover(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestRoomFenceOlderHash: a room whose frontier hash an older version
+// wrote (no replication id recorded) is not held: the first step records
+// the server's id and admits as before; a step that then finds another id
+// holds the room.
+func TestRoomFenceOlderHash(t *testing.T) {
+	f, r := frontier(t)
+	rdb := r.Client(t)
+	ctx := context.Background()
+	const ev = "older"
+	ttl := time.Minute
+	if en := enter(t, f, ev, room("u0", 1000, 4, ttl)); !en.Admitted {
+		t.Fatalf("u0: %+v, want admitted at once", en)
+	}
+	key := "ar:{" + ev + "}:adm"
+	id, err := rdb.HGet(ctx, key, "r").Result()
+	if err != nil || id == "" {
+		t.Fatalf("replication id recorded: %q %v, want the server's", id, err)
+	}
+	if err := rdb.HDel(ctx, key, "r", "rh").Err(); err != nil { // as the previous version left it
+		t.Fatal(err)
+	}
+	if en := enter(t, f, ev, room("u1", 1000, 4, ttl)); !en.Admitted {
+		t.Fatalf("u1 on a hash without a recorded id: %+v, want admitted at once (no hold)", en)
+	}
+	if got := rdb.HGet(ctx, key, "r").Val(); got != id {
+		t.Fatalf("recorded id %q, want %q", got, id)
+	}
+	// Another server's id (as after a promotion): held.
+	if err := rdb.HSet(ctx, key, "r", "0000000000000000000000000000000000000000").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if en := enter(t, f, ev, room("u2", 1000, 4, ttl)); en.Admitted {
+		t.Fatalf("u2 after the id changed: %+v, want queued (held for the admission TTL)", en)
+	}
+	if en := enter(t, f, ev, room("u0", 1000, 4, ttl)); !en.Admitted || !en.Existing {
+		t.Fatalf("u0, admitted before, during the hold: %+v, want its admission back", en)
+	}
+	rd, err := f.Advance(ctx, ev, admission.Step{Start: time.Now().Add(-time.Minute), Rate: 1000, Grace: time.Second, MaxActive: 4, AdmissionTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd.Frontier != 2 {
+		t.Fatalf("frontier %v during the hold, want 2 (u2 waits)", rd.Frontier)
+	}
+}
