@@ -1,4 +1,4 @@
--- advance.lua v10: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v11: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -7,7 +7,9 @@
 --         no-shows, g = highest position admitted at least the grace ago,
 --         t = last advance (unix ms; 0 before the start), a = admission clock (ms of time not
 --         held since the start), f = frontier, h = last F pushed to the
---         history, p = positions ever present
+--         history, p = positions ever present, r = the replication id
+--         the count under max_active is kept on, rh = held until (unix
+--         ms; see the failover fence below)
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
 -- KEYS[4] presence bitmap (bit = position: an admission token was issued),
 -- KEYS[5] history list of "admission clock ms:F" samples, oldest first,
@@ -74,6 +76,19 @@
 -- before F moves, only within the rate and the caps: the readmitted
 -- position is counted back (n - 1) and is admitted again, with a new
 -- grace; one who does not come within it is a no-show again.
+-- The failover fence (with max_active; enter.lua keeps the same one): r
+-- records the replication id (replid()) of the server the count of active
+-- people is kept on. A call that finds another id runs on a promoted
+-- replica, or on a server restored from an older copy, which may have
+-- lost the last writes of the old one: admissions (a room's instant ones,
+-- the frontier's), presence marks, deadlines in the active set. Their
+-- tokens are valid and cannot be revoked, so the count here is short of
+-- the people who hold them. Admission is held (as by ARGV[3]: the
+-- admission clock stands still) until rh = now + TTL + grace, when every
+-- such admission has expired; presence marks and claims are recorded
+-- meanwhile. A hash without r (an older version's, or a new sale)
+-- records the id without a hold. Without max_active nothing is capped and
+-- the queue's own failover limit applies (see package queue).
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
 -- health held (0/1), health generation, c, held log length, then the
 -- log's entries from ARGV[17] (at most 4096; "-q" as -q)}.
@@ -96,7 +111,7 @@ local at = 18 + nl -- the first position present
 -- fails the script here, before a presence mark is set without its
 -- accounting (a retry would then never count the position back). Redis
 -- does not roll back a script that fails halfway.
-local st = redis.call('HMGET', frontier, 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p')
+local st = redis.call('HMGET', frontier, 'b', 'n', 'c', 't', 'f', 'h', 'g', 'a', 'p', 'r', 'rh')
 local joined = tonumber(redis.call('GET', counter) or '0')
 local w = redis.call('GET', window)
 if sharded then
@@ -117,6 +132,15 @@ local health = {'0', hs[2] or '0'}
 if ARGV[14] == '1' and hs[1] == '1' then
   health[1] = '1'
   hold = true
+end
+local fence, id = tonumber(st[11] or '0'), st[10]
+if maxactive > 0 then
+  local cur = replid()
+  if cur ~= '' and id ~= cur then
+    if id then fence = math.max(fence, now + ttl + grace) end
+    id = cur
+  end
+  if now < fence then hold = true end
 end
 local b, n, c = tonumber(st[1] or '0'), tonumber(st[2] or '0'), tonumber(st[3] or '0')
 local last = tonumber(st[4] or '0')
@@ -291,6 +315,7 @@ end
 if now < start then last = 0 end
 redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
+if id then redis.call('HSET', frontier, 'r', id, 'rh', fence) end
 local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), c, redis.call('LLEN', heldlog)}
 for _, e in ipairs(redis.call('LRANGE', heldlog, logfrom, logfrom + 4095)) do
   table.insert(reply, tonumber(e))

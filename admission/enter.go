@@ -31,6 +31,8 @@ type Entrance struct {
 	// AdmissionTTL is how long an admission lasts: the admitted person is
 	// active that long (longer when it is renewed).
 	AdmissionTTL time.Duration
+	// NoShowGrace is the room's no-show grace (the frontier's Step.Grace).
+	NoShowGrace time.Duration
 	// Paused queues everyone.
 	Paused bool
 	// AdmitOnly (the gate) admits at once or returns ErrFull, never queues.
@@ -64,7 +66,7 @@ func (f *Frontier) Enter(ctx context.Context, ev string, e Entrance) (Entered, e
 	}
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), activeKey(ev), userKey, bucketKey(ev)}
 	res, err := f.enter.Run(ctx, f.rdb, keys, e.User, e.Opens.UnixMilli(), e.Ends.UnixMilli(), e.Rate,
-		max(e.MaxActive, 1), e.AdmissionTTL.Milliseconds(), bit(e.Paused), bit(e.AdmitOnly)).Int64Slice()
+		max(e.MaxActive, 1), e.AdmissionTTL.Milliseconds(), bit(e.Paused), bit(e.AdmitOnly), e.NoShowGrace.Milliseconds()).Int64Slice()
 	if err != nil {
 		return Entered{}, fmt.Errorf("enter %s: %w", ev, err)
 	}

@@ -1,10 +1,10 @@
--- enter.lua v2: a safety-net room's join, and its gate's admit-at-once. One
+-- enter.lua v3: a safety-net room's join, and its gate's admit-at-once. One
 -- step: admit at once while nobody waits, fewer than max_active people are
 -- active and the rate allows; otherwise queue first come first served (or,
 -- for the gate, refuse: it keeps no queue entry).
 --
 -- KEYS[1] frontier hash (advance.lua's: f, n, p, c are read; f and p
--- written),
+-- written; r and rh, the failover fence, read and written),
 -- KEYS[2] queue sequence counter, KEYS[3] frozen window size W,
 -- KEYS[4] presence bitmap, KEYS[5] active set (position -> admission
 -- deadline, unix ms), KEYS[6] the user's entry hash shard (join.lua's
@@ -14,7 +14,8 @@
 -- ARGV[1] user ('' for the gate: no entry is read or kept), ARGV[2] room
 -- opens = starts_at (unix ms), ARGV[3] ends_at (unix ms), ARGV[4] rate per
 -- second, ARGV[5] max_active, ARGV[6] admission TTL (ms), ARGV[7] 1 when
--- paused (nobody is admitted at once), ARGV[8] 1 to admit only (the gate).
+-- paused (nobody is admitted at once), ARGV[8] 1 to admit only (the gate),
+-- ARGV[9] the no-show grace (ms; missing: 0).
 --
 -- Active = admitted and not yet present (F - n - p, within their grace) +
 -- present with an unexpired admission (the active set), as advance.lua
@@ -31,16 +32,26 @@
 -- earlier admission expired, or who was a no-show (admitted, never
 -- present, and checked by advance.lua after the grace: position ≤ c),
 -- gets a new entry: leaving ends the turn.
+--
+-- The failover fence (as advance.lua's): the frontier hash records in r
+-- the replication id of the server the room's count is kept on. A script
+-- that finds another id runs on a promoted replica (or a server restored
+-- from an older copy), which may have lost admissions whose tokens are
+-- still valid: the room is held (as paused: nobody is admitted at once)
+-- until rh = now + TTL + grace, when every admission the lost writes
+-- counted has expired. A hash without r (an older version's, or a new
+-- room) records the id without a hold.
 local frontier, counter, window, presence, activeset, users, instant = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local now = now_ms()
 local user, opens, ends = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local rate, maxactive, ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local held, only = ARGV[7] == '1', ARGV[8] == '1'
+local grace = tonumber(ARGV[9] or '0')
 if now < opens then return {2, 0, 0, 0} end
 if now >= ends then return {3, 0, 0, 0} end
 
 -- Read every key before writing (a key of the wrong type fails here).
-local st = redis.call('HMGET', frontier, 'f', 'n', 'p', 'c')
+local st = redis.call('HMGET', frontier, 'f', 'n', 'p', 'c', 'r', 'rh')
 local joined = tonumber(redis.call('GET', counter) or '0')
 local w = redis.call('GET', window)
 redis.call('GETBIT', presence, 0)
@@ -52,6 +63,12 @@ local f, n = tonumber(st[1] or '0'), tonumber(st[2] or '0')
 local p, checked = tonumber(st[3] or '-1'), tonumber(st[4] or '0')
 if p < 0 then p = redis.call('BITCOUNT', presence) end
 local admitted = math.floor(f)
+local id, fence = replid(), tonumber(st[6] or '0')
+if id ~= '' and st[5] ~= id then
+  if st[5] then fence = math.max(fence, now + ttl + grace) end
+  redis.call('HSET', frontier, 'r', id, 'rh', fence)
+end
+if now < fence then held = true end
 
 -- Nobody joins before opens, so W freezes at what joined by then (0):
 -- every position is its sequence number.

@@ -47,14 +47,27 @@
 //   - A shop health hold (Health, with the sale's shop.health) holds
 //     admission like a pause, apart from it: staff pause and the health
 //     hold are two flags, and either holds.
+//   - The failover fence of max_active: the frontier hash records the
+//     Redis replication id the count of active people is kept on. A step
+//     (or a safety-net room's Enter) that finds another one — a promoted
+//     replica, a server restored from an older copy — holds admission
+//     like a pause for one admission TTL plus the grace: the writes lost
+//     with the old primary may have counted admissions whose tokens,
+//     verified offline, stay valid until then. Presence marks, renewals
+//     and claims are recorded meanwhile.
 //
-// Status never touches Redis: a node records admission tokens issued
+// A waiting status poll never touches Redis: a node records admission tokens issued
 // (Step.Present) and claims granted (Step.Claimed) in memory and hands them to the
 // next tick's script, which records presence in a bitmap and admissions in
 // a sorted set of deadlines; the tick also reads the positions holding a
 // pending claim from the claim store when max_active is set. Marks a failed
 // tick took are put back; the script reads every key before it writes, so a
-// retry counts each mark exactly once.
+// retry counts each mark exactly once. Under max_active the token is
+// counted at once as well (Activate: the position active until the
+// token's expiry, one Redis call per token minted), so a node killed
+// before its next tick leaves no valid token uncounted: its lost presence
+// mark only makes the position a no-show, whose place stays taken while
+// the token lasts.
 package admission
 
 import (
@@ -92,13 +105,14 @@ type Frontier struct {
 	enter    *redis.Script
 	finish   *redis.Script
 	sessions *redis.Script
+	activate *redis.Script
 	shards   *queue.Joiner
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
 	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), enter: luascript.New(enterLua), finish: luascript.New(finishLua),
-		sessions: luascript.New(sessionsLua), shards: queue.NewJoiner(rdb)}
+		sessions: luascript.New(sessionsLua), activate: luascript.New(activateLua), shards: queue.NewJoiner(rdb)}
 }
 
 // Step is one advance of one event's frontier.

@@ -1,6 +1,7 @@
 package sale
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,17 @@ func (s *Snapshots) Present(ev string, pos int64) { s.PresentAfter(ev, pos, -1) 
 // admission.Tally), once per position.
 func (s *Snapshots) PresentAfter(ev string, pos int64, waited time.Duration) {
 	s.mark(&s.present, ev, pos, waitSeconds(waited))
+}
+
+// Activate counts position pos of event ev active under max_active until
+// until in Redis at once (admission.Frontier.Activate): the one Redis call
+// of this file, made once per admission token minted in a sale with
+// max_active, before the token is handed out, so that a node killed before
+// its next refresh leaves no valid token uncounted. The presence mark
+// (Present) is still needed: it is what keeps the position from being a
+// no-show.
+func (s *Snapshots) Activate(ctx context.Context, ev string, pos int64, until time.Time) error {
+	return s.frontier.Activate(ctx, ev, pos, until)
 }
 
 // Claimed records that the holder of position pos in event ev was granted a

@@ -1,6 +1,8 @@
 package turnstile
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,19 +53,36 @@ type Entry struct {
 	Waited time.Duration
 }
 
+// ErrUncounted is Admit's error when a sale with max_active could not count
+// the admission in Redis: the token is not handed out (retry in a moment).
+var ErrUncounted = errors.New("turnstile: the admission could not be counted")
+
 // Admit mints the admission token of e for sale cfg at now, valid for the
 // sale's admission_ttl_seconds, and records what the kind calls for. It
 // returns the signed token and its claims, or the issuer's error (nothing
-// is then recorded).
+// is then recorded), or ErrUncounted (wrapping Redis's error: the token
+// must not be handed out).
 //
 // What each kind records, and why they differ:
 //
-//	kind   presence mark          checkout session         metric
-//	Queue  yes, with the wait     yes, under max_active    yes
-//	Room   yes, wait unknown      no                       yes
-//	Pass   no                     no                       yes
+//	kind   counted at once        presence mark        checkout session       metric
+//	Queue  under max_active       yes, with the wait   yes, under max_active  yes
+//	Room   yes (max_active)       yes, wait unknown    no                     yes
+//	Pass   no                     no                   no                     yes
 //
 // Each column in turn:
+//
+//   - Counted at once: under max_active a Queue or Room position is
+//     counted active in Redis until the token's expiry before Admit
+//     returns (View.Activate, one Redis round trip per token minted; a
+//     room always has max_active). The presence mark below is kept in the
+//     node's memory until its next tick: a node killed meanwhile would
+//     lose it, the position would turn a no-show after the grace and its
+//     place would go to someone else while this token, which cannot be
+//     revoked, stays valid. The deadline is the token's own exp, so a
+//     node whose clock runs ahead does not outlive Redis's count either.
+//     Nothing is handed out when Redis cannot count it (ErrUncounted).
+//     A Pass is outside max_active's count until it claims.
 //
 //   - Presence: a Queue or Room position is one of the frontier's; marking
 //     it present keeps it from being skipped as a no-show and, under
@@ -73,6 +92,7 @@ type Entry struct {
 //     with no wait to tally. A Pass holds no frontier position
 //     (admission.PassPosition is in no lane): it takes no one's place and
 //     holds none.
+//
 //   - Checkout session: under max_active the shop may end a checkout early
 //     by the token's jti (POST /events/{id}/sessions/{jti}/finished),
 //     freeing the place for the next person. Only the default lane's
@@ -86,11 +106,12 @@ type Entry struct {
 //     sale's: kept as it was, an open question for the room's owners.) A
 //     Pass is outside max_active's count until it claims; its pending
 //     claim then counts, by user, in advance.lua.
+//
 //   - Metric: every admission token this node signs is counted, whatever
 //     its kind (anteroom_admission_tokens_issued_total). Before this
 //     package a Pass was not counted: a bug, fixed with
 //     TestOpsMetricsCountPassTokens.
-func (t *Turnstile) Admit(cfg *event.Config, e Entry, now time.Time) (string, tokens.Admission, error) {
+func (t *Turnstile) Admit(ctx context.Context, cfg *event.Config, e Entry, now time.Time) (string, tokens.Admission, error) {
 	switch e.Kind {
 	case Queue, Room:
 	case Pass:
@@ -101,6 +122,11 @@ func (t *Turnstile) Admit(cfg *event.Config, e Entry, now time.Time) (string, to
 	tok, a, err := t.issuer.Issue(cfg.ID, e.User, e.Pos, TTL(cfg), now)
 	if err != nil {
 		return "", tokens.Admission{}, err
+	}
+	if e.Kind != Pass && cfg.MaxActive > 0 {
+		if err := t.view.Activate(ctx, cfg.ID, e.Pos, a.ExpiresAt); err != nil {
+			return "", tokens.Admission{}, fmt.Errorf("%w: %w", ErrUncounted, err)
+		}
 	}
 	switch e.Kind {
 	case Queue:

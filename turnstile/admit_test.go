@@ -1,6 +1,8 @@
 package turnstile_test
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -29,13 +31,13 @@ func TestAdmit(t *testing.T) {
 		{"queue", 0, turnstile.Entry{Kind: turnstile.Queue, User: "alice", Pos: 42, Waited: 90 * time.Second}, 42,
 			[]mark{{call: "present", ev: "drop", pos: 42, waited: 90 * time.Second}}},
 		{"queue under max_active", 5, turnstile.Entry{Kind: turnstile.Queue, User: "alice", Pos: 42, Waited: time.Second}, 42,
-			[]mark{{call: "present", ev: "drop", pos: 42, waited: time.Second}, {call: "session", ev: "drop", pos: 42, jti: "*"}}},
+			[]mark{{call: "activate", ev: "drop", pos: 42, waited: 2 * time.Minute}, {call: "present", ev: "drop", pos: 42, waited: time.Second}, {call: "session", ev: "drop", pos: 42, jti: "*"}}},
 		{"queue in a lane under max_active", 5, turnstile.Entry{Kind: turnstile.Queue, User: "alice", Pos: lane2}, lane2,
-			[]mark{{call: "present", ev: "drop", pos: lane2}, {call: "session", ev: "drop", pos: lane2, jti: "*"}}},
+			[]mark{{call: "activate", ev: "drop", pos: lane2, waited: 2 * time.Minute}, {call: "present", ev: "drop", pos: lane2}, {call: "session", ev: "drop", pos: lane2, jti: "*"}}},
 		{"room", 0, turnstile.Entry{Kind: turnstile.Room, User: "bob", Pos: 3, Waited: time.Hour}, 3,
 			[]mark{{call: "present", ev: "drop", pos: 3, waited: -1}}},
 		{"room under max_active", 5, turnstile.Entry{Kind: turnstile.Room, User: "bob", Pos: 3}, 3,
-			[]mark{{call: "present", ev: "drop", pos: 3, waited: -1}}},
+			[]mark{{call: "activate", ev: "drop", pos: 3, waited: 2 * time.Minute}, {call: "present", ev: "drop", pos: 3, waited: -1}}},
 		{"pass", 0, turnstile.Entry{Kind: turnstile.Pass, User: "vip", Pos: 9}, admission.PassPosition, nil},
 		{"pass under max_active", 5, turnstile.Entry{Kind: turnstile.Pass, User: "vip"}, admission.PassPosition, nil},
 	} {
@@ -45,7 +47,7 @@ func TestAdmit(t *testing.T) {
 			var n counter
 			ts := turnstile.New(iss, view, n.issued)
 			cfg := &event.Config{ID: "drop", AdmissionTTLSeconds: 120, MaxActive: tc.maxActive}
-			tok, a, err := ts.Admit(cfg, tc.entry, at)
+			tok, a, err := ts.Admit(context.Background(), cfg, tc.entry, at)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +91,7 @@ func TestAdmitRefusal(t *testing.T) {
 			view := &fakeView{}
 			var n counter
 			ts := turnstile.New(newIssuer(t), view, n.issued)
-			tok, _, err := ts.Admit(&event.Config{ID: "drop", AdmissionTTLSeconds: tc.ttl, MaxActive: 5}, tc.entry, at)
+			tok, _, err := ts.Admit(context.Background(), &event.Config{ID: "drop", AdmissionTTLSeconds: tc.ttl, MaxActive: 5}, tc.entry, at)
 			if err == nil || tok != "" {
 				t.Fatalf("Admit = %q, %v; want an error", tok, err)
 			}
@@ -100,10 +102,34 @@ func TestAdmitRefusal(t *testing.T) {
 	}
 }
 
+// TestAdmitUncounted: under max_active, an admission Redis could not count
+// is not handed out (ErrUncounted, wrapping Redis's error): nothing is
+// recorded or counted. A pass, outside max_active's count, needs no Redis.
+func TestAdmitUncounted(t *testing.T) {
+	down := errors.New("redis: connection refused")
+	for _, kind := range []turnstile.Kind{turnstile.Queue, turnstile.Room} {
+		view := &fakeView{fail: down}
+		var n counter
+		ts := turnstile.New(newIssuer(t), view, n.issued)
+		tok, _, err := ts.Admit(context.Background(), &event.Config{ID: "drop", AdmissionTTLSeconds: 60, MaxActive: 5}, turnstile.Entry{Kind: kind, User: "bob", Pos: 1}, at)
+		if !errors.Is(err, turnstile.ErrUncounted) || !errors.Is(err, down) || tok != "" {
+			t.Fatalf("%v: Admit = %q, %v; want ErrUncounted wrapping Redis's error", kind, tok, err)
+		}
+		if len(view.marks) != 0 || len(n.n) != 0 {
+			t.Errorf("%v: an uncounted admission recorded %+v and counted %v", kind, view.marks, n.n)
+		}
+	}
+	view := &fakeView{fail: down}
+	if _, _, err := turnstile.New(newIssuer(t), view, nil).Admit(context.Background(), &event.Config{ID: "drop", AdmissionTTLSeconds: 60, MaxActive: 5},
+		turnstile.Entry{Kind: turnstile.Pass, User: "vip"}, at); err != nil {
+		t.Fatalf("a pass under max_active: %v, want no Redis call", err)
+	}
+}
+
 // TestAdmitWithoutMetric: New takes a nil metric.
 func TestAdmitWithoutMetric(t *testing.T) {
 	ts := turnstile.New(newIssuer(t), &fakeView{}, nil)
-	if _, _, err := ts.Admit(&event.Config{ID: "drop", AdmissionTTLSeconds: 60}, turnstile.Entry{Kind: turnstile.Pass, User: "vip"}, at); err != nil {
+	if _, _, err := ts.Admit(context.Background(), &event.Config{ID: "drop", AdmissionTTLSeconds: 60}, turnstile.Entry{Kind: turnstile.Pass, User: "vip"}, at); err != nil {
 		t.Fatal(err)
 	}
 }

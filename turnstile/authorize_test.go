@@ -1,6 +1,7 @@
 package turnstile_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -116,11 +117,11 @@ func TestSpent(t *testing.T) {
 	iss := newIssuer(t)
 	ts := turnstile.New(iss, view, nil)
 	cfg := &event.Config{ID: "drop", AdmissionTTLSeconds: 300}
-	_, q, err := ts.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: "alice", Pos: 12}, at)
+	_, q, err := ts.Admit(context.Background(), cfg, turnstile.Entry{Kind: turnstile.Queue, User: "alice", Pos: 12}, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, p, err := ts.Admit(cfg, turnstile.Entry{Kind: turnstile.Pass, User: "vip"}, at)
+	_, p, err := ts.Admit(context.Background(), cfg, turnstile.Entry{Kind: turnstile.Pass, User: "vip"}, at)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,8 @@
 // token. Spent tells the node's view that the admission was used, so that
 // max_active counts the holder by their pending claim instead.
 //
-// The package reads no clock (every call takes now), calls no Redis, and
-// is safe for concurrent use when its dependencies are.
+// The package reads no clock (every call takes now) and calls Redis only
+// through its View, once: Admit under max_active counts the admission
+// (View.Activate) before the token goes out. It is safe for concurrent
+// use when its dependencies are.
 package turnstile

@@ -1,6 +1,7 @@
 package turnstile
 
 import (
+	"context"
 	"time"
 
 	"github.com/anteroom/anteroom/tokens"
@@ -13,8 +14,11 @@ type Issuer interface {
 }
 
 // View is the node's view of the sales, which the next refresh writes to
-// Redis (*sale.Snapshots). Its methods make no Redis call.
+// Redis (*sale.Snapshots). Its methods make no Redis call, but Activate.
 type View interface {
+	// Activate counts position pos of event ev active under max_active
+	// until until, in Redis, before the token is handed out (see Admit).
+	Activate(ctx context.Context, ev string, pos int64, until time.Time) error
 	// PresentAfter marks position pos of event ev present (its holder
 	// fetched a token after waiting waited; negative: unknown).
 	PresentAfter(ev string, pos int64, waited time.Duration)

@@ -1,6 +1,7 @@
 package turnstile_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -23,17 +24,28 @@ func newIssuer(t *testing.T) *tokens.Issuer {
 
 // mark is one call on fakeView.
 type mark struct {
-	call   string // present, session or claimed
+	call   string // activate, present, session or claimed
 	ev     string
 	pos    int64
 	waited time.Duration
 	jti    string
 }
 
-// fakeView records the calls made on it.
+// fakeView records the calls made on it; Activate fails with fail.
 type fakeView struct {
 	mu    sync.Mutex
 	marks []mark
+	fail  error
+}
+
+// Activate records an activation until until (in waited, as the time
+// after at).
+func (v *fakeView) Activate(_ context.Context, ev string, pos int64, until time.Time) error {
+	if v.fail != nil {
+		return v.fail
+	}
+	v.add(mark{call: "activate", ev: ev, pos: pos, waited: until.Sub(at)})
+	return nil
 }
 
 func (v *fakeView) add(m mark) {

@@ -48,6 +48,7 @@ type (
 		Get(id string) (*admission.Sale, bool)
 		Reload(ctx context.Context, id string) error
 		PresentAfter(ev string, pos int64, waited time.Duration)
+		Activate(ctx context.Context, ev string, pos int64, until time.Time) error
 		ClaimedAfter(ev string, pos int64, waited time.Duration)
 		Session(ev, jti string, pos int64)
 		Held(ev string, pos int64) bool

@@ -50,6 +50,13 @@ func (ss *sales) checkStall(ev string, f float64, joined, remaining int64) {
 	if why := ss.h.disturbed(now.Add(-stallAfter - 5*time.Second)); why != "" {
 		return
 	}
+	// After a promotion the sale holds admission for one admission TTL and
+	// the grace from when its script first ran on the new primary
+	// (advance.lua's failover fence): admissions lost with the old primary
+	// are still valid until then.
+	if ss.h.promotedWithin(now.Add(-admissionTTL - saleGrace*time.Second - stallAfter - 5*time.Second)) {
+		return
+	}
 	inCheckout := ss.h.inCheckoutCount(ev, now)
 	if inCheckout >= saleActive-stallSlack {
 		return

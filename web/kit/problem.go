@@ -214,6 +214,9 @@ var errorRows = []errorRow{
 	{err: queue.ErrNotOpen, status: fiber.StatusForbidden, code: "not_open", detail: "the queue is not open yet"},
 	{err: queue.ErrClosed, status: fiber.StatusForbidden, code: "forbidden", detail: "joining has ended"},
 	{err: queue.ErrStaleView, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "this node's view of the sale is out of date; retry in a moment"},
+	// An admission under max_active Redis could not count: no token went
+	// out (the node logs Redis trouble from its ticks).
+	{err: turnstile.ErrUncounted, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "the admission could not be recorded; retry in a moment"},
 	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: ErrUnknownEvent.Detail},
 	{err: event.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.

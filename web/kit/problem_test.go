@@ -78,6 +78,7 @@ var sentinels = []struct {
 	{"turnstile.ErrNoToken", turnstile.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
 	{"turnstile.ErrOtherUser", turnstile.ErrOtherUser, http.StatusForbidden, "forbidden"},
 	{"turnstile.ErrPaused", turnstile.ErrPaused, http.StatusServiceUnavailable, "paused"},
+	{"turnstile.ErrUncounted", turnstile.ErrUncounted, http.StatusServiceUnavailable, "degraded"},
 	// Errors that never reach a handler: a weak secret stops the node at
 	// start, a bad webhook signature is the shop's verifier's answer, a
 	// draining node answers /readyz with its own problem, a full safety-net

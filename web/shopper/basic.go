@@ -138,7 +138,7 @@ func (s *API) basicPage(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	d, tok, a, err := s.decide(sale, t, now)
+	d, tok, a, err := s.decide(c, sale, t, now)
 	if err != nil {
 		return err
 	}

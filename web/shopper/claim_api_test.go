@@ -23,7 +23,10 @@ import (
 type claimView struct{ claimed []int64 }
 
 func (v *claimView) PresentAfter(string, int64, time.Duration) {}
-func (v *claimView) Session(string, string, int64)             {}
+func (v *claimView) Activate(context.Context, string, int64, time.Time) error {
+	return nil
+}
+func (v *claimView) Session(string, string, int64) {}
 func (v *claimView) ClaimedAfter(_ string, pos int64, _ time.Duration) {
 	v.claimed = append(v.claimed, pos)
 }

@@ -80,7 +80,7 @@ func (s *API) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string) e
 	if err != nil {
 		return err // errorRows: revoked, used up, or a backing service
 	}
-	tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Pass, User: user}, now)
+	tok, a, err := s.deps.Turnstile.Admit(c.UserContext(), cfg, turnstile.Entry{Kind: turnstile.Pass, User: user}, now)
 	if err != nil {
 		return err
 	}

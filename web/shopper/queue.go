@@ -103,7 +103,8 @@ type statusJSON struct {
 	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
 }
 
-// status answers from the ticket and the node's view: zero Redis round trips.
+// status answers from the ticket and the node's view: zero Redis round
+// trips while waiting; one to count an admission under max_active.
 func (s *API) status(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
@@ -112,7 +113,7 @@ func (s *API) status(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d, tok, a, err := s.decide(sale, t, now)
+	d, tok, a, err := s.decide(c, sale, t, now)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func (s *API) status(c *fiber.Ctx) error {
 // admitted decision comes with its admission, minted by the turnstile
 // (Kind Queue): the token and its claims. The JSON status and the basic
 // page both decide here.
-func (s *API) decide(sale *admission.Sale, t tokens.Ticket, now time.Time) (admission.Decision, string, tokens.Admission, error) {
+func (s *API) decide(c *fiber.Ctx, sale *admission.Sale, t tokens.Ticket, now time.Time) (admission.Decision, string, tokens.Admission, error) {
 	cfg := &sale.Config
 	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now, rand.Float64)
 	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
@@ -174,7 +175,12 @@ func (s *API) decide(sale *admission.Sale, t tokens.Ticket, now time.Time) (admi
 		return d, "", tokens.Admission{}, nil
 	}
 	pos := queue.Laned(d.Lane, d.Position) // the position itself in the default lane
-	tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
+	// Under max_active the admission is counted in Redis before the token
+	// goes out (turnstile.Admit): the one Redis call a status poll can
+	// make, once per token.
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	tok, a, err := s.deps.Turnstile.Admit(ctx, cfg, turnstile.Entry{Kind: turnstile.Queue, User: t.User, Pos: pos, Waited: now.Sub(t.IssuedAt)}, now)
 	if err != nil {
 		return d, "", tokens.Admission{}, err
 	}

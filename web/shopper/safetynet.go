@@ -35,6 +35,7 @@ func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance
 	return admission.Entrance{
 		User: user, Opens: cfg.StartsAt, Ends: cfg.EndsAt, Rate: cfg.AdmitRatePerSecond,
 		MaxActive: cfg.MaxActive, AdmissionTTL: turnstile.TTL(cfg), Paused: cfg.Paused, AdmitOnly: admitOnly,
+		NoShowGrace: time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 	}
 }
 
@@ -82,7 +83,9 @@ func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
 // the position is marked present, and so active until the token expires)
 // and sets the admission cookie.
 func (s *API) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, now time.Time) (string, time.Time, error) {
-	tok, a, err := s.deps.Turnstile.Admit(cfg, turnstile.Entry{Kind: turnstile.Room, User: user, Pos: pos}, now)
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	tok, a, err := s.deps.Turnstile.Admit(ctx, cfg, turnstile.Entry{Kind: turnstile.Room, User: user, Pos: pos}, now)
 	if err != nil {
 		return "", time.Time{}, err
 	}
@@ -94,8 +97,9 @@ func (s *API) admitTo(c *fiber.Ctx, cfg *event.Config, user string, pos int64, n
 // gateRenew, in a safety-net room, renews a visitor's admission once half
 // of it has passed (a new token in the admission cookie, the position
 // active for another TTL): people who keep using the site stay admitted,
-// and those who stop leave when their admission expires. No Redis: the
-// next tick records the renewal.
+// and those who stop leave when their admission expires. One Redis call:
+// the renewal is counted until its expiry before it goes out
+// (turnstile.Admit); the next tick records the presence.
 func (s *API) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now time.Time) {
 	if !cfg.IsSafetyNet() || a.ExpiresAt.Sub(now) > turnstile.TTL(cfg)/2 {
 		return
