@@ -142,6 +142,19 @@ type Config struct {
 	//
 	// Default: false
 	Paused bool `json:"paused"`
+	// Closed, when set, closes the room: maintenance, or not accepting
+	// anyone (closure.go: joins and claims refused, the queue kept,
+	// admission held). Separate from Paused. Staff's close and reopen set
+	// it. Never locks.
+	//
+	// Default: none (open)
+	Closed *Closure `json:"closed,omitempty"`
+	// FrameAncestors are the origins that may embed the event's pages in
+	// a frame (embed.go: https://host[:port], https://*.domain, http only
+	// for loopback), at most MaxFrameAncestors. Never locks.
+	//
+	// Default: none (no page may frame the room)
+	FrameAncestors []string `json:"frame_ancestors,omitempty"`
 	// Limits are the sale's edge protection: rate limits, proof of work,
 	// captcha, invite-only, one claim per device or payment (limits.go
 	// gives each default; Limits.Defaults fills them). Never locks.
@@ -339,6 +352,12 @@ func (c *Config) Validate() error {
 		return bad("with join_shards above 1, joining (prequeue_opens_at to ends_at) must last at most %d seconds", int64(MaxShardedSpan/time.Second))
 	}
 	if err := c.validateWebhooks(); err != nil {
+		return err
+	}
+	if err := c.validateFrameAncestors(); err != nil {
+		return err
+	}
+	if err := c.validateClosure(); err != nil {
 		return err
 	}
 	if err := c.validateLanes(); err != nil {

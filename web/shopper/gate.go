@@ -81,12 +81,19 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // past half its life (gateRenew) and, for a visitor without one, admits
 // at once while the room is under its thresholds (gateEnter: one Redis
 // step; the 204 then sets the admission cookie, which the proxy passes
-// on). Only a visitor it cannot admit is sent to the waiting page.
+// on). Only a visitor it cannot admit is sent to the waiting page. While
+// staff have closed the room, every visitor is.
 func (s *API) gate(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	ev := sale.Config.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
+	if sale.Config.IsClosed() {
+		// Closed by staff: everyone, admitted or not, to the waiting
+		// page, which says so (event.Closure).
+		c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
+		return errNotAdmitted
+	}
 	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue
