@@ -64,9 +64,8 @@ var errNotAdmitted = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated",
 // cookie on the whole site, expiring with the token: the shop's pages,
 // behind a proxy that asks the gate, then let the visitor in.
 func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
-	c.Cookie(&fiber.Cookie{
+	kit.SetCookie(c, &fiber.Cookie{ // Lax, or None when the room is embedded by another site
 		Name: AdmissionCookie(ev), Value: token, Path: "/", Expires: exp, HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
 	})
 }
 

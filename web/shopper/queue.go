@@ -165,10 +165,8 @@ func (s *API) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq int64
 	if err != nil {
 		return "", err
 	}
-	c.Cookie(&fiber.Cookie{
-		Name: kit.TicketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
-		Expires: cfg.EndsAt.Add(time.Hour),
+	kit.SetCookie(c, &fiber.Cookie{ // Lax, or None when the room is embedded by another site
+		Name: kit.TicketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true, Expires: cfg.EndsAt.Add(time.Hour),
 	})
 	return ticket, nil
 }
