@@ -135,7 +135,9 @@ func TestEmbeddingBadInputHTTP(t *testing.T) {
 	nodetest.CreateSale(t, n, "framed", openSale(10, 1, 10*time.Minute, 0, 10))
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	base := n.URL() + "/admin/events/framed"
-	version := func() any { return nodetest.Call(t, http.MethodGet, base, admin, nil).Body["config"].(map[string]any)["version"] }
+	version := func() any {
+		return nodetest.Call(t, http.MethodGet, base, admin, nil).Body["config"].(map[string]any)["version"]
+	}
 	v0 := version()
 	for _, o := range []string{"shop.example", "https://shop.example/", "https://shop.example; script-src *", "*", "'self'", "http://shop.example", "https://*.com"} {
 		body, _ := json.Marshal(map[string]any{"frame_ancestors": []string{"https://ok.example", o}})
