@@ -1,4 +1,4 @@
--- record.lua v3: record one event's lifecycle transitions, each exactly once
+-- record.lua v4: record one event's lifecycle transitions, each exactly once
 -- across every node, in an outbox that nodes publish from.
 -- KEYS[1] state hash, KEYS[2] outbox hash (id -> JSON), KEYS[3] recent list.
 -- All keys share the event's hash tag.
@@ -7,13 +7,14 @@
 -- (each 0/1, as observed), ARGV[8] seed, ARGV[9] seed commitment,
 -- ARGV[10] window size, ARGV[11] held by the shop's health check (0/1),
 -- ARGV[12] the health hold's generation (its changes so far),
--- ARGV[13] your_turn cursor expected (-1: none), ARGV[14] new cursor, then
+-- ARGV[13] closed by staff (0/1),
+-- ARGV[14] your_turn cursor expected (-1: none), ARGV[15] new cursor, then
 -- triples (position, seq, user) for the positions after the expected
 -- cursor up to the new one.
 -- One-shot transitions are claimed with HSETNX; pause/resume follows the
 -- newest config version seen (a stale node cannot flip it back) and counts
--- its changes; the health hold follows the newest (config version, health
--- generation) seen, both at least the stored ones, so a stale node cannot
+-- its changes, and so does staff's closure (closed/reopened); the health
+-- hold follows the newest (config version, health generation) seen, both at least the stored ones, so a stale node cannot
 -- flip it either, and removing the check (a new version) releases it.
 -- Both emit paused/resumed, with data.reason staff or health; your_turn
 -- moves a cursor by compare-and-set.
@@ -66,6 +67,14 @@ if version > seen then
     if ARGV[3] == '1' then typ = 'paused' end
     emit(typ, n, object({'version', int(version), 'reason', '"staff"'}))
   end
+  local shut = redis.call('HGET', state, 'closed') or '0'
+  if ARGV[13] ~= shut then
+    redis.call('HSET', state, 'closed', ARGV[13])
+    local n = redis.call('HINCRBY', state, 'closures', 1)
+    local typ = 'reopened'
+    if ARGV[13] == '1' then typ = 'closed' end
+    emit(typ, n, object({'version', int(version)}))
+  end
 end
 
 local hgen = tonumber(ARGV[12])
@@ -90,8 +99,8 @@ once(ARGV[6], 'sold_out', '{}')
 once(ARGV[7], 'sale_ended', '{}')
 
 local cursor = tonumber(redis.call('HGET', state, 'cursor') or '0')
-if tonumber(ARGV[13]) == cursor and tonumber(ARGV[14]) > cursor then
-  for i = 15, #ARGV, 3 do
+if tonumber(ARGV[14]) == cursor and tonumber(ARGV[15]) > cursor then
+  for i = 16, #ARGV, 3 do
     local data = {'position', int(ARGV[i]), 'seq', int(ARGV[i + 1])}
     if ARGV[i + 2] ~= '' then
       data[#data + 1] = 'user'
@@ -99,7 +108,7 @@ if tonumber(ARGV[13]) == cursor and tonumber(ARGV[14]) > cursor then
     end
     emit('your_turn', ARGV[i], object(data))
   end
-  cursor = tonumber(ARGV[14])
+  cursor = tonumber(ARGV[15])
   redis.call('HSET', state, 'cursor', cursor)
 end
 return {redis.call('HLEN', outbox), cursor}

@@ -47,7 +47,7 @@ var pins = map[string]struct {
 	"staff/blocked.lua":        {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
 	"staff/failed.lua":         {1, "decc429d7fc3a6924a1b1c0519e031a3ef230741"},
 	"lifecycle/queueing.lua":   {1, "1956b859e27f0fc5b536fff9bf38443f1a71d1dd"},
-	"lifecycle/record.lua":     {3, "b994f58693f3acd82ad4cd24785a25919d589597"},
+	"lifecycle/record.lua":     {4, "96e4588fcd38bb4414f1f92278dc262acd410fda"},
 	"limit/bucket.lua":         {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":      {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":        {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},

@@ -122,6 +122,10 @@ func TestClosedRoomHTTP(t *testing.T) {
 	if j := nodetest.Call(t, http.MethodPost, ev+"/join", map[string]string{"X-User-ID": "newcomer"}, nil); j.Status != http.StatusOK {
 		t.Errorf("join after reopening: %d %s", j.Status, j.Raw)
 	}
+	nodetest.WaitFor(t, "closed and reopened in the lifecycle", 10*time.Second, func() bool {
+		l := string(nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/shut/lifecycle", admin, nil).Raw)
+		return strings.Count(l, `"type":"closed"`) == 1 && strings.Count(l, `"type":"reopened"`) == 1
+	})
 }
 
 // TestEmbeddingBadInputHTTP: a frame_ancestors entry that is not an origin
