@@ -30,7 +30,7 @@ func catalog(t *testing.T, code string) map[string]string {
 }
 
 var (
-	pageLangs  = []string{"en", "zh", "es", "ja", "de", "hi", "ar"}
+	pageLangs = []string{"en", "zh", "es", "ja", "de", "hi", "ar"}
 	// room_closed is a room staff closed (event.Closure) with the visitor
 	// queued; closed is a sale that has ended.
 	pageStates = []string{"prequeue", "waiting", "admitted", "sold_out", "not_selected", "paused", "closed", "room_closed"}
