@@ -56,9 +56,10 @@ func frameText(t *testing.T, p *tab, room, id string) string {
 
 // TestEmbeddedRoom: a sale that names a shop's origin in frame_ancestors
 // renders in that shop's frame (from another site), and Chromium refuses
-// the same frame on any other origin (CSP frame-ancestors); without a list
-// nobody may frame it. Then staff close the room with a message: the page
-// shows it, framed and not, and joining is off.
+// the same frame on any other origin (CSP frame-ancestors). Staff set the
+// list in the console, where an entry that is not an origin is refused.
+// Then staff close the room with a message in the console: the page shows
+// it, framed and not, with joining off, until they reopen it.
 func TestEmbeddedRoom(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
@@ -71,8 +72,25 @@ func TestEmbeddedRoom(t *testing.T) {
 	// The room on localhost, the shops on 127.0.0.1: another site.
 	room := "http://localhost:" + u.Port() + "/e/framed"
 	allowed, other := embedder(t, room), embedder(t, room)
-	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/framed", admin, []byte(`{"frame_ancestors":["`+allowed.URL+`"]}`)); a.Status != http.StatusOK {
-		t.Fatalf("allow %s: %d %s", allowed.URL, a.Status, a.Raw)
+	version := func() any {
+		return nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/framed", admin, nil).Body["config"].(map[string]any)["version"]
+	}
+	v0 := version()
+
+	// Staff name the shop in the console: an entry that is not an origin
+	// is refused under the field, nothing saved; the shop's origin is.
+	staff := signIn(t, browser, n)
+	selectEvent(staff, "framed")
+	staff.do(chromedp.SetValue(chromedp.ID("f-frame"), allowed.URL+"/shop"))
+	if got := save(staff); !strings.Contains(got, "frame_ancestors[0]") || !strings.Contains(staff.text("e-frame"), "is not an origin") {
+		t.Fatalf("saving a path as an origin: alert %q, field note %q; want both to name frame_ancestors[0]", got, staff.text("e-frame"))
+	}
+	if v := version(); v != v0 {
+		t.Fatalf("version %v after the refused save, want %v", v, v0)
+	}
+	staff.do(chromedp.SetValue(chromedp.ID("f-frame"), allowed.URL))
+	if got := save(staff); !strings.Contains(got, "Saved framed") || !strings.Contains(got, "frame_ancestors") {
+		t.Fatalf("saving the shop's origin: %q", got)
 	}
 	nodetest.WaitFor(t, "the node to serve the list", 0, func() bool {
 		return strings.Contains(nodetest.Call(t, http.MethodGet, room, nil, nil).Header.Get("Content-Security-Policy"), "frame-ancestors "+allowed.URL)
@@ -93,9 +111,8 @@ func TestEmbeddedRoom(t *testing.T) {
 
 	// Closed by staff: the message, framed and on its own page.
 	msg := "Stock count: back at two."
-	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/framed/close", admin, []byte(`{"message":"`+msg+`"}`)); a.Status != http.StatusOK {
-		t.Fatalf("close: %d %s", a.Status, a.Raw)
-	}
+	staff.do(chromedp.SetValue(chromedp.ID("closeMsg"), msg), chromedp.Click(chromedp.ID("close")))
+	staff.waitJS("the closed badge", `document.getElementById("badge").textContent === "closed" && !document.getElementById("reopen").disabled`, 0)
 	p := newTab(t, browser, "closed", phoneW, phoneH, nil)
 	p.do(chromedp.Navigate(room))
 	p.waitJS("the closure's message", fmt.Sprintf(`document.getElementById("result").textContent === %q`, msg), 0)
@@ -108,8 +125,7 @@ func TestEmbeddedRoom(t *testing.T) {
 	p.shot("room-closed")
 
 	// Reopened: joining is on again.
-	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/framed/reopen", admin, nil); a.Status != http.StatusOK {
-		t.Fatalf("reopen: %d %s", a.Status, a.Raw)
-	}
+	staff.do(chromedp.Click(chromedp.ID("reopen")))
+	staff.waitJS("the reopened sale", `document.getElementById("badge").textContent !== "closed" && document.getElementById("reopen").disabled`, 0)
 	p.waitJS("the join button after reopening", `!document.getElementById("join").disabled && document.getElementById("result").hidden`, 30*time.Second)
 }
