@@ -174,3 +174,37 @@ func TestEmbeddingBadInputHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedSafetyNetRoom: a safety-net room staff closed lets nobody in,
+// not even at once under its thresholds: join is 503 closed, and the gate
+// sends a visitor with a valid admission, or none, to the waiting page.
+func TestClosedSafetyNetRoom(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	nodetest.CreateSale(t, n, "site", safetyNet(100, 60, 100))
+	j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil)
+	token := nodetest.Str(j.Body, "admission_token")
+	if j.Status != http.StatusOK || token == "" {
+		t.Fatalf("join under the thresholds: %d %s, want admitted at once", j.Status, j.Raw)
+	}
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/site/close", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("close: %d %s", a.Status, a.Raw)
+	}
+	if j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/site/join", nil, nil); j.Status != http.StatusServiceUnavailable || nodetest.Str(j.Body, "code") != "closed" || j.Header.Get("Retry-After") != "60" {
+		t.Errorf("join a closed room: %d Retry-After %q %s, want 503 closed, Retry-After 60", j.Status, j.Header.Get("Retry-After"), j.Raw)
+	}
+	for name, hdr := range map[string]map[string]string{"admitted": {"Authorization": "Bearer " + token}, "nobody": nil} {
+		g := nodetest.Call(t, http.MethodGet, n.URL()+"/events/site/gate", hdr, nil)
+		if g.Status != http.StatusUnauthorized || g.Header.Get("X-Anteroom-Redirect") != "/e/site" || g.Header.Get("Set-Cookie") != "" {
+			t.Errorf("gate of a closed room (%s): %d redirect %q cookie %q, want 401 to the waiting page, no admission", name, g.Status, g.Header.Get("X-Anteroom-Redirect"), g.Header.Get("Set-Cookie"))
+		}
+	}
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/site/reopen", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("reopen: %d %s", a.Status, a.Raw)
+	}
+	if g := nodetest.Call(t, http.MethodGet, n.URL()+"/events/site/gate", map[string]string{"Authorization": "Bearer " + token}, nil); g.Status != http.StatusNoContent {
+		t.Errorf("gate after reopening, with the admission: %d, want 204", g.Status)
+	}
+}
