@@ -161,6 +161,13 @@ func TestEmbeddingBadInputHTTP(t *testing.T) {
 		return strings.Contains(p.Header.Get("Content-Security-Policy"), "frame-ancestors https://shop.example http://localhost:3000") && p.Header.Get("X-Frame-Options") == ""
 	})
 
+	// Framed by another site, the room's cookies must be SameSite=None;
+	// Secure to reach it (over TLS, here as a trusted proxy says).
+	j := nodetest.Call(t, http.MethodPost, n.URL()+"/events/framed/join", map[string]string{"X-User-ID": "ann", "X-Forwarded-Proto": "https"}, nil)
+	if ck := strings.ToLower(strings.Join(j.Header.Values("Set-Cookie"), "; ")); j.Status != http.StatusOK || !strings.Contains(ck, "samesite=none") || !strings.Contains(ck, "secure") {
+		t.Errorf("join of an embeddable sale over TLS: %d Set-Cookie %q, want SameSite=None; Secure", j.Status, ck)
+	}
+
 	a := nodetest.Call(t, http.MethodPut, base+"/page", admin, []byte(`{"copy":{"xx":{"join":"Join"}}}`))
 	if a.Status != http.StatusBadRequest || a.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(nodetest.Str(a.Body, "detail"), "copy.xx") {
 		t.Errorf("copy in an unknown language: %d %s, want a 400 problem naming copy.xx", a.Status, a.Raw)
