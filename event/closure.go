@@ -25,8 +25,10 @@ import (
 //     is admitted, or counted a no-show, while the room is closed.
 //
 // Staff close and reopen a room with POST /admin/events/{id}/close and
-// /reopen (or a PUT of the event with or without "closed"); a closure
-// never locks and never ends by itself: Until is only announced.
+// /reopen (or a PUT of the event with "closed", and "closed": null to
+// reopen); a closure never locks and never ends by itself: Until is only
+// announced. Pause and closure are independent: reopening leaves a pause
+// as it was.
 type Closure struct {
 	// Message is shown to visitors instead of the default text of their
 	// language, at most MaxClosedMessage bytes of plain text.
