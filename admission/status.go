@@ -37,6 +37,9 @@ type Decision struct {
 	// count within it, and the admission's position is
 	// queue.Laned(Lane, Position).
 	Lane int
+	// ByStaff marks a Closed answer of a room staff closed (the place is
+	// kept: keep polling), not of a sale that has ended.
+	ByStaff bool
 }
 
 // Poll limits: the front polls every MinPoll, the far back every MaxPoll,
@@ -85,7 +88,7 @@ func DecidePlace(s *Sale, p queue.Place, now time.Time, rnd func() float64) Deci
 	u := rnd()
 	d := decidePlace(s, p, now, u)
 	if c.IsClosed() && d.State != SoldOut && d.State != NotSelected {
-		return Decision{State: Closed, Position: d.Position, Ahead: d.Ahead, Lane: d.Lane, PollAfter: jitter(MaxPoll, u)}
+		return Decision{State: Closed, Position: d.Position, Ahead: d.Ahead, Lane: d.Lane, PollAfter: jitter(MaxPoll, u), ByStaff: true}
 	}
 	return d
 }

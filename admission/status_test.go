@@ -112,8 +112,11 @@ func TestDecideClosedByStaff(t *testing.T) {
 			if d.State != tc.state || d.Position != tc.pos || d.Ahead != tc.ahead {
 				t.Fatalf("got %s at %d (%d ahead), want %s at %d (%d ahead)", d.State, d.Position, d.Ahead, tc.state, tc.pos, tc.ahead)
 			}
-			if d.State == Closed && (d.ETA != 0 || d.PollAfter != MaxPoll) {
-				t.Errorf("closed: got ETA %s, poll after %s; want no ETA and %s", d.ETA, d.PollAfter, MaxPoll)
+			if d.State == Closed && (d.ETA != 0 || d.PollAfter != MaxPoll || !d.ByStaff) {
+				t.Errorf("closed: got ETA %s, poll after %s, by staff %v; want no ETA, %s, by staff", d.ETA, d.PollAfter, d.ByStaff, MaxPoll)
+			}
+			if d.State != Closed && d.ByStaff {
+				t.Errorf("%s answered by staff", d.State)
 			}
 		})
 	}

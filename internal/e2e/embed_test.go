@@ -109,6 +109,14 @@ func TestEmbeddedRoom(t *testing.T) {
 		t.Errorf("the room renders %q in a frame of %s, which frame_ancestors does not name", got, other.URL)
 	}
 
+	// A shopper in the queue before the closure keeps their place.
+	en := catalog(t, "en")
+	queued := newTab(t, browser, "queued", phoneW, phoneH, nil)
+	queued.do(chromedp.Navigate(room))
+	queued.waitJS("the join button", joinEnabled, 0)
+	queued.do(chromedp.Click(chromedp.ID("join")))
+	queued.waitJS("the shuffle window", fmt.Sprintf(`document.getElementById("state").textContent === %q`, en["st_prequeue"]), 0)
+
 	// Closed by staff: the message, framed and on its own page.
 	msg := "Stock count: back at two."
 	staff.do(chromedp.SetValue(chromedp.ID("closeMsg"), msg), chromedp.Click(chromedp.ID("close")))
@@ -119,6 +127,8 @@ func TestEmbeddedRoom(t *testing.T) {
 	if eval[bool](p, `!document.getElementById("join").disabled`) {
 		t.Error("the join button is enabled in a closed room")
 	}
+	queued.waitJS("the queued shopper told the room is closed, place kept", fmt.Sprintf(`document.getElementById("state").textContent === %q && document.getElementById("result").textContent === %q`, en["st_roomClosed"], msg), 15*time.Second)
+	queued.shot("queued-room-closed")
 	shop2 := newTab(t, browser, "allowed-shop-closed", deskW, deskH, nil)
 	shop2.do(chromedp.Navigate(allowed.URL))
 	nodetest.WaitFor(t, "the framed room to show the message", 0, func() bool { return frameText(t, shop2, room, "result") == msg })
@@ -128,4 +138,5 @@ func TestEmbeddedRoom(t *testing.T) {
 	staff.do(chromedp.Click(chromedp.ID("reopen")))
 	staff.waitJS("the reopened sale", `document.getElementById("badge").textContent !== "closed" && document.getElementById("reopen").disabled`, 0)
 	p.waitJS("the join button after reopening", `!document.getElementById("join").disabled && document.getElementById("result").hidden`, 30*time.Second)
+	queued.waitJS("the queued shopper back in the window", fmt.Sprintf(`document.getElementById("state").textContent === %q && document.getElementById("result").hidden`, en["st_prequeue"]), 30*time.Second)
 }

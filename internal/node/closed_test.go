@@ -79,8 +79,8 @@ func TestClosedRoomHTTP(t *testing.T) {
 		}
 	}
 	s := statusOfLast()
-	if nodetest.Str(s.Body, "state") != "closed" || s.Body["position"] != before.Body["position"] || s.Body["admission_token"] != nil {
-		t.Errorf("queued status while closed: %s, want closed at position %v, no token", s.Raw, before.Body["position"])
+	if nodetest.Str(s.Body, "state") != "closed" || nodetest.Str(s.Body, "closed_by") != "staff" || s.Body["position"] != before.Body["position"] || s.Body["admission_token"] != nil {
+		t.Errorf("queued status while closed: %s, want closed by staff at position %v, no token", s.Raw, before.Body["position"])
 	}
 	claim := func() nodetest.Answer {
 		return nodetest.Call(t, http.MethodPost, ev+"/claim", map[string]string{"X-User-ID": "first", "Authorization": "Bearer " + token, "Idempotency-Key": "k1"}, nil)

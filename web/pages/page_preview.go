@@ -113,6 +113,9 @@ func (r *pageRenderer) preview(cfg *event.Config, page *event.Page, lang languag
 		pub.WindowSize = &w
 	}
 	st := map[string]any{"state": stState, "position": nil, "ahead": nil, "eta_seconds": nil, "poll_after_ms": 5000}
+	if state == "room_closed" {
+		st["closed_by"] = "staff"
+	}
 	pv := &previewJSON{Event: pub, Me: map[string]any{"seq": previewSeq}, Status: st, MaxAhead: previewMaxAhead}
 	switch state {
 	case "waiting", "paused", "room_closed":

@@ -84,13 +84,17 @@ var errRoomTurnEnded = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated
 var cacheControlKey, noStore = []byte("Cache-Control"), []byte("no-store")
 
 type statusJSON struct {
-	State          admission.State `json:"state"`
-	Position       *int64          `json:"position"`
-	Ahead          int64           `json:"ahead"`
-	ETASeconds     int64           `json:"eta_seconds"`
-	PollAfterMs    int64           `json:"poll_after_ms"`
-	AdmissionToken string          `json:"admission_token,omitempty"`
-	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
+	State       admission.State `json:"state"`
+	Position    *int64          `json:"position"`
+	Ahead       int64           `json:"ahead"`
+	ETASeconds  int64           `json:"eta_seconds"`
+	PollAfterMs int64           `json:"poll_after_ms"`
+	// ClosedBy is "staff" when state is closed because staff closed the
+	// room (event.Closure: the place is kept, keep polling), absent when
+	// the sale has ended.
+	ClosedBy       string     `json:"closed_by,omitempty"`
+	AdmissionToken string     `json:"admission_token,omitempty"`
+	ExpiresAt      *time.Time `json:"admission_expires_at,omitempty"`
 }
 
 // status answers from the ticket and the node's view: zero Redis round trips.
@@ -154,7 +158,11 @@ func (s *API) status(c *fiber.Ctx) error {
 
 // statusOf is the answer of decision d, without a position.
 func statusOf(d admission.Decision) statusJSON {
-	return statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
+	s := statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
+	if d.ByStaff {
+		s.ClosedBy = "staff"
+	}
+	return s
 }
 
 // giveTicket signs user's queue ticket for number seq of event cfg, joined
@@ -214,5 +222,10 @@ func appendStatus(b []byte, s *statusJSON) []byte {
 	b = strconv.AppendInt(b, s.ETASeconds, 10)
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, s.PollAfterMs, 10)
+	if s.ClosedBy != "" {
+		b = append(b, `,"closed_by":"`...)
+		b = append(b, s.ClosedBy...) // "staff": nothing to escape
+		b = append(b, '"')
+	}
 	return append(b, '}')
 }

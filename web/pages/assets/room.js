@@ -238,10 +238,9 @@ function applyStatus(j) {
   if (j.state !== "paused" && notice && notice.k === "paused") notice = null;
   if (j.state === "waiting") maxAhead = Math.max(maxAhead, j.ahead || 0);
   // A room staff closed answers closed too, but keeps everyone's place:
-  // not the end (the event's "closed" says which; until it is read, ask
-  // again).
-  if (j.state === "closed" && (!info || info.closed)) {
-    if (!info) due.ev = 0;
+  // not the end (closed_by says which).
+  if (j.state === "closed" && j.closed_by === "staff") {
+    if (!info || !info.closed) due.ev = 0; // read the message
     due.st = Date.now() + jit(j.poll_after_ms || 30000, 0.1);
     return;
   }
@@ -375,7 +374,7 @@ function txt2(e, s) { if (e.textContent !== s) e.textContent = s; }
 function renderQueue(lot, w) {
   show("queue", !!(me && st));
   if (!me || !st) return;
-  const s = st.state === "prequeue" && lot ? "prequeueLot" : st.state === "closed" && info.closed ? "roomClosed" : st.state;
+  const s = st.state === "prequeue" && lot ? "prequeueLot" : st.state === "closed" && st.closed_by === "staff" ? "roomClosed" : st.state;
   txt("state", t("st_" + s));
   const queued = st.state === "waiting" || st.state === "paused" || s === "roomClosed";
   let ahead = st.ahead;
