@@ -43,30 +43,14 @@ func roomCSP(logo, frameAncestors string) string {
 		"; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors " + frameAncestors
 }
 
-// FrameAncestors is the CSP frame-ancestors source list of the pages of
-// sale cfg (nil: not in the node's view): 'none' by default, or the
-// origins staff allowed to embed the room (event.Config.FrameAncestors,
-// validated there: each is one origin, so none can add a directive).
-func FrameAncestors(cfg *event.Config) string {
-	if cfg == nil || len(cfg.FrameAncestors) == 0 {
-		return "'none'"
-	}
-	return strings.Join(cfg.FrameAncestors, " ")
-}
-
 // SetRoomHeaders sets the headers of a waiting-room page of event id
 // (every rendering of the room, with or without JavaScript, uses it): its
 // Content-Security-Policy (roomCSP with the logo's origin, the captcha's
-// sources and FrameAncestors(cfg)), and X-Frame-Options: DENY while no
-// origin may frame it. With a list, X-Frame-Options is left out: it
-// cannot name several origins, and a browser that knows CSP ignores it
-// anyway when frame-ancestors is present.
+// sources and kit.FrameAncestors(cfg)) and kit.SetFrameOptions.
 func (s *Pages) SetRoomHeaders(c *fiber.Ctx, id string, cfg *event.Config, logo string) {
-	ancestors := FrameAncestors(cfg)
+	ancestors := kit.FrameAncestors(cfg)
 	setPageHeaders(c, s.deps.WithCaptcha(id, roomCSP(logo, ancestors)))
-	if ancestors == "'none'" {
-		c.Set(fiber.HeaderXFrameOptions, "DENY")
-	}
+	kit.SetFrameOptions(c, ancestors)
 }
 
 func setPageHeaders(c *fiber.Ctx, csp string) {
