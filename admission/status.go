@@ -37,6 +37,9 @@ type Decision struct {
 	// count within it, and the admission's position is
 	// queue.Laned(Lane, Position).
 	Lane int
+	// ByStaff marks a Closed answer of a room staff closed (the place is
+	// kept: keep polling), not of a sale that has ended.
+	ByStaff bool
 }
 
 // Poll limits: the front polls every MinPoll, the far back every MaxPoll,
@@ -72,12 +75,28 @@ func Decide(s *Sale, seq int64, now time.Time, rnd func() float64) Decision {
 // Redis. now is the node's clock. rnd returns a uniform number in [0, 1)
 // that spreads PollAfter by ±20% (see jitter): rand.Float64 when serving,
 // a constant in a test that wants one exact answer. It is called once.
+//
+// A room staff closed (event.Closure) answers Closed to everyone but the
+// sold out and the not selected, with the place they keep (Position,
+// Ahead; no ETA: the frontier is held) and a poll every MaxPoll: they keep
+// their ticket, and once staff reopen the same poll answers as before.
 func DecidePlace(s *Sale, p queue.Place, now time.Time, rnd func() float64) Decision {
 	c := &s.Config
 	if !now.Before(c.EndsAt) {
 		return Decision{State: Closed, PollAfter: MaxPoll}
 	}
 	u := rnd()
+	d := decidePlace(s, p, now, u)
+	if c.IsClosed() && d.State != SoldOut && d.State != NotSelected {
+		return Decision{State: Closed, Position: d.Position, Ahead: d.Ahead, Lane: d.Lane, PollAfter: jitter(MaxPoll, u), ByStaff: true}
+	}
+	return d
+}
+
+// decidePlace is DecidePlace of a room staff have not closed; u jitters
+// the poll.
+func decidePlace(s *Sale, p queue.Place, now time.Time, u float64) Decision {
+	c := &s.Config
 	if lane, n := queue.Unlane(p.Seq); lane > 0 {
 		return decideLane(s, lane, n, now, u)
 	}

@@ -93,3 +93,49 @@ func TestDecideETAWithinReach(t *testing.T) {
 		t.Fatalf("99 ahead in a lane of 10/s: %+v, want an ETA of at least 10s", d)
 	}
 }
+
+// TestDecideClosedByStaff: a closed room answers closed to the queued and
+// the admitted alike, keeping their place; sold out and not selected stay
+// what they are; reopening answers as before.
+func TestDecideClosedByStaff(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	after := start.Add(2 * time.Minute)
+	closed := func(s *Sale) *Sale {
+		s.Config.Closed = &event.Closure{Message: "maintenance"}
+		return s
+	}
+	cases := []struct {
+		name  string
+		s     *Sale
+		seq   int64
+		state State
+		pos   int64
+		ahead int64
+	}{
+		{"waiting keeps the place", closed(sale(t, event.FCFS, true, 100, 10, false, false)), 150, Closed, 150, 139},
+		{"admitted gets no token", closed(sale(t, event.FCFS, true, 100, 150, false, false)), 150, Closed, 150, 0},
+		{"paused too", closed(sale(t, event.FCFS, true, 100, 10, false, true)), 150, Closed, 150, 139},
+		{"in the window", closed(sale(t, event.FCFS, false, 0, 0, false, false)), 5, Closed, 0, 0},
+		{"sold out stays sold out", closed(sale(t, event.FCFS, true, 100, 10, true, false)), 150, SoldOut, 150, 0},
+		{"not selected stays", closed(sale(t, event.Lottery, true, 100, 10, true, false)), 150, NotSelected, 150, 0},
+		{"reopened", sale(t, event.FCFS, true, 100, 150, false, false), 150, Admitted, 150, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			now := after
+			if tc.name == "in the window" {
+				now = start.Add(30 * time.Second)
+			}
+			d := Decide(tc.s, tc.seq, now, func() float64 { return 0.5 })
+			if d.State != tc.state || d.Position != tc.pos || d.Ahead != tc.ahead {
+				t.Fatalf("got %s at %d (%d ahead), want %s at %d (%d ahead)", d.State, d.Position, d.Ahead, tc.state, tc.pos, tc.ahead)
+			}
+			if d.State == Closed && (d.ETA != 0 || d.PollAfter != MaxPoll || !d.ByStaff) {
+				t.Errorf("closed: got ETA %s, poll after %s, by staff %v; want no ETA, %s, by staff", d.ETA, d.PollAfter, d.ByStaff, MaxPoll)
+			}
+			if d.State != Closed && d.ByStaff {
+				t.Errorf("%s answered by staff", d.State)
+			}
+		})
+	}
+}

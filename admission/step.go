@@ -56,9 +56,9 @@ type Plan struct {
 //   - Rate × share: the default lane admits admit_rate × Config.DefaultShare
 //     a second from the window's end, each lane admit_rate × its share from
 //     its own start; the rates sum to admit_rate.
-//   - Holds: a paused or sold-out sale holds every lane (Step.Hold); a sale
-//     with a shop health check holds while the shop fails
-//     (Step.HealthChecked; the script reads the check's state).
+//   - Holds: a paused, closed (event.Closure) or sold-out sale holds every
+//     lane (Step.Hold); a sale with a shop health check holds while the
+//     shop fails (Step.HealthChecked; the script reads the check's state).
 //   - Caps: a lottery admits at most no-shows + units on sale + units
 //     released (Step.Units); max_active caps the default lane's active
 //     people, counting every pending claim (Step.MaxActive, Step.Pending).
@@ -76,7 +76,7 @@ func StepFor(cfg *event.Config, stock Stock, order *queue.Order, credit time.Dur
 		soldOut = stock.WasSoldOut
 	}
 	base := Step{
-		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond * cfg.DefaultShare(), Hold: cfg.Paused || soldOut,
+		Start: cfg.WindowEnd(), Rate: cfg.AdmitRatePerSecond * cfg.DefaultShare(), Hold: cfg.Paused || cfg.IsClosed() || soldOut,
 		Grace:   time.Duration(cfg.NoShowGraceSeconds) * time.Second,
 		Lottery: cfg.Mode == event.Lottery, Units: cfg.OnSale() + stock.Released,
 		MaxActive: cfg.MaxActive, AdmissionTTL: time.Duration(cfg.AdmissionTTLSeconds) * time.Second,

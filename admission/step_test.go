@@ -70,6 +70,19 @@ func TestStepFor(t *testing.T) {
 			want: admission.Plan{Step: step(func(s *admission.Step) { s.Rate = 100 }), Lanes: laneSteps(false, false)},
 		},
 		{
+			name: "closed holds every lane, paused or not", stock: inStock, credit: time.Second,
+			cfg: sale(func(c *event.Config) { c.Closed, c.Lanes = &event.Closure{Message: "maintenance"}, lanes }),
+			want: admission.Plan{
+				Step:  step(func(s *admission.Step) { s.Rate, s.Hold = 100, true }),
+				Lanes: laneSteps(true, false),
+			},
+		},
+		{
+			name: "reopened admits again", stock: inStock, credit: time.Second,
+			cfg:  sale(func(c *event.Config) { c.Closed = nil }),
+			want: admission.Plan{Step: step(nil)},
+		},
+		{
 			name: "paused holds every lane", stock: inStock, credit: time.Second,
 			cfg: sale(func(c *event.Config) { c.Paused, c.Lanes = true, lanes }),
 			want: admission.Plan{

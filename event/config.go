@@ -142,6 +142,22 @@ type Config struct {
 	//
 	// Default: false
 	Paused bool `json:"paused"`
+	// Closed, when set, closes the room (maintenance, or not accepting
+	// anyone): joins, claims and the gate are refused with 503 closed,
+	// people already queued keep their place and see its message, and
+	// admission is held (closure.go). Separate from Paused, which keeps
+	// taking joins. Staff's close and reopen set it. Never locks.
+	//
+	// Default: none (open)
+	Closed *Closure `json:"closed,omitempty"`
+	// FrameAncestors are the origins that may show the event's waiting
+	// room in a frame (CSP frame-ancestors; embed.go): https://host[:port]
+	// or https://*.domain, http only for localhost, 127.0.0.1 and [::1];
+	// at most MaxFrameAncestors. Without any, no page may frame it. Never
+	// locks.
+	//
+	// Default: none (frame-ancestors 'none', X-Frame-Options: DENY)
+	FrameAncestors []string `json:"frame_ancestors,omitempty"`
 	// Limits are the sale's edge protection: rate limits, proof of work,
 	// captcha, invite-only, one claim per device or payment (limits.go
 	// gives each default; Limits.Defaults fills them). Never locks.
@@ -339,6 +355,12 @@ func (c *Config) Validate() error {
 		return bad("with join_shards above 1, joining (prequeue_opens_at to ends_at) must last at most %d seconds", int64(MaxShardedSpan/time.Second))
 	}
 	if err := c.validateWebhooks(); err != nil {
+		return err
+	}
+	if err := c.validateFrameAncestors(); err != nil {
+		return err
+	}
+	if err := c.validateClosure(); err != nil {
 		return err
 	}
 	if err := c.validateLanes(); err != nil {

@@ -1,13 +1,14 @@
 // Package lifecycle publishes a sale's lifecycle events — sale opened,
 // shuffle window closed (with the revealed seed), admission paused and
-// resumed, sold out, sale ended, "your turn" for each admitted person, and
+// resumed, the room closed and reopened by staff, sold out, sale ended, "your turn" for each admitted person, and
 // a safety-net room's queueing started and stopped —
 // on JetStream, and delivers them to the sale's webhooks.
 //
 // Exactly once, leaderless. Every node observes every sale on its tick and
 // hands what it sees to one Redis script (record.lua), which claims each
 // transition once for all nodes (HSETNX for one-shot transitions, the
-// newest config version for a staff pause/resume, the newest config
+// newest config version for a staff pause/resume and for a staff closure
+// (closed/reopened), the newest config
 // version and health generation for a shop health hold — both emit
 // paused/resumed, with data.reason "staff" or "health" —, a
 // compare-and-set cursor for
@@ -49,9 +50,13 @@ const (
 	WindowClosed = "window_closed"
 	Paused       = "paused"
 	Resumed      = "resumed"
-	SoldOut      = "sold_out"
-	SaleEnded    = "sale_ended"
-	YourTurn     = "your_turn"
+	// RoomClosed and Reopened: staff closed the room (event.Closure) and
+	// reopened it; data.version is the configuration's.
+	RoomClosed = "closed"
+	Reopened   = "reopened"
+	SoldOut    = "sold_out"
+	SaleEnded  = "sale_ended"
+	YourTurn   = "your_turn"
 	// QueueingStarted and QueueingStopped: a safety-net room started
 	// queueing (someone waits: the room is at its thresholds) and
 	// stopped (nobody has waited for QueueingQuiet).

@@ -1,4 +1,4 @@
--- record.lua v4: record one event's lifecycle transitions, each exactly once
+-- record.lua v5: record one event's lifecycle transitions, each exactly once
 -- across every node, in an outbox that nodes publish from.
 -- KEYS[1] state hash, KEYS[2] outbox hash (id -> JSON), KEYS[3] recent list.
 -- All keys share the event's hash tag.
@@ -7,15 +7,16 @@
 -- (each 0/1, as observed), ARGV[8] seed, ARGV[9] seed commitment,
 -- ARGV[10] window size, ARGV[11] held by the shop's health check (0/1),
 -- ARGV[12] the health hold's generation (its changes so far),
--- ARGV[13] the number of your_turn cursors that follow (one per queue: the
+-- ARGV[13] closed by staff (0/1),
+-- ARGV[14] the number of your_turn cursors that follow (one per queue: the
 -- default lane, then each lane), each as: the state hash field that keeps
 -- it, the cursor expected (-1: none), the new cursor, the number n of
 -- events, then n pairs (event number, data as JSON) for the positions after
 -- the expected cursor up to the new one.
 -- One-shot transitions are claimed with HSETNX; pause/resume follows the
 -- newest config version seen (a stale node cannot flip it back) and counts
--- its changes; the health hold follows the newest (config version, health
--- generation) seen, both at least the stored ones, so a stale node cannot
+-- its changes, and so does staff's closure (closed/reopened); the health
+-- hold follows the newest (config version, health generation) seen, both at least the stored ones, so a stale node cannot
 -- flip it either, and removing the check (a new version) releases it.
 -- Both emit paused/resumed, with data.reason staff or health; your_turn
 -- moves a cursor by compare-and-set.
@@ -68,6 +69,14 @@ if version > seen then
     if ARGV[3] == '1' then typ = 'paused' end
     emit(typ, n, object({'version', int(version), 'reason', '"staff"'}))
   end
+  local shut = redis.call('HGET', state, 'closed') or '0'
+  if ARGV[13] ~= shut then
+    redis.call('HSET', state, 'closed', ARGV[13])
+    local n = redis.call('HINCRBY', state, 'closures', 1)
+    local typ = 'reopened'
+    if ARGV[13] == '1' then typ = 'closed' end
+    emit(typ, n, object({'version', int(version)}))
+  end
 end
 
 local hgen = tonumber(ARGV[12])
@@ -92,8 +101,8 @@ once(ARGV[6], 'sold_out', '{}')
 once(ARGV[7], 'sale_ended', '{}')
 
 local reply = {0}
-local i = 14
-for _ = 1, tonumber(ARGV[13]) do
+local i = 15
+for _ = 1, tonumber(ARGV[14]) do
   local field, expected, nxt, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   i = i + 4
   local cursor = tonumber(redis.call('HGET', state, field) or '0')

@@ -83,7 +83,7 @@ func (r *Recorder) Observe(ctx context.Context, sale *admission.Sale) error {
 	}
 	args := []any{cfg.ID, cfg.Version, bit(cfg.Paused), bit(opened), bit(sale.WindowFrozen),
 		bit(opened && sale.SoldOut), bit(ended), seed, cfg.SeedCommitment, sale.Window,
-		bit(sale.HealthHeld), sale.HealthGen}
+		bit(sale.HealthHeld), sale.HealthGen, bit(cfg.IsClosed())}
 	turns, err := r.yourTurns(ctx, sale)
 	if err != nil {
 		return err

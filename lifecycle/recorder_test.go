@@ -24,17 +24,24 @@ func TestTransitionsOnceFromTwoNodes(t *testing.T) {
 			at      time.Duration // from starts_at
 			frozen  bool
 			soldOut bool
+			closed  bool
 		}{
-			{1, false, -time.Minute, false, false},
-			{2, true, -time.Second, false, false},  // paused
-			{1, false, 0, false, false},            // a stale view: no resume
-			{3, false, time.Second, true, false},   // resumed, opened, window closed
-			{4, true, 2 * time.Second, true, true}, // paused again, sold out
-			{5, true, time.Hour, true, true},       // ended (a change of name: no pause event)
+			{1, false, -time.Minute, false, false, false},
+			{2, true, -time.Second, false, false, false},  // paused
+			{1, false, 0, false, false, false},            // a stale view: no resume
+			{3, false, time.Second, true, false, false},   // resumed, opened, window closed
+			{4, true, 2 * time.Second, true, true, false}, // paused again, sold out
+			{5, true, 3 * time.Second, true, true, true},  // closed by staff
+			{4, true, 3 * time.Second, true, true, false}, // a stale view: no reopening
+			{6, true, 4 * time.Second, true, true, false}, // reopened
+			{7, true, time.Hour, true, true, true},        // closed again, ended
 		}
 		for _, st := range steps {
 			sl := sale("twice", st.version, start.Add(st.at))
 			sl.Config.Paused, sl.WindowFrozen, sl.SoldOut, sl.Window = st.paused, st.frozen, st.soldOut, 0
+			if st.closed {
+				sl.Config.Closed = &event.Closure{}
+			}
 			for _, r := range []*Recorder{a, b, a} {
 				if err := r.Observe(ctx, sl); err != nil {
 					t.Fatal(err)
@@ -42,7 +49,7 @@ func TestTransitionsOnceFromTwoNodes(t *testing.T) {
 			}
 		}
 		got := subjectCounts(t, jsA, "twice")
-		want := map[string]uint64{"paused": 2, "resumed": 1, "sale_opened": 1, "window_closed": 1, "sold_out": 1, "sale_ended": 1}
+		want := map[string]uint64{"paused": 2, "resumed": 1, "closed": 2, "reopened": 1, "sale_opened": 1, "window_closed": 1, "sold_out": 1, "sale_ended": 1}
 		for typ, n := range want {
 			if got[typ] != n {
 				t.Errorf("%s: got %d messages, want %d (all: %v)", typ, got[typ], n, got)
@@ -55,8 +62,8 @@ func TestTransitionsOnceFromTwoNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recent) != 7 {
-			t.Errorf("recent list holds %d events, want 7", len(recent))
+		if len(recent) != 10 {
+			t.Errorf("recent list holds %d events, want 10", len(recent))
 		}
 	})
 }

@@ -125,7 +125,7 @@ func measuredRate(prev *admission.Sale, r admission.Reading, cfg *event.Config) 
 	rate := prev.Rate
 	if dt := r.ServerTime.Sub(prev.ServerTime).Seconds(); dt > 0 && r.Frontier >= prev.Frontier && prev.Config.Version > 0 {
 		inst := (r.Frontier - prev.Frontier) / dt
-		if r.Frontier < float64(r.Joined) && !cfg.Paused && !r.HealthHeld {
+		if r.Frontier < float64(r.Joined) && !cfg.Paused && !cfg.IsClosed() && !r.HealthHeld {
 			// Only a queue with people still waiting measures the rate.
 			rate = 0.8*prev.Rate + 0.2*inst
 		}

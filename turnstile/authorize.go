@@ -36,7 +36,9 @@ type Caller func() (string, error)
 //     issuer: errors wrapping tokens.ErrInvalid or tokens.ErrWrongEvent;
 //  4. the caller is the token's subject: caller's own error when it names
 //     nobody, ErrOtherUser for someone else;
-//  5. the sale is not paused: ErrPaused.
+//  5. staff have not closed the room: an *event.ClosedError (errors.Is
+//     event.ErrClosed, 503 closed; the admission stays valid);
+//  6. the sale is not paused: ErrPaused.
 //
 // It returns the token's claims; the claim script then holds the per-user
 // limit and the stock (see the package comment). Nothing is recorded:
@@ -58,6 +60,9 @@ func (t *Turnstile) Authorize(cfg *event.Config, raw string, caller Caller, now 
 	}
 	if user != a.User {
 		return tokens.Admission{}, ErrOtherUser
+	}
+	if err := cfg.CheckOpen(now); err != nil {
+		return tokens.Admission{}, err
 	}
 	if cfg.Paused {
 		return tokens.Admission{}, ErrPaused

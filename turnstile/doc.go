@@ -31,8 +31,9 @@
 //     signature verifies against the JWKS with pinned algorithms, issuer,
 //     audience, expiry and not-before (401), issued for this sale (403);
 //     the caller named by the node's identity mode is the token's subject
-//     (no identity 401, another user 403); the sale is not paused (503,
-//     the admission stays valid).
+//     (no identity 401, another user 403); staff have not closed the room
+//     (503 closed) and the sale is not paused (503 paused); either way the
+//     admission stays valid.
 //  3. The edge limits (protect.Edge.Claim, after Authorize): the claim
 //     rate limits per IP, device, user, event and the deployment (429),
 //     and where the sale asks for it one claim per device and per payment

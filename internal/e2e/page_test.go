@@ -30,8 +30,10 @@ func catalog(t *testing.T, code string) map[string]string {
 }
 
 var (
-	pageLangs  = []string{"en", "zh", "es", "ja", "de", "hi", "ar"}
-	pageStates = []string{"prequeue", "waiting", "admitted", "sold_out", "not_selected", "paused", "closed"}
+	pageLangs = []string{"en", "zh", "es", "ja", "de", "hi", "ar"}
+	// room_closed is a room staff closed (event.Closure) with the visitor
+	// queued; closed is a sale that has ended.
+	pageStates = []string{"prequeue", "waiting", "admitted", "sold_out", "not_selected", "paused", "closed", "room_closed"}
 )
 
 // stateText is the text a state shows, and where: the queue card's title
@@ -40,6 +42,8 @@ func stateText(msgs map[string]string, state string) (id, text string) {
 	switch state {
 	case "sold_out", "not_selected", "closed":
 		return "result", msgs[state]
+	case "room_closed":
+		return "state", msgs["st_roomClosed"]
 	}
 	return "state", msgs["st_"+state]
 }

@@ -48,7 +48,7 @@ var pins = map[string]struct {
 	"staff/blocked.lua":        {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
 	"staff/failed.lua":         {1, "decc429d7fc3a6924a1b1c0519e031a3ef230741"},
 	"lifecycle/queueing.lua":   {1, "1956b859e27f0fc5b536fff9bf38443f1a71d1dd"},
-	"lifecycle/record.lua":     {4, "1b1e2e24b9e0a02aa2d45f98ea47908f305651ac"},
+	"lifecycle/record.lua":     {5, "8c4fedf585de49df635929fe4b93b800ca80f69d"},
 	"limit/bucket.lua":         {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":      {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":        {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},

@@ -70,6 +70,7 @@ var titles = map[string]string{
 	"sold_out":        "Sold out",
 	"rate_limited":    "Too many requests",
 	"paused":          "Paused",
+	"closed":          "Closed",
 	"degraded":        "Temporarily unavailable",
 	"stock_not_laid":  "Temporarily unavailable",
 	"conflict":        "Conflict",
@@ -217,6 +218,10 @@ var errorRows = []errorRow{
 	// An admission under max_active Redis could not count: no token went
 	// out (the node logs Redis trouble from its ticks).
 	{err: turnstile.ErrUncounted, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "the admission could not be recorded; retry in a moment"},
+	// Staff closed the room (event.Closure): joins, claims and pass
+	// redemptions wait for them to reopen it.
+	{err: event.ErrClosed, status: fiber.StatusServiceUnavailable, code: "closed", retry: int(event.DefaultClosedRetry / time.Second),
+		detail: "the room is closed for now; staff will reopen it", fill: closedRetry},
 	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: ErrUnknownEvent.Detail},
 	{err: event.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.
@@ -292,6 +297,14 @@ func (r *errorRow) problem(err error) *Problem {
 		r.fill(p, err)
 	}
 	return p
+}
+
+// closedRetry sets the Retry-After to the closure's announced end.
+func closedRetry(p *Problem, err error) {
+	var ce *event.ClosedError
+	if errors.As(err, &ce) {
+		p.RetryAfter = Seconds(ce.RetryAfter)
+	}
 }
 
 func isLimitError(err error) bool {

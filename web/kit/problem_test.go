@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
@@ -51,6 +52,7 @@ var sentinels = []struct {
 	{"event.ErrNotFound", event.ErrNotFound, http.StatusNotFound, "unknown_event"},
 	{"event.ErrConflict", event.ErrConflict, http.StatusConflict, "conflict"},
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
+	{"event.ErrClosed", event.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"push.ErrInvalid", push.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"push.ErrTooLarge", push.ErrTooLarge, http.StatusBadRequest, "bad_request"},
@@ -123,6 +125,10 @@ func TestErrorMap(t *testing.T) {
 	var held error = &claim.LimitError{Held: []string{"c1"}}
 	if p, _ := kit.ToProblem(held); p.Code != "limit_reached" || len(p.ClaimIDs) != 1 {
 		t.Errorf("LimitError -> %+v, want limit_reached with the held claim ids", p)
+	}
+	var closed error = &event.ClosedError{RetryAfter: 90 * time.Minute}
+	if p, _ := kit.ToProblem(fmt.Errorf("join: %w", closed)); p.Status != http.StatusServiceUnavailable || p.Code != "closed" || p.RetryAfter != 5400 {
+		t.Errorf("ClosedError until +90 min -> %d %s Retry-After %d, want 503 closed 5400", p.Status, p.Code, p.RetryAfter)
 	}
 	if p, known := kit.ToProblem(errors.New("a bug")); p.Status != http.StatusInternalServerError || known {
 		t.Errorf("an unknown error -> %d (known %v), want 500, logged", p.Status, known)

@@ -43,6 +43,16 @@ func roomCSP(logo, frameAncestors string) string {
 		"; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors " + frameAncestors
 }
 
+// SetRoomHeaders sets the headers of a waiting-room page of event id
+// (every rendering of the room, with or without JavaScript, uses it): its
+// Content-Security-Policy (roomCSP with the logo's origin, the captcha's
+// sources and kit.FrameAncestors(cfg)) and kit.SetFrameOptions.
+func (s *Pages) SetRoomHeaders(c *fiber.Ctx, id string, cfg *event.Config, logo string) {
+	ancestors := kit.FrameAncestors(cfg)
+	setPageHeaders(c, s.deps.WithCaptcha(id, roomCSP(logo, ancestors)))
+	kit.SetFrameOptions(c, ancestors)
+}
+
 func setPageHeaders(c *fiber.Ctx, csp string) {
 	c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
 	c.Set(fiber.HeaderContentSecurityPolicy, csp)
@@ -62,7 +72,11 @@ func (s *Pages) page(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	body, logo := s.pages.live(ctx, s.deps.Pages, s.deps.Sales, strings.Clone(id), lang, s.now(), s.cfg.Log)
-	setPageHeaders(c, s.deps.WithCaptcha(id, roomCSP(logo, "'none'")))
+	var cfg *event.Config
+	if sale, ok := s.deps.Sales.Get(id); ok {
+		cfg = &sale.Config
+	}
+	s.SetRoomHeaders(c, id, cfg, logo)
 	c.Set(fiber.HeaderCacheControl, "public, max-age=60")
 	c.Vary(fiber.HeaderAcceptLanguage, fiber.HeaderCookie)
 	return c.Send(body)
@@ -108,6 +122,7 @@ func (s *Pages) roomScript(c *fiber.Ctx) error {
 // signs in through POST /admin/session.
 func (s *Pages) consolePage(c *fiber.Ctx) error {
 	setPageHeaders(c, consoleCSP)
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(consoleHTML)
 }
@@ -134,6 +149,7 @@ var reportHTML []byte
 // its query and the figures from the JSON API with the console session.
 func (s *Pages) reportPage(c *fiber.Ctx) error {
 	setPageHeaders(c, consoleCSP)
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(reportHTML)
 }

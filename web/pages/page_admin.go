@@ -230,6 +230,7 @@ func (s *Pages) previewPage(c *fiber.Ctx) error {
 		return errTemplateProblem(err)
 	}
 	setPageHeaders(c, roomCSP(string(d.Brand.LogoURL), "'self'"))
+	c.Set(fiber.HeaderXFrameOptions, "SAMEORIGIN")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.Send(body)
 }

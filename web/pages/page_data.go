@@ -60,8 +60,12 @@ type PageEvent struct {
 	ID, Name, Mode string
 	// State is the sale's public phase: upcoming, prequeue, open,
 	// sold_out or closed.
-	State                                             string
-	Paused                                            bool
+	State  string
+	Paused bool
+	// Closed is true while staff have the room closed (event.Closure);
+	// ClosedMessage is their message ("": the catalog's roomClosed).
+	Closed                                            bool
+	ClosedMessage                                     string
 	Supply, PerUserLimit                              int64
 	PrequeueOpensAt, StartsAt, WindowClosesAt, EndsAt time.Time
 }

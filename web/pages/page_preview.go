@@ -13,7 +13,9 @@ import (
 
 // previewStates are the visitor states the console previews, in the order
 // a visitor meets them.
-var previewStates = []string{"prequeue", "waiting", "admitted", "sold_out", "not_selected", "paused", "closed"}
+// room_closed is a room staff closed (event.Closure), with a visitor in
+// the queue.
+var previewStates = []string{"prequeue", "waiting", "admitted", "sold_out", "not_selected", "paused", "closed", "room_closed"}
 
 // previewSeed is the sample seed a preview reveals (with its matching
 // commitment): never an event's.
@@ -80,6 +82,9 @@ func (r *pageRenderer) preview(cfg *event.Config, page *event.Page, lang languag
 	soldOut := state == "sold_out"
 	d := r.data(&c, page, lang, now, soldOut)
 	d.Preview, d.State = true, state
+	if state == "room_closed" {
+		d.State = "closed"
+	}
 	revealed := state != "prequeue"
 	if revealed {
 		sum := sha256.Sum256(mustHex(previewSeed))
@@ -95,14 +100,25 @@ func (r *pageRenderer) preview(cfg *event.Config, page *event.Page, lang languag
 	if soldOut || state == "closed" {
 		pub.Remaining = 0
 	}
+	stState := state
+	if state == "room_closed" {
+		pub.Closed = c.Closed
+		if pub.Closed == nil {
+			pub.Closed = &event.Closure{} // the default text
+		}
+		stState = "closed" // what status answers in a closed room
+	}
 	if revealed {
 		w := int64(previewWindow)
 		pub.WindowSize = &w
 	}
-	st := map[string]any{"state": state, "position": nil, "ahead": nil, "eta_seconds": nil, "poll_after_ms": 5000}
+	st := map[string]any{"state": stState, "position": nil, "ahead": nil, "eta_seconds": nil, "poll_after_ms": 5000}
+	if state == "room_closed" {
+		st["closed_by"] = "staff"
+	}
 	pv := &previewJSON{Event: pub, Me: map[string]any{"seq": previewSeq}, Status: st, MaxAhead: previewMaxAhead}
 	switch state {
-	case "waiting", "paused":
+	case "waiting", "paused", "room_closed":
 		d.Position, d.Ahead, d.ETASeconds = previewPosition, previewAhead, previewETA
 		d.ETA = etaText(d.T, previewETA)
 		st["position"], st["ahead"], st["eta_seconds"] = d.Position, d.Ahead, d.ETASeconds

@@ -182,7 +182,10 @@ func (r *pageRenderer) data(cfg *event.Config, page *event.Page, lang language, 
 	}
 	d.Event = PageEvent{ID: cfg.ID, Name: cfg.Name, Mode: string(cfg.Mode), Paused: cfg.Paused,
 		Supply: cfg.OnSale(), PerUserLimit: cfg.PerUserLimit,
-		PrequeueOpensAt: cfg.PrequeueOpensAt, StartsAt: cfg.StartsAt, EndsAt: cfg.EndsAt}
+		PrequeueOpensAt: cfg.PrequeueOpensAt, StartsAt: cfg.StartsAt, EndsAt: cfg.EndsAt, Closed: cfg.IsClosed()}
+	if cfg.Closed != nil {
+		d.Event.ClosedMessage = cfg.Closed.Message
+	}
 	if !cfg.StartsAt.IsZero() {
 		d.Event.State = string(cfg.PhaseAt(now, soldOut))
 		d.Event.WindowClosesAt = cfg.WindowEnd()

@@ -50,8 +50,9 @@ const VisitorCookie = "anteroom_visitor"
 
 // VisitorIdentity names anonymous visitors (ANTEROOM_IDENTITY=anonymous) by
 // a signed cookie. On join a caller without a valid cookie is given a new
-// random visitor id and the cookie is set (HttpOnly, SameSite=Lax, Secure
-// when the request came over TLS, Path=/); everywhere else a missing or
+// random visitor id and the cookie is set (HttpOnly, Path=/, SameSite and
+// Secure by kit.SetCookie: Lax, or None for a sale embedded by another
+// site over TLS); everywhere else a missing or
 // invalid cookie is 401. The visitor id alone is the user: per-user limits
 // then hold per browser, which suits queue-only use, not a sale where
 // limits must bind people.
@@ -101,10 +102,8 @@ func (v VisitorIdentity) User(c *fiber.Ctx, mint bool) (string, error) {
 	if maxAge <= 0 {
 		maxAge = 30 * 24 * time.Hour
 	}
-	c.Cookie(&fiber.Cookie{
-		Name: name, Value: cookie, Path: "/", HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
-		MaxAge: int(maxAge / time.Second),
+	kit.SetCookie(c, &fiber.Cookie{ // Lax, or None when the request's sale is embedded by another site
+		Name: name, Value: cookie, Path: "/", HTTPOnly: true, MaxAge: int(maxAge / time.Second),
 	})
 	return id, nil
 }

@@ -24,10 +24,14 @@ type PublicEvent struct {
 	PerUserLimit    int64       `json:"per_user_limit"`
 	Remaining       int64       `json:"remaining"`
 	Paused          bool        `json:"paused"`
-	SeedCommitment  string      `json:"seed_commitment"`
-	Seed            string      `json:"seed,omitempty"`
-	WindowSize      *int64      `json:"window_size,omitempty"`
-	ShardWindows    []int64     `json:"shard_window_sizes,omitempty"` // W_s, with join shards
+	// Closed is staff's closure while the room is closed (event.Closure:
+	// nobody joins or claims; the queued keep their place): its message
+	// (empty: the page's default text) and announced end.
+	Closed         *event.Closure `json:"closed,omitempty"`
+	SeedCommitment string         `json:"seed_commitment"`
+	Seed           string         `json:"seed,omitempty"`
+	WindowSize     *int64         `json:"window_size,omitempty"`
+	ShardWindows   []int64        `json:"shard_window_sizes,omitempty"` // W_s, with join shards
 	// Lanes are the event's lanes in their configured order (lane index
 	// i+1 of a ticket's seq, queue.Laned), each with its own window.
 	Lanes []publicLaneJSON `json:"lanes,omitempty"`
@@ -82,7 +86,7 @@ func (s *API) publicEvent(c *fiber.Ctx) error {
 		PrequeueOpensAt: cfg.PrequeueOpensAt, StartsAt: cfg.StartsAt, EndsAt: cfg.EndsAt, WindowClosesAt: cfg.WindowEnd(),
 		Mode: cfg.Mode, Supply: cfg.OnSale(), PerUserLimit: cfg.PerUserLimit, Remaining: Coarse(sale.Remaining),
 		Paused: cfg.Paused || sale.HealthHeld, SeedCommitment: cfg.SeedCommitment, Joined: sale.Joined,
-		Admitted: min(int64(sale.Frontier), sale.Joined),
+		Admitted: min(int64(sale.Frontier), sale.Joined), Closed: cfg.Closed,
 	}
 	if sale.WindowFrozen {
 		out.Seed = cfg.Seed

@@ -64,9 +64,8 @@ var errNotAdmitted = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated",
 // cookie on the whole site, expiring with the token: the shop's pages,
 // behind a proxy that asks the gate, then let the visitor in.
 func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
-	c.Cookie(&fiber.Cookie{
+	kit.SetCookie(c, &fiber.Cookie{ // Lax, or None when the room is embedded by another site
 		Name: AdmissionCookie(ev), Value: token, Path: "/", Expires: exp, HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
 	})
 }
 
@@ -81,12 +80,19 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // past half its life (gateRenew) and, for a visitor without one, admits
 // at once while the room is under its thresholds (gateEnter: one Redis
 // step; the 204 then sets the admission cookie, which the proxy passes
-// on). Only a visitor it cannot admit is sent to the waiting page.
+// on). Only a visitor it cannot admit is sent to the waiting page. While
+// staff have closed the room, every visitor is.
 func (s *API) gate(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	ev := sale.Config.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
+	if sale.Config.IsClosed() {
+		// Closed by staff: everyone, admitted or not, to the waiting
+		// page, which says so (event.Closure).
+		c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
+		return errNotAdmitted
+	}
 	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue

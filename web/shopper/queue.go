@@ -30,6 +30,9 @@ func (s *API) join(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	cfg := &sale.Config
 	now := s.now()
+	if err := cfg.CheckOpen(now); err != nil { // closed by staff: nobody joins, not even with a pass
+		return err
+	}
 	user, claims, err := s.joiner(c, cfg)
 	if err != nil {
 		return err
@@ -94,13 +97,17 @@ var errRoomTurnEnded = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated
 var cacheControlKey, noStore = []byte("Cache-Control"), []byte("no-store")
 
 type statusJSON struct {
-	State          admission.State `json:"state"`
-	Position       *int64          `json:"position"`
-	Ahead          int64           `json:"ahead"`
-	ETASeconds     int64           `json:"eta_seconds"`
-	PollAfterMs    int64           `json:"poll_after_ms"`
-	AdmissionToken string          `json:"admission_token,omitempty"`
-	ExpiresAt      *time.Time      `json:"admission_expires_at,omitempty"`
+	State       admission.State `json:"state"`
+	Position    *int64          `json:"position"`
+	Ahead       int64           `json:"ahead"`
+	ETASeconds  int64           `json:"eta_seconds"`
+	PollAfterMs int64           `json:"poll_after_ms"`
+	// ClosedBy is "staff" when state is closed because staff closed the
+	// room (event.Closure: the place is kept, keep polling), absent when
+	// the sale has ended.
+	ClosedBy       string     `json:"closed_by,omitempty"`
+	AdmissionToken string     `json:"admission_token,omitempty"`
+	ExpiresAt      *time.Time `json:"admission_expires_at,omitempty"`
 }
 
 // status answers from the ticket and the node's view: zero Redis round
@@ -190,7 +197,11 @@ func (s *API) decide(c *fiber.Ctx, sale *admission.Sale, t tokens.Ticket, now ti
 
 // statusOf is the answer of decision d, without a position.
 func statusOf(d admission.Decision) statusJSON {
-	return statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
+	s := statusJSON{State: d.State, Ahead: d.Ahead, ETASeconds: int64(d.ETA.Round(time.Second) / time.Second), PollAfterMs: pollMillis(d.PollAfter)}
+	if d.ByStaff {
+		s.ClosedBy = "staff"
+	}
+	return s
 }
 
 // giveTicket signs user's queue ticket for number seq of event cfg, joined
@@ -201,10 +212,8 @@ func (s *API) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq int64
 	if err != nil {
 		return "", err
 	}
-	c.Cookie(&fiber.Cookie{
-		Name: kit.TicketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true,
-		Secure: c.Protocol() == "https", SameSite: fiber.CookieSameSiteLaxMode,
-		Expires: cfg.EndsAt.Add(time.Hour),
+	kit.SetCookie(c, &fiber.Cookie{ // Lax, or None when the room is embedded by another site
+		Name: kit.TicketCookie(cfg.ID), Value: ticket, Path: "/", HTTPOnly: true, Expires: cfg.EndsAt.Add(time.Hour),
 	})
 	return ticket, nil
 }
@@ -252,5 +261,10 @@ func appendStatus(b []byte, s *statusJSON) []byte {
 	b = strconv.AppendInt(b, s.ETASeconds, 10)
 	b = append(b, `,"poll_after_ms":`...)
 	b = strconv.AppendInt(b, s.PollAfterMs, 10)
+	if s.ClosedBy != "" {
+		b = append(b, `,"closed_by":"`...)
+		b = append(b, s.ClosedBy...) // "staff": nothing to escape
+		b = append(b, '"')
+	}
 	return append(b, '}')
 }

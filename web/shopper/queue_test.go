@@ -14,6 +14,7 @@ func TestAppendStatus(t *testing.T) {
 		{State: admission.Waiting, Position: &pos, Ahead: 41, ETASeconds: 7, PollAfterMs: 1500},
 		{State: admission.Prequeue, ETASeconds: 3, PollAfterMs: 2000},
 		{State: admission.SoldOut, Position: &pos, PollAfterMs: 30000},
+		{State: admission.Closed, Position: &pos, Ahead: 41, PollAfterMs: 30000, ClosedBy: "staff"},
 	} {
 		want, _ := json.Marshal(s)
 		if got := appendStatus(nil, &s); string(got) != string(want) {

@@ -2,7 +2,8 @@
 // console's sign-in. It serves sign-in and console sessions (a signed
 // cookie with a CSRF token, console_session.go), staff accounts and API
 // keys, roles, the audit trail, and the event routes under
-// /admin/events/{id}: create and update, pause and resume, rebuild,
+// /admin/events/{id}: create and update, pause and resume, close and
+// reopen, rebuild,
 // lifecycle, the post-sale report, bypass passes.
 //
 // It owns who may act as staff and what each role may do: the admin
@@ -181,6 +182,8 @@ func (s *API) MountEvent(adm fiber.Router) {
 	adm.Get("/", s.allow(staff.Viewer, false), s.getEvent)
 	adm.Post("/pause", s.allow(staff.Operator, false), s.pauseEvent(true))
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
+	adm.Post("/close", s.allow(staff.Operator, false), s.closeEvent)
+	adm.Post("/reopen", s.allow(staff.Operator, false), s.reopenEvent)
 	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
 	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
 	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)

@@ -147,6 +147,7 @@ type eventSummaryJSON struct {
 	State          event.Phase `json:"state"`
 	Mode           event.Mode  `json:"mode"`
 	Paused         bool        `json:"paused"`
+	Closed         bool        `json:"closed"` // by staff (event.Closure)
 	HealthHeld     bool        `json:"health_held"`
 	SoldOut        bool        `json:"sold_out"`
 	Supply         int64       `json:"supply"`
@@ -167,7 +168,7 @@ func (s *API) listEvents(c *fiber.Ctx) error {
 		cfg := &sale.Config
 		out = append(out, eventSummaryJSON{
 			ID: cfg.ID, Name: cfg.Name, State: cfg.PhaseAt(now, sale.SoldOut), Mode: cfg.Mode,
-			Paused: cfg.Paused, HealthHeld: sale.HealthHeld, SoldOut: sale.SoldOut, Supply: cfg.OnSale(), Remaining: sale.Remaining,
+			Paused: cfg.Paused, Closed: cfg.IsClosed(), HealthHeld: sale.HealthHeld, SoldOut: sale.SoldOut, Supply: cfg.OnSale(), Remaining: sale.Remaining,
 			Joined: sale.Joined, Admitted: min(int64(sale.Frontier), sale.Joined),
 			StartsAt: cfg.StartsAt, WindowClosesAt: cfg.WindowEnd(), Version: cfg.Version,
 		})

@@ -15,7 +15,7 @@ import (
 //
 //	viewer    GET /admin/events, GET /admin/events/{id}[/lifecycle|/page|/preview],
 //	          GET /admin/audit[.csv]
-//	operator  POST /admin/events/{id}/pause|resume|rebuild; staff reads
+//	operator  POST /admin/events/{id}/pause|resume|close|reopen|rebuild; staff reads
 //	          and releases of claims
 //	admin     PUT /admin/events/{id}[/page], POST /admin/events/{id}/page/publish,
 //	          DELETE /admin/sessions, accounts and API keys

@@ -116,7 +116,8 @@ export class Anteroom {
       const a = await this.status(opts);
       if (a.status !== 200) throw Object.assign(new Error(a.body.detail || "status: HTTP " + a.status), {status: a.status, body: a.body});
       if (opts.onUpdate) opts.onUpdate(a.body);
-      if (DONE.has(a.body.state) && (a.body.state !== "admitted" || a.body.admission_token)) return a.body;
+      // A room staff closed (closed_by "staff") keeps the place: poll on.
+      if (DONE.has(a.body.state) && (a.body.state !== "admitted" || a.body.admission_token) && a.body.closed_by !== "staff") return a.body;
       await sleep(jitter(a.body.poll_after_ms || 5000, 0.1), opts.signal);
     }
   }

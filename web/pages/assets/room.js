@@ -132,7 +132,7 @@ async function refresh() {
   autoJoin();
   if (me && st && !res) {
     const moved = st.state === "waiting" && st.position && j.admitted >= st.position;
-    const changed = j.state === "sold_out" || j.state === "closed" || j.paused !== (st.state === "paused") || (st.state === "prequeue" && j.window_size != null);
+    const changed = j.state === "sold_out" || j.state === "closed" || j.paused !== (st.state === "paused") || !!j.closed !== (st.state === "closed") || (st.state === "prequeue" && j.window_size != null);
     if (moved || changed) due.st = Math.min(due.st, Date.now() + 150);
   }
   const soon = now() > P(j.prequeue_opens_at) - 600000;
@@ -222,7 +222,8 @@ async function join() {
     if (j.code === "not_open" || r.status === 429 || r.status === 503) {
       const d = retryMs(r, j);
       due.jn = Date.now() + d;
-      notice = {k: j.code === "not_open" ? "notOpen" : j.code === "rate_limited" || j.code === "paused" ? j.code : "degraded", s: Math.ceil(d / 1000)};
+      notice = {k: j.code === "not_open" ? "notOpen" : j.code === "closed" ? "roomClosed" : j.code === "rate_limited" || j.code === "paused" ? j.code : "degraded", s: Math.ceil(d / 1000)};
+      if (j.code === "closed") due.ev = 0; // read the closure's message
       return;
     }
     if (j.code === "forbidden") { res = {k: "joinClosed"}; return; }
@@ -236,6 +237,13 @@ function applyStatus(j) {
   stAt = Date.now();
   if (j.state !== "paused" && notice && notice.k === "paused") notice = null;
   if (j.state === "waiting") maxAhead = Math.max(maxAhead, j.ahead || 0);
+  // A room staff closed answers closed too, but keeps everyone's place:
+  // not the end (closed_by says which).
+  if (j.state === "closed" && j.closed_by === "staff") {
+    if (!info || !info.closed) due.ev = 0; // read the message
+    due.st = Date.now() + jit(j.poll_after_ms || 30000, 0.1);
+    return;
+  }
   const terminal = ["sold_out", "not_selected", "closed"].includes(j.state);
   if (terminal && !(res && res.k === "granted")) { res = {k: j.state}; due.st = Infinity; return; }
   if (j.state === "admitted" && j.admission_token) {
@@ -257,7 +265,7 @@ async function status() {
   if (r.status === 401) { me = null; st = null; save("me", null); autoJoin(); return; }
   const d = retryMs(r, j);
   due.st = Date.now() + d;
-  notice = {k: j.code === "paused" || j.code === "rate_limited" || j.code === "degraded" ? j.code : "error", s: Math.ceil(d / 1000), d: j.detail};
+  notice = {k: j.code === "closed" ? "roomClosed" : j.code === "paused" || j.code === "rate_limited" || j.code === "degraded" ? j.code : "error", s: Math.ceil(d / 1000), d: j.detail};
 }
 async function claim() {
   claiming = true;
@@ -278,9 +286,10 @@ async function claim() {
     switch (j.code) {
     case "sold_out": res = {k: "sold_out"}; due.st = Infinity; notice = null; break;
     case "limit_reached": res = {k: "limit_reached", ids: j.claim_ids || []}; save("res", res); due.st = Infinity; notice = null; break;
-    case "paused": case "degraded": case "rate_limited": {
+    case "paused": case "degraded": case "rate_limited": case "closed": {
       const d = retryMs(r, j);
-      notice = {k: j.code, s: Math.ceil(d / 1000)};
+      notice = {k: j.code === "closed" ? "roomClosed" : j.code, s: Math.ceil(d / 1000)};
+      if (j.code === "closed") due.ev = 0;
       due.cm = Date.now() + d;
       break;
     }
@@ -433,11 +442,11 @@ function render() {
   txt("cdLabel", t(label));
   txt("cd", target ? hms(target - n) : "—");
   let ph = "phOpen";
-  if (info.state === "sold_out") ph = "phSold"; else if (info.state === "closed" || n >= ends) ph = "phClosed"; else if (info.paused) ph = "phPaused";
+  if (info.state === "sold_out") ph = "phSold"; else if (info.state === "closed" || n >= ends) ph = "phClosed"; else if (info.closed) ph = "phRoomClosed"; else if (info.paused) ph = "phPaused";
   else if (n < opens) ph = lot ? "phUpLot" : "phUp"; else if (lot) ph = n < starts ? "phLot" : "phLotDone"; else if (n < wend) ph = "phFcfs";
   txt("phase", t(ph, {t: clock(opens), w: w}));
   const joinEnd = lot ? starts : ends;
-  const canJoin = !res && info.state !== "sold_out" && info.state !== "closed" && n >= opens && n < joinEnd;
+  const canJoin = !res && !info.closed && info.state !== "sold_out" && info.state !== "closed" && n >= opens && n < joinEnd;
   show("join", !me);
   txt("join", joining ? t("joining") : lot ? t("register") : t("join"));
   $("join").disabled = !canJoin || joining;
@@ -446,13 +455,15 @@ function render() {
   if (r) announce(r[0], r[1]); else if (q) announce(q[0], q[1]);
   renderFair(w);
 }
+// closedText is the message of staff's closure, or the default one.
+function closedText() { return info.closed.message || t("roomClosed"); }
 function txt2(e, s) { if (e.textContent !== s) e.textContent = s; }
 function renderQueue(lot, w) {
   show("queue", !!(me && st));
   if (!me || !st) return;
-  const s = st.state === "prequeue" && lot ? "prequeueLot" : st.state;
+  const s = st.state === "prequeue" && lot ? "prequeueLot" : st.state === "closed" && st.closed_by === "staff" ? "roomClosed" : st.state;
   txt("state", t("st_" + s));
-  const queued = st.state === "waiting" || st.state === "paused";
+  const queued = st.state === "waiting" || st.state === "paused" || s === "roomClosed";
   let ahead = st.ahead;
   if (queued && st.position) {
     const est = Math.max(st.position - info.admitted - 1, 0);
@@ -467,7 +478,7 @@ function renderQueue(lot, w) {
   if (st.state === "admitted" || (res && res.k === "granted")) pct = 100; else if (queued && maxAhead > 0) pct = Math.round(100 * (maxAhead - ahead) / maxAhead);
   $("fill").style.width = pct + "%";
   $("bar").setAttribute("aria-valuenow", pct);
-  const note = {prequeue: "q_prequeue", prequeueLot: "q_prequeueLot", waiting: "q_waiting", paused: "q_paused", admitted: "q_admitted"}[s];
+  const note = {prequeue: "q_prequeue", prequeueLot: "q_prequeueLot", waiting: "q_waiting", paused: "q_paused", roomClosed: "q_roomClosed", admitted: "q_admitted"}[s];
   // Admitted: the time the admission is held for, counting down.
   const held = s === "admitted" && tokExp ? " " + t("held", {r: hms(tokExp - Date.now())}) : "";
   txt("qNote", note && !res ? t(note, {w: w, t: clock(tokExp + offset)}) + held : "");
@@ -482,10 +493,15 @@ function renderResult() {
   const cs = res && M["cs_" + res.status] ? t("cs_" + res.status) : res && res.status;
   if (k === "granted") box("result", k, cls, t("granted"), t("grantedId", {id: res.id}) + " · " + cs);
   else if (k === "limit_reached") box("result", k, cls, t(k), t("limitIds", {ids: (res.ids || []).join(", ")}));
-  else box("result", k, cls, k ? t(k) : "");
+  else if (!k && info.closed) {
+    // Closed by staff: their message (plain text), or the default one.
+    const u = info.closed.until ? P(info.closed.until) : NaN;
+    box("result", "roomClosed", "info", closedText(), Number.isNaN(u) ? "" : t("roomClosedUntil", {t: new Date(u).toLocaleString(tag, {dateStyle: "medium", timeStyle: "short"})}));
+  } else box("result", k, cls, k ? t(k) : "");
   const nk = notice && notice.k, nt = nk ? t(nk, {s: notice.s, d: notice.d}) : "";
   box("notice", nk, nk === "error" ? "bad" : nk === "notOpen" || nk === "expired" || nk === "pow" ? "info" : "warn", nt);
   if (k) return [t(k) + (k === "granted" ? " " + cs : ""), "r:" + k];
+  if (info.closed && !nk) return [closedText(), "c:roomClosed"];
   return nk ? [nt, "n:" + nk] : null;
 }
 // ordering returns what orders the holder of seq: the event's window, or
