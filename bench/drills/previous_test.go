@@ -3,7 +3,8 @@
 package drills
 
 import (
-	"bufio"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -89,28 +90,29 @@ func gitOut(dir string, args ...string) (string, error) {
 // luaVersion is the first line of every script: "-- name.lua vN: ...".
 var luaVersion = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)
 
-// scriptVersions reads the version line of every .lua file under root,
-// by the script's name (names are unique; a script that moved between
-// packages keeps its name and version).
-func scriptVersions(root string) (map[string]string, error) {
-	out := map[string]string{}
+// script is one .lua file's version and the SHA1 of its text.
+type script struct{ version, sha string }
+
+// scriptVersions reads the version line and the text of every .lua file
+// under root, by the script's name (names are unique; a script that moved
+// between packages keeps its name and version).
+func scriptVersions(root string) (map[string]script, error) {
+	out := map[string]script{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".lua" {
 			return err
 		}
-		f, err := os.Open(path)
+		raw, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		if sc.Scan() {
-			if m := luaVersion.FindStringSubmatch(sc.Text()); m != nil {
-				out[m[1]] = "v" + m[2]
-				return nil
-			}
+		sum := sha1.Sum(raw)
+		first, _, _ := strings.Cut(string(raw), "\n")
+		if m := luaVersion.FindStringSubmatch(first); m != nil {
+			out[m[1]] = script{"v" + m[2], hex.EncodeToString(sum[:])}
+		} else {
+			out[filepath.Base(path)] = script{"unversioned", hex.EncodeToString(sum[:])} // the prelude
 		}
-		out[filepath.Base(path)] = "unversioned" // the prelude
 		return nil
 	})
 	return out, err
@@ -132,19 +134,21 @@ func scriptChanges(before, after string) (string, error) {
 	for p, v := range b {
 		switch old, ok := a[p]; {
 		case !ok:
-			diff = append(diff, p+" new in N ("+v+")")
-		case old != v:
-			diff = append(diff, p+" "+old+" → "+v)
+			diff = append(diff, p+" new in N ("+v.version+")")
+		case old.version != v.version:
+			diff = append(diff, p+" "+old.version+" → "+v.version)
+		case old.sha != v.sha:
+			diff = append(diff, p+" "+v.version+" changed without a new version")
 		}
 	}
 	for p, v := range a {
 		if _, ok := b[p]; !ok {
-			diff = append(diff, p+" gone in N (was "+v+")")
+			diff = append(diff, p+" gone in N (was "+v.version+")")
 		}
 	}
 	slices.Sort(diff)
 	if len(diff) == 0 {
-		return fmt.Sprintf("none: N−1 and N run the same versions of all %d scripts", len(b)), nil
+		return fmt.Sprintf("none: N−1 and N run the same text of all %d scripts", len(b)), nil
 	}
 	return strings.Join(diff, ", "), nil
 }
