@@ -311,9 +311,18 @@ func TestDrill8RollingUpgrade(t *testing.T) {
 	for _, s := range steps {
 		maxDown = max(maxDown, s.down)
 	}
-	d.summary = fmt.Sprintf("%s; N−1 = %s, scripts differing: %s; 8 steps (up, worker between node 2 and 3, then back), each node down ≤ %.1f s, %d claim attempts found a node gone; "+
-		"positions stable, frontier within the rate; both builds read back every claim and rebuild the same counts",
-		au.line(spec.supply), prev.commit[:7], scriptCount(scripts), maxDown.Seconds(), unreachable)
+	var failed []string
+	for _, c := range d.checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	outcome := "positions stable, frontier within the rate; both builds read back every claim and rebuild the same counts"
+	if len(failed) > 0 {
+		outcome = "failed: " + strings.Join(failed, ", ")
+	}
+	d.summary = fmt.Sprintf("%s; N−1 = %s, scripts differing: %s; 8 steps (up, worker between node 2 and 3, then back), each node down ≤ %.1f s, %d claim attempts found a node gone; %s",
+		au.line(spec.supply), prev.commit[:7], scriptCount(scripts), maxDown.Seconds(), unreachable, outcome)
 	if t.Failed() {
 		t.Logf("worker log:\n%s", worker.Tail(20))
 	}
