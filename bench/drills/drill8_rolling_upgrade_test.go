@@ -92,6 +92,13 @@ func TestDrill8RollingUpgrade(t *testing.T) {
 	}
 	d.fault, d.start = fault(prev.commit[:7]), time.Now()
 	d.figure("builds", "N−1 = %s; N = this tree; scripts that differ: %s", prev.commit[:7], scripts)
+	d.note("The compatibility rule this drill holds a release to is in docs/operate.md, \"Rolling upgrades\"; " +
+		"`TestPreviousReleaseFormats` (claim) and `TestPreviousReleaseConfig` (event) hold its record formats in CI.")
+	if strings.HasPrefix(scripts, "none") {
+		d.note("N−1 (%s) and N run the same scripts: this run shows the procedure (graceful stops, the same addresses, "+
+			"mixed fleets of both builds, the rollback) but no two script versions side by side; "+
+			"ANTEROOM_DRILL_PREVIOUS names an older commit for that (docs/operate.md lists runs that passed).", prev.commit[:7])
+	}
 
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
@@ -294,8 +301,12 @@ func TestDrill8RollingUpgrade(t *testing.T) {
 	var stepLines []string
 	for _, s := range steps {
 		if !s.ready.IsZero() {
-			stepLines = append(stepLines, fmt.Sprintf("%s at %d grants (stopped in %.1f s, ready again after %.1f s)",
-				s.what(), s.grantsAt, s.stopped.Seconds(), s.down.Seconds()))
+			again := "ready again" // a node: /readyz answers 200
+			if s.node < 0 {
+				again = "the next started" // a worker has no /readyz
+			}
+			stepLines = append(stepLines, fmt.Sprintf("%s at %d grants (stopped in %.1f s, %s after %.1f s)",
+				s.what(), s.grantsAt, s.stopped.Seconds(), again, s.down.Seconds()))
 		}
 	}
 	d.figure("steps", "%s", strings.Join(stepLines, "; "))
