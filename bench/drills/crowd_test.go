@@ -70,6 +70,11 @@ type crowd struct {
 	mismatch  int               // a key answered with two different claim ids
 	outcomes  map[string]int    // "claim 503 degraded", "claim timeout", ...
 	firstErrs []string
+	// positions is every position each user was answered (join and
+	// status); fetched is when the holder of a position first received
+	// an admission token.
+	positions map[string][]int64
+	fetched   map[int64]time.Time
 
 	users, joined, admitted, soldOut, limited, gaveUp, done atomic.Int64
 	began, ended                                            time.Time // set by run
@@ -87,6 +92,7 @@ func newCrowd(cfg crowdConfig) *crowd {
 	}
 	return &crowd{
 		cfg: cfg, byKey: map[string]string{}, outcomes: map[string]int{},
+		positions: map[string][]int64{}, fetched: map[int64]time.Time{},
 		client: &http.Client{Transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
 			MaxIdleConnsPerHost: 256, IdleConnTimeout: 10 * time.Second,
@@ -163,6 +169,7 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 		switch {
 		case a.status == http.StatusOK:
 			ticket, _ = a.body["ticket"].(string)
+			c.sawPosition(id, a, false)
 		case retryable(a) || a.code == "not_open":
 			c.tally("join", a)
 			at.failed(a)
@@ -195,7 +202,9 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 			}
 			continue
 		}
-		switch state, _ := a.body["state"].(string); state {
+		state, _ := a.body["state"].(string)
+		c.sawPosition(id, a, state == "admitted")
+		switch state {
 		case "admitted":
 			token, _ = a.body["admission_token"].(string)
 		case "sold_out", "closed", "not_selected":
@@ -231,6 +240,24 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 		if slices.Contains(final, "sold_out") || slices.Contains(final, "limit") || slices.Contains(final, "") {
 			return
 		}
+	}
+}
+
+// sawPosition records the position answer a gave user, if it has one;
+// admitted says a carries the user's admission token.
+func (c *crowd) sawPosition(user string, a answer, admitted bool) {
+	p, ok := a.body["position"].(float64)
+	if !ok {
+		return
+	}
+	pos := int64(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.positions[user], pos) {
+		c.positions[user] = append(c.positions[user], pos)
+	}
+	if _, ok := c.fetched[pos]; admitted && !ok {
+		c.fetched[pos] = time.Now()
 	}
 }
 

@@ -18,6 +18,10 @@
 // row of every drill in that file to bench/DRILLS.md (ANTEROOM_DRILLS_MD
 // names another file; "off" renders nothing). Set ANTEROOM_DRILLS_OUT to
 // a kept file to accumulate rows over partial runs (-run).
+//
+// The rolling-upgrade drill also builds the previous release from this
+// clone's history: ANTEROOM_DRILL_PREVIOUS names its commit (default
+// previousRelease); a clone without it fails that drill.
 package drills
 
 import (

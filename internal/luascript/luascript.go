@@ -5,7 +5,10 @@
 //
 // Every script's first line names it and its version
 // ("-- claim.lua v2: ..."); TestScriptsPinned pins each script's SHA1, so a
-// change to a script, or to the prelude, is a deliberate one.
+// change to a script, or to the prelude, is a deliberate one. During a
+// rolling upgrade a script runs beside its previous version on the same
+// keys: a new version reads what the previous one wrote and keeps writing
+// what it reads (docs/operate.md, "Rolling upgrades").
 package luascript
 
 import (

@@ -68,6 +68,7 @@ type Proc struct {
 	log    string
 	cmd    *exec.Cmd
 	exited chan struct{}
+	err    error // cmd.Wait's, once exited is closed
 }
 
 // Spawn runs the deployment's binary with args, the deployment's settings
@@ -94,7 +95,7 @@ func (d *Deployment) Spawn(name string, env []string, args ...string) (*Proc, er
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	go func() {
-		_ = p.cmd.Wait()
+		p.err = p.cmd.Wait()
 		close(p.exited)
 	}()
 	return p, nil
@@ -119,6 +120,30 @@ func (p *Proc) Kill() {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
+}
+
+// Stop sends SIGTERM, as an orchestrator does to replace a process, and
+// waits up to grace for it to exit by itself; then it SIGKILLs it. It
+// returns nil when the process exited with status 0 within grace.
+func (p *Proc) Stop(grace time.Duration) error {
+	if p == nil {
+		return nil
+	}
+	if p.Running() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			return fmt.Errorf("%s: %w", p.Name, p.err)
+		}
+		return nil
+	case <-t.C:
+		p.Kill()
+		return fmt.Errorf("%s still running %s after SIGTERM: killed", p.Name, grace)
+	}
 }
 
 // Running reports whether the process has not exited.
