@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -47,7 +48,8 @@ type flashOpts struct {
 // next refresh of the event, which room.js makes every Refresh with ±20 %
 // jitter (jit(4000, 0.2)), so that part arrives spread evenly over the
 // first 0.8–1.2 Refresh. The rest arrive after, exponentially fewer,
-// with a mean delay of Tail. Stretch multiplies every instant: a machine
+// with a mean delay of Tail and none later than 3 Tail (the crowd that
+// follows a link to a sale that has begun). Stretch multiplies every instant: a machine
 // that cannot offer the real curve runs the same shape slower.
 type arrivalCurve struct {
 	Share   float64
@@ -66,7 +68,9 @@ func (c arrivalCurve) instants(n int, seed uint64) []time.Duration {
 			period := float64(c.Refresh) * (0.8 + 0.4*rng.Float64())
 			t = period * rng.Float64()
 		} else {
-			t = float64(c.Tail) * rng.ExpFloat64()
+			for t = math.Inf(1); t > 3*float64(c.Tail); {
+				t = float64(c.Tail) * rng.ExpFloat64()
+			}
 		}
 		out[i] = time.Duration(t * c.Stretch)
 	}
@@ -75,8 +79,8 @@ func (c arrivalCurve) instants(n int, seed uint64) []time.Duration {
 }
 
 func (c arrivalCurve) String() string {
-	return fmt.Sprintf("%.0f%% on the page, arriving over their next refresh (%s ±20%%), the rest with a mean delay of %s; stretched ×%g",
-		100*c.Share, c.Refresh, c.Tail, c.Stretch)
+	return fmt.Sprintf("%.0f%% on the page, arriving over their next refresh (%s ±20%%), the rest with a mean delay of %s (at most %s); stretched ×%g",
+		100*c.Share, c.Refresh, c.Tail, 3*c.Tail, c.Stretch)
 }
 
 // flashSample is the nodes and Redis over the span before instant at:
@@ -120,9 +124,17 @@ type positionCheck struct {
 	known, distinct, outside int
 }
 
+// bijection reports whether everyone was told a position and the
+// positions are 1..people, each once.
 func (p positionCheck) bijection(people int) bool {
 	return p.known == people && p.distinct == people && p.outside == 0
 }
+
+// consistent reports whether the positions told are distinct and within
+// 1..people. With join shards a joiner's position is known only once the
+// arrival second of their join has closed on every shard, so a person
+// who joined a sold-out sale (and never polled) may never be told theirs.
+func (p positionCheck) consistent() bool { return p.distinct == p.known && p.outside == 0 }
 
 // runFlash runs the flash crowd: People arrive on the curve, each joins
 // once (open loop: on their instant, not when an earlier join is
@@ -296,12 +308,13 @@ func usedMemoryAll(ctx context.Context, rdb redis.UniversalClient) (int64, error
 }
 
 // ok reports whether the run did everything it must: every person joined
-// exactly once, the positions a bijection, the sale sold out with every
+// exactly once, the positions told distinct and within 1..people (a
+// bijection without join shards, where everyone is told one), the sale sold out with every
 // unit granted once, the report and the stream balanced, and the
 // per-second table accounting for every person offered.
 func (r *flashReport) ok() bool {
 	c, n := r.crowd, int64(r.opts.people)
-	return c.Joined == n && c.Errors == 0 && int64(r.serverJoined) == n && r.positions.bijection(r.opts.people) &&
+	return c.Joined == n && c.Errors == 0 && int64(r.serverJoined) == n && r.positions.consistent() && (r.opts.joinShards > 1 || r.positions.bijection(r.opts.people)) &&
 		r.soldOut && r.balanceErr == nil && r.balance.balanced() && r.balance.redisGranted == r.opts.units &&
 		r.offeredSum == n && r.secondsOK == n
 }

@@ -49,6 +49,20 @@ func (w flashRow) print(out io.Writer) {
 const flashHeader = "| second | offered | sent | late offered | answered | 2xx | 429 | 503 | no answer/other | client p50 | client p99 | node p50 | node p99 | node cores | redis cores | polls | claims |\n" +
 	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 
+// realPeak is the most joins the arrival curve offers in one second
+// before it is stretched.
+func (r *flashReport) realPeak() int {
+	stretch := max(r.opts.curve.Stretch, 1e-9)
+	var best, j int
+	for i, a := range r.arrivals {
+		for float64(a-r.arrivals[j]) >= stretch*float64(time.Second) {
+			j++
+		}
+		best = max(best, i-j+1)
+	}
+	return best
+}
+
 // print writes the report: the checks, the totals, the peak seconds, the
 // per-core figures and the whole per-second table.
 func (r *flashReport) print(w io.Writer, full bool) {
@@ -65,7 +79,7 @@ func (r *flashReport) print(w io.Writer, full bool) {
 		c.Joined, o.people, r.serverJoined, c.Offered, c.LateOffered, c.Errors)
 	fmt.Fprintf(w, "join latency         client p50 %s, p99 %s, max %s over %d requests\n", c.Join.P50.Round(10*time.Microsecond), c.Join.P99.Round(10*time.Microsecond), c.Join.Max.Round(time.Millisecond), c.Join.Count)
 	p := r.positions
-	fmt.Fprintf(w, "positions            %d known, %d distinct, %d outside 1..%d: bijection %v\n", p.known, p.distinct, p.outside, o.people, p.bijection(o.people))
+	fmt.Fprintf(w, "positions            %d told, %d distinct, %d outside 1..%d: distinct and in range %v, a bijection %v\n", p.known, p.distinct, p.outside, o.people, p.consistent(), p.bijection(o.people))
 	fmt.Fprintf(w, "sale                 sold out %v (anteroom_sale_sold_out); admitted %d seen by the crowd, %d claimed, %d told sold out at their claim\n", r.soldOut, c.Admitted, c.Claimed, c.ClaimSoldOut)
 	fmt.Fprintf(w, "status polls         %d answered (client p50 %s, p99 %s); sent > 1 s late %d\n", c.Polls, c.Status.P50.Round(10*time.Microsecond), c.Status.P99.Round(10*time.Microsecond), c.Late)
 	fmt.Fprintf(w, "per-second table     offered sums to %d, 2xx joins to %d\n", r.offeredSum, r.secondsOK)
@@ -87,8 +101,13 @@ func (r *flashReport) print(w io.Writer, full bool) {
 		if !k.sampled || k.nodeCPU == 0 {
 			continue
 		}
+		perNode, perRedis := float64(k.OK)/k.nodeCores(), float64(k.OK)/max(k.redisCores(), 1e-9)
 		fmt.Fprintf(w, "peak second          %d s: %d joins answered 2xx (%d polls, %d claims) on %.2f node cores and %.2f Redis cores: %.0f joins/s per node core, %.0f per Redis core\n",
-			k.t, k.OK, k.Polls, k.Claims, k.nodeCores(), k.redisCores(), float64(k.OK)/k.nodeCores(), float64(k.OK)/max(k.redisCores(), 1e-9))
+			k.t, k.OK, k.Polls, k.Claims, k.nodeCores(), k.redisCores(), perNode, perRedis)
+		if real := r.realPeak(); o.curve.Stretch != 1 {
+			fmt.Fprintf(w, "sizing               the curve unstretched offers %d joins in its busiest second: at these figures %.0f node cores and %.1f Redis cores for them\n",
+				real, float64(real)/perNode, float64(real)/perRedis)
+		}
 		break
 	}
 	if c.Joined > 0 && r.nodeCPU > 0 {

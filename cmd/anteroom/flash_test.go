@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,40 @@ func TestFlashScenario(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", out.String())
+	}
+}
+
+// TestFlashArrivalCurve: the instants are sorted; the share on the page
+// arrives within 1.2 refreshes (room.js's refresh with its ±20 % jitter),
+// nobody after 3 tails, and a stretch multiplies the same draw.
+func TestFlashArrivalCurve(t *testing.T) {
+	c := arrivalCurve{Share: 0.8, Refresh: 4 * time.Second, Tail: 4 * time.Second, Stretch: 1}
+	const n = 100000
+	a := c.instants(n, 3)
+	if !slices.IsSorted(a) {
+		t.Fatal("arrival instants are not sorted")
+	}
+	early := 0
+	for _, x := range a {
+		if x <= 4800*time.Millisecond {
+			early++
+		}
+	}
+	if early < n*8/10 {
+		t.Errorf("%d of %d arrive within 4.8 s, want at least the 80%% on the page", early, n)
+	}
+	if last := a[n-1]; last > 12*time.Second {
+		t.Errorf("the last arrives at %s, after 3 tails (12 s)", last)
+	}
+	c.Stretch = 10
+	b := c.instants(n, 3)
+	for i := range a {
+		if d := b[i] - 10*a[i]; d < -10 || d > 10 {
+			t.Fatalf("instant %d: %s stretched ×10 is %s", i, a[i], b[i])
+		}
+	}
+	r := flashReport{opts: flashOpts{curve: c}, arrivals: b}
+	if p := r.realPeak(); p < n*8/10/5 || p > n {
+		t.Errorf("the busiest unstretched second offers %d of %d: want at least a fifth of the 80%% arriving over ≤ 4.8 s", p, n)
 	}
 }

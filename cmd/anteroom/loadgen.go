@@ -51,7 +51,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	masters := fs.Int("masters", 1, "with -spawn: Redis Cluster masters (1: one redis-server)")
 	share := fs.Float64("arrival-share", 0.8, "with -scenario flash: share of the crowd with the room page open at the start, arriving over its next refresh")
 	refresh := fs.Duration("arrival-refresh", 4*time.Second, "with -scenario flash: the page's event refresh (room.js: 4 s, jittered ±20 %)")
-	tail := fs.Duration("arrival-tail", 30*time.Second, "with -scenario flash: the mean delay of the rest of the crowd")
+	tail := fs.Duration("arrival-tail", 4*time.Second, "with -scenario flash: the mean delay of the rest of the crowd (none later than 3 times it)")
 	stretch := fs.Float64("stretch", 1, "with -scenario flash: multiply every arrival instant (the same curve, slower, for a machine that cannot offer it in real time)")
 	seed := fs.Uint64("seed", 1, "with -scenario flash: the arrival curve's random seed")
 	full := fs.Bool("per-second", true, "with -scenario flash: print the whole per-second table")
