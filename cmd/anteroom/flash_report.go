@@ -134,6 +134,13 @@ func (r *flashReport) print(w io.Writer, full bool) {
 	fmt.Fprintf(w, "| total, %d s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | | | %.2f | %.2f | %d | %d |\n", len(rows),
 		tot.Offered, tot.Sent, tot.LateOffered, tot.Answered, tot.OK, tot.Limited, tot.Unavailable, tot.Failed+tot.Other,
 		c.Join.P50.Round(10*time.Microsecond), c.Join.P99.Round(10*time.Microsecond), r.nodeCPU.Seconds()/secs, r.redisCPU.Seconds()/secs, tot.Polls, tot.Claims)
+	fmt.Fprintf(w, "\nlandmarks: the first three seconds, the first sampled sold out, the last two\n\n%s", flashHeader)
+	for i, k := range rows {
+		first := k.soldOut && !slices.ContainsFunc(rows[:i], func(x flashRow) bool { return x.soldOut })
+		if i < 3 || first || i >= len(rows)-2 {
+			k.print(w)
+		}
+	}
 	if full {
 		fmt.Fprintf(w, "\nsecond by second\n\n%s", flashHeader)
 		for _, k := range rows {
