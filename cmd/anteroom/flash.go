@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/crowd"
 	"github.com/anteroom/anteroom/internal/procstat"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -246,9 +247,17 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 	if rep.memAfter, err = usedMemoryAll(ctx, rdb); err != nil {
 		return rep, err
 	}
-	rep.serverJoined, _ = scrapeSale(ctx, o.urls[0], o.event, "anteroom_queue_joined_total")
-	so, _ := scrapeSale(ctx, o.urls[0], o.event, "anteroom_sale_sold_out")
-	rep.soldOut = so == 1
+	// The nodes' figures come from their view of the sale, refreshed
+	// every tick: the last joins show within a few.
+	_ = wait.Until(10*time.Second, 100*time.Millisecond, func() error {
+		rep.serverJoined, _ = scrapeSale(ctx, o.urls[0], o.event, "anteroom_queue_joined_total")
+		so, _ := scrapeSale(ctx, o.urls[0], o.event, "anteroom_sale_sold_out")
+		rep.soldOut = so == 1
+		if rep.serverJoined < float64(res.Joined) || !rep.soldOut {
+			return fmt.Errorf("the nodes count %.0f joined, sold out %v", rep.serverJoined, rep.soldOut)
+		}
+		return nil
+	})
 	rep.positions = checkPositions(res.Positions, o.people)
 	for _, s := range res.Seconds {
 		rep.offeredSum += s.Offered
