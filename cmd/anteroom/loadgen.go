@@ -45,23 +45,50 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	redisURL := envFlag(fs, getenv, "redis-url", "Redis to reconcile against (default: ANTEROOM_REDIS_URL)")
 	cluster := envFlag(fs, getenv, "redis-cluster-addrs", "Redis Cluster to reconcile against (default: ANTEROOM_REDIS_CLUSTER_ADDRS)")
 	natsURL := envFlag(fs, getenv, "nats-url", "NATS to reconcile against (default: ANTEROOM_NATS_URL)")
-	scenario := fs.String("scenario", "", "million: -users people join one new event and keep polling at the poll_after_ms they are told for -duration after the last join, admitted at -rate; reports status p99, admissions/s, Redis memory per person and CPU")
-	spawn := fs.Bool("spawn", false, "with -scenario million: start redis-server, anteroom natsd and -nodes nodes on loopback (header identity) instead of using -url")
+	scenario := fs.String("scenario", "", "million: -users people join one new event and keep polling at the poll_after_ms they are told for -duration after the last join, admitted at -rate; reports status p99, admissions/s, Redis memory per person and CPU. "+
+		"flash: -users people arrive open loop on a start-of-sale curve (-arrival-*), join once, poll at the server's pace, claim once admitted, until -units are sold out (or -duration after the last arrival); reports second by second and reconciles")
+	spawn := fs.Bool("spawn", false, "with -scenario million or flash: start redis-server, anteroom natsd and -nodes nodes on loopback (header identity) instead of using -url")
+	masters := fs.Int("masters", 1, "with -spawn: Redis Cluster masters (1: one redis-server)")
+	share := fs.Float64("arrival-share", 0.8, "with -scenario flash: share of the crowd with the room page open at the start, arriving over its next refresh")
+	refresh := fs.Duration("arrival-refresh", 4*time.Second, "with -scenario flash: the page's event refresh (room.js: 4 s, jittered ±20 %)")
+	tail := fs.Duration("arrival-tail", 4*time.Second, "with -scenario flash: the mean delay of the rest of the crowd (none later than 3 times it)")
+	stretch := fs.Float64("stretch", 1, "with -scenario flash: multiply every arrival instant (the same curve, slower, for a machine that cannot offer it in real time)")
+	seed := fs.Uint64("seed", 1, "with -scenario flash: the arrival curve's random seed")
+	full := fs.Bool("per-second", true, "with -scenario flash: print the whole per-second table")
 	nodes := fs.Int("nodes", 2, "nodes -spawn starts")
 	pids := fs.String("node-pids", "", "with -scenario million and -url: comma-separated pids of the nodes, for their CPU")
 	joiners := fs.Int("joiners", 64, "with -scenario million: joins in flight at most (-concurrency bounds the status polls in flight)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *scenario == "flash" {
+		o := flashOpts{urls: strings.Split(*urls, ","), event: *ev, admin: admin(), redisURL: redisURL(), natsURL: natsURL(),
+			people: *users, units: *units, rate: *rate, joinShards: *joinShards, seed: *seed,
+			curve:   arrivalCurve{Share: *share, Refresh: *refresh, Tail: *tail, Stretch: *stretch},
+			joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes, masters: *masters,
+			userHeader: cmp.Or(*userHeader, "X-User-ID"), hold: *limit}
+		if cluster() != "" {
+			o.clusterAddrs = strings.Split(cluster(), ",")
+		}
+		o.nodePIDs = parsePIDs(*pids)
+		if o.event == "" {
+			o.event = fmt.Sprintf("flash-%d", time.Now().Unix())
+		}
+		rep, err := runFlash(ctx, o, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		rep.print(stdout, *full)
+		if !rep.ok() {
+			return fmt.Errorf("flash: the run does not check out")
+		}
+		return nil
+	}
 	if *scenario == "million" {
 		o := millionOpts{urls: strings.Split(*urls, ","), event: *ev, admin: admin(), redisURL: redisURL(), people: *users,
 			rate: *rate, hold: *limit, joinShards: *joinShards, joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes,
 			userHeader: cmp.Or(*userHeader, "X-User-ID"), progressEvery: 5 * time.Second}
-		for _, p := range strings.Split(*pids, ",") {
-			if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
-				o.nodePIDs = append(o.nodePIDs, n)
-			}
-		}
+		o.nodePIDs = parsePIDs(*pids)
 		if o.event == "" {
 			o.event = fmt.Sprintf("million-%d", time.Now().Unix())
 		}
@@ -72,7 +99,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		rep.print(stdout)
 		return nil
 	} else if *scenario != "" {
-		return fmt.Errorf("unknown -scenario %q (million)", *scenario)
+		return fmt.Errorf("unknown -scenario %q (million, flash)", *scenario)
 	}
 	if *ev == "" {
 		return fmt.Errorf("loadgen needs -event")
@@ -144,6 +171,17 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("the report does not balance")
 	}
 	return err
+}
+
+// parsePIDs reads -node-pids.
+func parsePIDs(s string) []int {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(p)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // waitForEvent polls base every 50 ms, for up to 10 s, until it serves

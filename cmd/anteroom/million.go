@@ -24,7 +24,7 @@ type millionOpts struct {
 	joinShards       int
 	joiners, pollers int
 	nodePIDs         []int
-	redisPID         int
+	redisPIDs        []int
 	spawn            bool
 	nodes            int
 	userHeader       string
@@ -63,14 +63,14 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 	rep := millionReport{opts: o}
 	raiseFileLimit()
 	if o.spawn {
-		st, err := startMillionStack(ctx, o.nodes)
+		st, err := startMillionStack(ctx, o.nodes, 1)
 		if st != nil {
 			defer st.stop()
 		}
 		if err != nil {
 			return rep, err
 		}
-		o.urls, o.redisURL, o.admin, o.nodePIDs, o.redisPID = st.urls, st.redisURL, st.admin, st.nodePIDs, st.redisPID
+		o.urls, o.redisURL, o.admin, o.nodePIDs, o.redisPIDs = st.urls, st.redisURL, st.admin, st.nodePIDs, st.redisPIDs
 		fmt.Fprintf(stdout, "million: redis-server, natsd and %d nodes started: %v\n", len(st.urls), st.urls)
 	}
 	rep.opts = o
@@ -146,10 +146,16 @@ func (r *millionReport) cpu() (nodes, redis, self time.Duration) {
 	for _, p := range r.opts.nodePIDs {
 		nodes += procstat.CPU(p)
 	}
-	if r.opts.redisPID > 0 {
-		redis = procstat.CPU(r.opts.redisPID)
+	return nodes, pidsCPU(r.opts.redisPIDs), procstat.CPU(os.Getpid())
+}
+
+// pidsCPU is the CPU time processes pids have used together.
+func pidsCPU(pids []int) time.Duration {
+	var d time.Duration
+	for _, p := range pids {
+		d += procstat.CPU(p)
 	}
-	return nodes, redis, procstat.CPU(os.Getpid())
+	return d
 }
 
 // raiseFileLimit lifts this process's open-file limit to its hard limit:

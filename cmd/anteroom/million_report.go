@@ -61,19 +61,25 @@ func scrapeSale(ctx context.Context, base, ev, name string) (float64, error) {
 	return v, err
 }
 
-// statusHist is the nodes' own status-request histogram (all nodes and
-// statuses summed): cumulative counts by upper bound.
+// statusHist is the nodes' own histogram of one route's requests (all
+// nodes and statuses summed): cumulative counts by upper bound.
 type statusHist struct {
 	le    []float64
 	count map[float64]float64
 }
 
+// scrapeStatusHist is the nodes' histogram of status polls.
 func scrapeStatusHist(ctx context.Context, urls []string) (statusHist, error) {
+	return scrapeHist(ctx, urls, "GET", "/events/:id/status")
+}
+
+// scrapeHist is the nodes' histogram of the requests of method to route.
+func scrapeHist(ctx context.Context, urls []string, method, route string) (statusHist, error) {
 	h := statusHist{count: map[float64]float64{}}
+	want := fmt.Sprintf(`method=%q,route=%q,`, method, route)
 	for _, u := range urls {
 		err := scrapeLines(ctx, u, func(line string) {
-			if !strings.HasPrefix(line, "anteroom_http_request_duration_seconds_bucket{") ||
-				!strings.Contains(line, `method="GET",route="/events/:id/status",`) {
+			if !strings.HasPrefix(line, "anteroom_http_request_duration_seconds_bucket{") || !strings.Contains(line, want) {
 				return
 			}
 			i, j := strings.Index(line, `le="`), strings.LastIndexByte(line, ' ')

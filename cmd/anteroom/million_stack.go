@@ -11,29 +11,37 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/anteroom/anteroom/internal/loopback"
 	"github.com/anteroom/anteroom/internal/wait"
+	"github.com/redis/go-redis/v9"
 )
 
-// millionStack is what `loadgen -scenario million -spawn` runs the crowd
-// against, each its own process on loopback: one redis-server, one
-// `anteroom natsd`, and two `anteroom serve` nodes sharing the ticket
-// secret, the signing keys and the admin token, in header identity mode
-// trusting 127.0.0.1 (the generator plays the shop's gateway).
+// millionStack is what `loadgen -scenario million -spawn` (and -scenario
+// flash) runs the crowd against, each its own process on loopback: one
+// redis-server (or a Redis Cluster of masters), one `anteroom natsd`, and
+// two `anteroom serve` nodes sharing the ticket secret, the signing keys
+// and the admin token, in header identity mode trusting 127.0.0.1 (the
+// generator plays the shop's gateway).
 type millionStack struct {
-	dir      string
-	procs    []*exec.Cmd
-	redisURL string
-	urls     []string
-	admin    string
-	nodePIDs []int
-	redisPID int
+	dir          string
+	procs        []*exec.Cmd
+	redisURL     string
+	clusterAddrs []string // with masters > 1, instead of redisURL
+	natsURL      string
+	urls         []string
+	admin        string
+	nodePIDs     []int
+	redisPIDs    []int
 }
 
-func startMillionStack(ctx context.Context, nodes int) (*millionStack, error) {
+// startMillionStack starts the stack with nodes nodes; masters > 1 makes
+// its Redis a cluster of that many masters (no replicas), formed with
+// `redis-cli --cluster create`.
+func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, error) {
 	dir, err := os.MkdirTemp("", "anteroom-million-")
 	if err != nil {
 		return nil, err
@@ -43,35 +51,54 @@ func startMillionStack(ctx context.Context, nodes int) (*millionStack, error) {
 	if err != nil {
 		return nil, err
 	}
-	ports := make([]int, 2+nodes)
+	masters = max(masters, 1)
+	ports := make([]int, 2+nodes+2*masters)
 	for i := range ports {
 		if ports[i], err = loopback.FreePort(); err != nil {
 			return s, err
 		}
 	}
-	redis, err := s.spawn("redis", "redis-server", nil, "--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no")
-	if err != nil {
-		return s, err
+	redisPorts := append([]int{ports[0]}, ports[2+nodes:2+nodes+masters-1]...)
+	for i, p := range redisPorts {
+		args := []string{"--port", strconv.Itoa(p), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--protected-mode", "no"}
+		if masters > 1 {
+			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", fmt.Sprintf("nodes-%d.conf", i),
+				"--cluster-port", strconv.Itoa(ports[2+nodes+masters+i]), "--cluster-node-timeout", "5000")
+			s.clusterAddrs = append(s.clusterAddrs, fmt.Sprintf("127.0.0.1:%d", p))
+		}
+		redis, err := s.spawn(fmt.Sprintf("redis-%d", i), "redis-server", nil, args...)
+		if err != nil {
+			return s, err
+		}
+		s.redisPIDs = append(s.redisPIDs, redis.Process.Pid)
 	}
-	s.redisPID = redis.Process.Pid
 	s.redisURL = fmt.Sprintf("redis://127.0.0.1:%d", ports[0])
+	s.natsURL = fmt.Sprintf("nats://127.0.0.1:%d", ports[1])
 	if _, err := s.spawn("natsd", self, nil, "natsd", "-port", strconv.Itoa(ports[1]), "-store-dir", filepath.Join(dir, "nats")); err != nil {
 		return s, err
 	}
-	for _, p := range ports[:2] {
+	for _, p := range append(redisPorts, ports[1]) {
 		if err := waitUntil(ctx, 30*time.Second, func() bool { return dialable(p) }); err != nil {
 			return s, fmt.Errorf("port %d: %w; logs in %s", p, err, dir)
 		}
 	}
+	redisEnv := "ANTEROOM_REDIS_URL=" + s.redisURL
+	if masters > 1 {
+		if err := formCluster(ctx, s.clusterAddrs); err != nil {
+			return s, err
+		}
+		s.redisURL = ""
+		redisEnv = "ANTEROOM_REDIS_CLUSTER_ADDRS=" + strings.Join(s.clusterAddrs, ",")
+	}
 	env := []string{
-		"ANTEROOM_REDIS_URL=" + s.redisURL, fmt.Sprintf("ANTEROOM_NATS_URL=nats://127.0.0.1:%d", ports[1]),
+		redisEnv, "ANTEROOM_NATS_URL=" + s.natsURL,
 		"ANTEROOM_ADMIN_TOKEN=" + s.admin, "ANTEROOM_TICKET_SECRET=" + randomHex(32),
 		"ANTEROOM_SIGNING_KEYS=" + filepath.Join(dir, "keys"), "ANTEROOM_IDENTITY=header",
 		"ANTEROOM_TRUSTED_PROXIES=127.0.0.1", "ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
 	}
 	// One node at a time: the first creates the signing keys the others read.
-	for i, p := range ports[2:] {
+	for i, p := range ports[2 : 2+nodes] {
 		name := fmt.Sprintf("node-%c", 'a'+i)
 		cmd, err := s.spawn(name, self, append(env, fmt.Sprintf("ANTEROOM_ADDR=127.0.0.1:%d", p),
 			"ANTEROOM_DATA_DIR="+filepath.Join(dir, name)), "serve")
@@ -86,6 +113,28 @@ func startMillionStack(ctx context.Context, nodes int) (*millionStack, error) {
 		s.nodePIDs = append(s.nodePIDs, cmd.Process.Pid)
 	}
 	return s, nil
+}
+
+// formCluster joins the masters at addrs into one Redis Cluster with
+// `redis-cli --cluster create` and waits until every one of them reports
+// cluster_state:ok.
+func formCluster(ctx context.Context, addrs []string) error {
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes", "--cluster-replicas", "0")
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range addrs {
+		err := waitUntil(ctx, 30*time.Second, func() bool {
+			c := redis.NewClient(&redis.Options{Addr: a})
+			defer c.Close()
+			info, err := c.ClusterInfo(ctx).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok")
+		})
+		if err != nil {
+			return fmt.Errorf("redis cluster node %s: %w", a, err)
+		}
+	}
+	return nil
 }
 
 func (s *millionStack) spawn(name, bin string, env []string, args ...string) (*exec.Cmd, error) {

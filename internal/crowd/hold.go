@@ -44,6 +44,26 @@ type HoldConfig struct {
 	Hold time.Duration
 	// Progress, if set, is called about every second.
 	Progress func(HoldStats)
+
+	// Arrivals, when set, makes the joins open loop (the flash crowd,
+	// loadgen -scenario flash): person i's join is offered at Arrivals[i]
+	// after the start, whether or not earlier joins were answered, by one
+	// of Joiners; the instants must not decrease and there must be
+	// People of them. A join a joiner picks up more than LateAfter after
+	// its instant counts as late offered. Nil: Joiners join everyone as
+	// fast as they are answered (the million-person queue).
+	Arrivals []time.Duration
+	// LateAfter is how late an offered join may be sent and still count
+	// as on time.
+	//
+	// Default: 1s
+	LateAfter time.Duration
+	// Claim makes an admitted person claim once (with an Idempotency-Key)
+	// before leaving, retrying a 429 or 503 with the same key.
+	Claim bool
+	// Until, when set, ends the run once everyone has been offered and it
+	// holds (checked every 100 ms), before Hold passes.
+	Until func(HoldStats) bool
 }
 
 // HoldStats is the crowd at one moment.
@@ -58,6 +78,12 @@ type HoldStats struct {
 	// Asked is the status polls per second the server asked the waiting
 	// crowd for: the sum of 1/poll_after over everyone waiting.
 	Asked float64
+	// Offered counts joins offered (first attempts sent), LateOffered
+	// those sent more than LateAfter after their instant (open loop only).
+	Offered, LateOffered int64
+	// Claimed counts claims granted (201 or 200); ClaimSoldOut claims
+	// refused as sold out (410) or over the limit (409).
+	Claimed, ClaimSoldOut int64
 }
 
 // HoldResult is the crowd's account.
@@ -70,6 +96,15 @@ type HoldResult struct {
 	Join, Status, Lag Latency
 	// FirstErrors holds a few error descriptions.
 	FirstErrors []string
+	// Seconds is the run second by second (open loop only): second i
+	// covers [i s, i+1 s) after the start.
+	Seconds []Second
+	// Claims maps each person who claimed to the claim id granted (Claim
+	// only).
+	Claims map[string]string
+	// Positions is each person's queue position as the last join or
+	// status answer gave it, 0 when none did (open loop only).
+	Positions []uint32
 }
 
 // holdRun is one crowd's run; each person's state lives in flat arrays
@@ -88,8 +123,13 @@ type holdRun struct {
 	asked                               atomic.Int64 // Σ 1e6/interval: polls per 1000 s
 	joinLat, statusLat, lag             hist
 
+	offered, lateOffered, claimed, claimGone atomic.Int64
+	seconds                                  []second // open loop only
+	positions                                []uint32 // open loop only
+
 	mu        sync.Mutex
 	firstErrs []string
+	claims    map[string]string
 }
 
 // Hold runs the crowd until everyone joined and Hold passed, or ctx is done.
@@ -105,8 +145,18 @@ func Hold(ctx context.Context, cfg HoldConfig) (HoldResult, error) {
 	if cfg.Pollers <= 0 {
 		cfg.Pollers = 256
 	}
+	if cfg.Arrivals != nil && len(cfg.Arrivals) != cfg.People {
+		return HoldResult{}, fmt.Errorf("crowd: %d arrivals for %d people", len(cfg.Arrivals), cfg.People)
+	}
+	if cfg.LateAfter <= 0 {
+		cfg.LateAfter = time.Second
+	}
 	h := &holdRun{cfg: cfg, start: time.Now(), tickets: make([]string, cfg.People),
-		interval: make([]uint32, cfg.People), due: make([]int64, cfg.People)}
+		interval: make([]uint32, cfg.People), due: make([]int64, cfg.People), claims: map[string]string{}}
+	if cfg.Arrivals != nil {
+		h.seconds = make([]second, int(cfg.Arrivals[cfg.People-1]/time.Second)+maxTail)
+		h.positions = make([]uint32, cfg.People)
+	}
 	for _, u := range cfg.URLs {
 		p, err := url.Parse(u)
 		if err != nil || p.Host == "" {
@@ -147,12 +197,13 @@ func Hold(ctx context.Context, cfg HoldConfig) (HoldResult, error) {
 	}
 	polls.Go(func() { h.dispatch(pctx, work) })
 	joinStart := time.Now()
-	h.joinAll(ctx)
-	res.JoinTime = time.Since(joinStart)
-	select {
-	case <-ctx.Done():
-	case <-time.After(cfg.Hold):
+	if cfg.Arrivals != nil {
+		h.offerAll(ctx)
+	} else {
+		h.joinAll(ctx)
 	}
+	res.JoinTime = time.Since(joinStart)
+	h.hold(ctx)
 	stopPolls()
 	polls.Wait()
 	close(stopSeconds)
@@ -161,7 +212,11 @@ func Hold(ctx context.Context, cfg HoldConfig) (HoldResult, error) {
 	res.Join, res.Status, res.Lag = h.joinLat.summary(), h.statusLat.summary(), h.lag.summary()
 	h.mu.Lock()
 	res.FirstErrors = h.firstErrs
+	if cfg.Claim {
+		res.Claims = h.claims
+	}
 	h.mu.Unlock()
+	res.Seconds, res.Positions = h.secondsSoFar(), h.positions
 	for _, c := range h.clients {
 		c.CloseIdleConnections()
 	}
@@ -171,7 +226,29 @@ func Hold(ctx context.Context, cfg HoldConfig) (HoldResult, error) {
 func (h *holdRun) stats() HoldStats {
 	j, a := h.joined.Load(), h.admitted.Load()
 	return HoldStats{Elapsed: time.Since(h.start), Joined: j, Admitted: a, Waiting: j - a,
-		Polls: h.polls.Load(), Late: h.late.Load(), Errors: h.errs.Load(), Asked: float64(h.asked.Load()) / 1000}
+		Polls: h.polls.Load(), Late: h.late.Load(), Errors: h.errs.Load(), Asked: float64(h.asked.Load()) / 1000,
+		Offered: h.offered.Load(), LateOffered: h.lateOffered.Load(), Claimed: h.claimed.Load(), ClaimSoldOut: h.claimGone.Load()}
+}
+
+// hold keeps the crowd polling for Hold after the last join, or until
+// Until holds, or ctx ends.
+func (h *holdRun) hold(ctx context.Context) {
+	end := time.NewTimer(h.cfg.Hold)
+	defer end.Stop()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if h.cfg.Until != nil && h.cfg.Until(h.stats()) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-end.C:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // dispatch hands every due poll to the pollers until ctx is done; it

@@ -39,7 +39,8 @@ func (h *holdRun) joinAll(ctx context.Context) {
 
 // send sends one request of person id and returns the status, the body
 // (valid until resp is released) and the Retry-After.
-func (h *holdRun) send(id uint32, method, path, ticket string, req *fasthttp.Request, resp *fasthttp.Response) (int, []byte, time.Duration, error) {
+// kv are more headers, name and value pairs.
+func (h *holdRun) send(id uint32, method, path, ticket string, req *fasthttp.Request, resp *fasthttp.Response, kv ...string) (int, []byte, time.Duration, error) {
 	c := h.clients[int(id)%len(h.clients)]
 	req.Reset()
 	req.SetRequestURI("http://" + c.Addr + "/events/" + h.cfg.Event + path)
@@ -47,6 +48,9 @@ func (h *holdRun) send(id uint32, method, path, ticket string, req *fasthttp.Req
 	req.Header.Set(h.cfg.UserHeader, h.cfg.UserPrefix+strconv.FormatUint(uint64(id), 10))
 	if ticket != "" {
 		req.Header.Set("Authorization", "Bearer "+ticket)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Set(kv[i], kv[i+1])
 	}
 	if err := c.Do(req, resp); err != nil {
 		return 0, nil, 0, err
@@ -63,11 +67,12 @@ func (h *holdRun) join(ctx context.Context, id uint32) {
 		start := time.Now()
 		code, body, retry, err := h.send(id, fasthttp.MethodPost, "/join", "", req, resp)
 		h.joinLat.add(time.Since(start))
+		h.joinAnswered(start, code, err)
 		switch {
 		case err == nil && code == fasthttp.StatusOK:
 			h.tickets[id] = string(jsonString(body, "ticket"))
 			h.joined.Add(1)
-			h.answered(id, body)
+			h.answered(ctx, id, body, true)
 			return
 		case attempt >= 20:
 			h.fail("join %d: gave up: %d %v %s", id, code, err, body)
@@ -104,7 +109,10 @@ func (h *holdRun) poll(ctx context.Context, id uint32) {
 	switch {
 	case err == nil && code == fasthttp.StatusOK:
 		h.polls.Add(1)
-		h.answered(id, body)
+		if h.seconds != nil {
+			h.at(time.Now()).polls.Add(1)
+		}
+		h.answered(ctx, id, body, false)
 	case err == nil && (code == fasthttp.StatusTooManyRequests || code == fasthttp.StatusServiceUnavailable):
 		h.schedule(id, now, uint32(max(retry, time.Second)/time.Millisecond))
 	default:
@@ -115,12 +123,26 @@ func (h *holdRun) poll(ctx context.Context, id uint32) {
 
 // answered acts on a join or status answer: an admitted person (or one
 // whose sale is over) stops polling, anyone else polls again at the
-// poll_after_ms asked for.
-func (h *holdRun) answered(id uint32, body []byte) {
+// poll_after_ms asked for. With Claim an admitted person claims first
+// (one admitted by their join answer polls at once for the admission
+// token, which only a status answer carries).
+func (h *holdRun) answered(ctx context.Context, id uint32, body []byte, join bool) {
+	if h.positions != nil {
+		if p := jsonInt(body, "position"); p > 0 && p <= 1<<32-1 {
+			h.positions[id] = uint32(p)
+		}
+	}
 	switch string(jsonString(body, "state")) {
 	case "admitted":
+		if h.cfg.Claim && join {
+			h.schedule(id, time.Now(), 0)
+			return
+		}
 		h.admitted.Add(1)
 		h.setInterval(id, 0)
+		if h.cfg.Claim {
+			h.claim(ctx, id, string(jsonString(body, "admission_token")))
+		}
 	case "sold_out", "closed", "not_selected":
 		h.setInterval(id, 0)
 	default:
