@@ -36,14 +36,15 @@ const RefreshCookie = "anteroom_refresh"
 
 // basicCSP is the basic page's policy: no script at all, inline styles
 // for the branding, images from data: and the logo's origin, forms to
-// this site only.
-func basicCSP(logo string) string {
+// this site only, framed by the event's frame_ancestors (kit.FrameAncestors)
+// like the room page.
+func basicCSP(logo, frameAncestors string) string {
 	img := "data:"
 	if o := event.LogoOrigin(logo); o != "" {
 		img += " " + o
 	}
 	return "default-src 'none'; style-src 'unsafe-inline'; img-src " + img +
-		"; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+		"; form-action 'self'; base-uri 'none'; frame-ancestors " + frameAncestors
 }
 
 // basicData is what assets/basic.html sees.
@@ -126,7 +127,9 @@ func (s *Pages) Basic(c *fiber.Ctx, sale *admission.Sale, v shopper.BasicView) e
 	if err != nil {
 		return err
 	}
-	setPageHeaders(c, basicCSP(string(d.Brand.LogoURL)))
+	ancestors := kit.FrameAncestors(&cfg)
+	setPageHeaders(c, basicCSP(string(d.Brand.LogoURL), ancestors))
+	kit.SetFrameOptions(c, ancestors)
 	// Same-origin, not no-referrer: the page's own form posts then carry
 	// their Origin, which protect.CheckForm compares.
 	c.Set(fiber.HeaderReferrerPolicy, "same-origin")

@@ -72,3 +72,36 @@ func TestBasicRefresh(t *testing.T) {
 		}
 	}
 }
+
+// TestBasicFraming: the basic page is the room without JavaScript, so
+// the sale's frame_ancestors frame it exactly as they frame the room:
+// nobody by default (frame-ancestors 'none' and X-Frame-Options DENY),
+// the listed origins once there is a list (and no X-Frame-Options).
+func TestBasicFraming(t *testing.T) {
+	sale := testSale()
+	pg := New(Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, Deps{Sales: consoleSales{sale: sale}})
+	app := fiber.New()
+	app.Get("/e/ev/basic", func(c *fiber.Ctx) error {
+		return pg.Basic(c, sale, shopper.BasicView{State: "waiting", Position: 9, Ahead: 8, ETA: time.Minute, Refresh: time.Second})
+	})
+	ancestors := func() (string, string) {
+		t.Helper()
+		resp, err := app.Test(httptest.NewRequest("GET", "/e/ev/basic", nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range strings.Split(resp.Header.Get("Content-Security-Policy"), ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(d), "frame-ancestors "); ok {
+				return v, resp.Header.Get("X-Frame-Options")
+			}
+		}
+		return "", resp.Header.Get("X-Frame-Options")
+	}
+	if got, xfo := ancestors(); got != "'none'" || xfo != "DENY" {
+		t.Errorf("default: frame-ancestors %q, X-Frame-Options %q; want 'none' and DENY", got, xfo)
+	}
+	sale.Config.FrameAncestors = []string{"https://shop.example", "http://localhost:3000"}
+	if got, xfo := ancestors(); got != "https://shop.example http://localhost:3000" || xfo != "" {
+		t.Errorf("with a list: frame-ancestors %q, X-Frame-Options %q; want the list and none", got, xfo)
+	}
+}
