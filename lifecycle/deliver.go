@@ -96,24 +96,31 @@ func NewDeliverer(js jetstream.JetStream, rdb redis.UniversalClient, c configs, 
 
 // Run consumes until ctx is done.
 func (d *Deliverer) Run(ctx context.Context) error {
-	c, err := d.js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
+	return consume(ctx, d.js, "webhook", jetstream.ConsumerConfig{
 		Durable: ConsumerName, AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: d.cfg.Timeout*time.Duration(event.MaxWebhooks) + 10*time.Second, MaxDeliver: d.cfg.MaxAttempts,
 		MaxAckPending: 1000,
-	})
+	}, d.cfg.Workers, d.handle)
+}
+
+// consume runs handle on each message of the durable consumer cc of the
+// lifecycle stream, up to workers at once, until ctx is done; then it
+// waits for the handles in flight. what names the consumer in errors.
+func consume(ctx context.Context, js jetstream.JetStream, what string, cc jetstream.ConsumerConfig, workers int, handle func(context.Context, jetstream.Msg)) error {
+	c, err := js.CreateOrUpdateConsumer(ctx, StreamName, cc)
 	if err != nil {
-		return fmt.Errorf("webhook consumer: %w", err)
+		return fmt.Errorf("%s consumer: %w", what, err)
 	}
-	it, err := c.Messages(jetstream.PullMaxMessages(d.cfg.Workers))
+	it, err := c.Messages(jetstream.PullMaxMessages(workers))
 	if err != nil {
-		return fmt.Errorf("webhook consumer: %w", err)
+		return fmt.Errorf("%s consumer: %w", what, err)
 	}
 	go func() { <-ctx.Done(); it.Stop() }()
-	sem := make(chan struct{}, d.cfg.Workers)
+	sem := make(chan struct{}, workers)
 	for {
 		m, err := it.Next()
 		if err != nil {
-			for range d.cfg.Workers { // wait for the deliveries in flight
+			for range workers { // wait for the handles in flight
 				sem <- struct{}{}
 			}
 			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
@@ -124,7 +131,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			d.handle(ctx, m)
+			handle(ctx, m)
 		}()
 	}
 }

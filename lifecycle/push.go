@@ -46,36 +46,10 @@ func NewPushDeliverer(js jetstream.JetStream, c configs, n notifier, cfg Deliver
 
 // Run consumes until ctx is done.
 func (d *PushDeliverer) Run(ctx context.Context) error {
-	c, err := d.js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
+	return consume(ctx, d.js, "push", jetstream.ConsumerConfig{
 		Durable: PushConsumerName, AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: Subject("*", YourTurn),
 		AckWait: d.cfg.Timeout + 10*time.Second, MaxDeliver: d.cfg.MaxAttempts, MaxAckPending: 1000,
-	})
-	if err != nil {
-		return fmt.Errorf("push consumer: %w", err)
-	}
-	it, err := c.Messages(jetstream.PullMaxMessages(d.cfg.Workers))
-	if err != nil {
-		return fmt.Errorf("push consumer: %w", err)
-	}
-	go func() { <-ctx.Done(); it.Stop() }()
-	sem := make(chan struct{}, d.cfg.Workers)
-	for {
-		m, err := it.Next()
-		if err != nil {
-			for range d.cfg.Workers { // wait for the sends in flight
-				sem <- struct{}{}
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			d.handle(ctx, m)
-		}()
-	}
+	}, d.cfg.Workers, d.handle)
 }
 
 // turnPlace is what a your_turn event says of the place admitted.
