@@ -294,40 +294,56 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 	return old, saved, nil
 }
 
-// jsonProblem describes a decoding error without echoing the input.
-
+// pauseEvent answers POST /admin/events/{id}/pause (paused) and /resume:
+// admission holds, or goes on from where it stopped.
 func (s *API) pauseEvent(paused bool) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		id := strings.Clone(c.Params("id"))
-		ctx, cancel := s.ctx(c)
-		defer cancel()
-		for attempt := 0; ; attempt++ {
-			cfg, err := s.deps.Configs.Get(ctx, id)
-			if err != nil {
-				return err
-			}
+		return s.change(c, func(cfg *event.Config) (string, fiber.Map, fiber.Map, error) {
 			was := cfg.Paused
 			cfg.Paused = paused
-			saved, err := s.deps.Configs.Put(ctx, cfg)
-			if errors.Is(err, event.ErrConflict) && attempt < 3 {
-				continue
-			}
-			if err != nil {
-				return err
-			}
 			action := "event.resume"
 			if paused {
 				action = "event.pause"
 			}
-			s.record(c, action, id, fiber.Map{"paused": was}, fiber.Map{"paused": paused})
-			if err := s.deps.Sales.Reload(ctx, id); err != nil {
-				return err
-			}
-			out, err := s.adminView(ctx, saved)
-			if err != nil {
-				return err
-			}
-			return c.JSON(out)
+			return action, fiber.Map{"paused": was}, fiber.Map{"paused": paused}, nil
+		})
+	}
+}
+
+// change applies edit to the stored configuration of the event in the
+// path and saves it, reading it again on a concurrent change (up to
+// three times); then it records edit's action with its before and after
+// in the audit trail, reloads the node's view of the sale and answers
+// the event's admin view. An error from edit is the answer, nothing
+// saved. Pause, resume, close and reopen are such changes.
+func (s *API) change(c *fiber.Ctx, edit func(cfg *event.Config) (action string, before, after fiber.Map, err error)) error {
+	id := strings.Clone(c.Params("id"))
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		cfg, err := s.deps.Configs.Get(ctx, id)
+		if err != nil {
+			return err
 		}
+		action, before, after, err := edit(&cfg)
+		if err != nil {
+			return err
+		}
+		saved, err := s.deps.Configs.Put(ctx, cfg)
+		if errors.Is(err, event.ErrConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.record(c, action, id, before, after)
+		if err := s.deps.Sales.Reload(ctx, id); err != nil {
+			return err
+		}
+		out, err := s.adminView(ctx, saved)
+		if err != nil {
+			return err
+		}
+		return c.JSON(out)
 	}
 }

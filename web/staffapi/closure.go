@@ -3,8 +3,6 @@ package staffapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"strings"
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/web/kit"
@@ -39,38 +37,16 @@ func (s *API) reopenEvent(c *fiber.Ctx) error { return s.setClosure(c, nil) }
 // concurrent change, records it in the audit trail and answers the
 // event's admin view.
 func (s *API) setClosure(c *fiber.Ctx, cl *event.Closure) error {
-	id := strings.Clone(c.Params("id"))
-	ctx, cancel := s.ctx(c)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		cfg, err := s.deps.Configs.Get(ctx, id)
-		if err != nil {
-			return err
-		}
+	return s.change(c, func(cfg *event.Config) (string, fiber.Map, fiber.Map, error) {
 		was := cfg.Closed
 		cfg.Closed = cl
 		if err := cfg.Validate(); err != nil { // the closure's message; the rest was valid
-			return err
-		}
-		saved, err := s.deps.Configs.Put(ctx, cfg)
-		if errors.Is(err, event.ErrConflict) && attempt < 3 {
-			continue
-		}
-		if err != nil {
-			return err
+			return "", nil, nil, err
 		}
 		action := "event.close"
 		if cl == nil {
 			action = "event.reopen"
 		}
-		s.record(c, action, id, fiber.Map{"closed": was}, fiber.Map{"closed": cl})
-		if err := s.deps.Sales.Reload(ctx, id); err != nil {
-			return err
-		}
-		out, err := s.adminView(ctx, saved)
-		if err != nil {
-			return err
-		}
-		return c.JSON(out)
-	}
+		return action, fiber.Map{"closed": was}, fiber.Map{"closed": cl}, nil
+	})
 }
