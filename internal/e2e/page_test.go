@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,7 @@ func TestPageTemplateAndConsole(t *testing.T) {
 	staff.do(chromedp.SendKeys(chromedp.ID("token"), n.AdminToken), chromedp.Click(chromedp.CSS(`#signin button`)))
 	staff.waitJS("the console", `!document.getElementById("app").hidden`, 10*time.Second)
 	selectEvent(staff, "tpl")
-	staff.waitJS("the page panel", `!document.getElementById("pageBox").hidden && document.getElementById("pv-state").options.length === 7`, 10*time.Second)
+	staff.waitJS("the page panel", `!document.getElementById("pageBox").hidden && document.getElementById("pv-state").options.length === `+strconv.Itoa(len(pageStates)), 10*time.Second)
 
 	tpl := `<!doctype html><html lang="{{.Lang}}" dir="{{.Dir}}"><head><meta name="viewport" content="width=device-width"><style>body{font-family:sans-serif}.w{display:none}html[data-state=waiting] .w{display:block}</style></head>
 <body><h1 id="name">{{.Event.Name}}</h1><p class="w">Hold tight: {{index .T "pos"}} <b id="pos">{{.Position}}</b></p>
