@@ -1,6 +1,8 @@
 package openapi
 
 import (
+	"context"
+	"github.com/getkin/kin-openapi/openapi3"
 	"slices"
 	"testing"
 
@@ -52,5 +54,21 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		if title := kit.NewProblem(500, code, "").Title; code != "internal" && title == "Internal error" {
 			t.Errorf("code %q is titled %q", code, title)
 		}
+	}
+}
+
+// TestOpenAPIDocumentValid: kin-openapi loads the contract as OpenAPI 3.1
+// and finds it valid (every $ref resolves, schemas are JSON Schema
+// 2020-12, operation ids are unique).
+func TestOpenAPIDocumentValid(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(Spec)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("version %q is not 3.1", doc.OpenAPI)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("invalid: %v", err)
 	}
 }
