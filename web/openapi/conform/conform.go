@@ -36,6 +36,11 @@ type Checker struct {
 
 // New loads and validates the contract.
 func New() (*Checker, error) {
+	// Pages, scripts and the contract itself are checked as text.
+	for _, ct := range []string{"text/html", "text/javascript", "application/yaml"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+	openapi3filter.RegisterBodyDecoder("application/jwk-set+json", openapi3filter.JSONBodyDecoder)
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("load the contract: %w", err)
