@@ -8,7 +8,8 @@
 // fails on a route the node serves that the contract lacks (and on a
 // contract path nothing serves), and TestOpenAPIErrorCodes here fails when
 // web/kit's error table answers a code the contract's ErrorCode enum
-// lacks.
+// lacks, and package conform checks the traffic of the node and
+// end-to-end tests against it.
 package openapi
 
 import (
