@@ -13,8 +13,9 @@
 //   - pages: the waiting room, its catalogs and assets, the console pages;
 //
 // and mounts them in one routes table (New), after its own: health,
-// readiness, metrics (with the access log and the refusal count) and the
-// keys (JWKS, OIDC discovery). Handlers are thin: they parse and validate
+// readiness, metrics (with the access log and the refusal count), the
+// keys (JWKS, OIDC discovery) and the HTTP contract (package openapi,
+// which TestOpenAPIRoutes holds to this table). Handlers are thin: they parse and validate
 // input, call the domain packages through small consumer-side interfaces,
 // and return errors that kit.ErrorHandler turns into RFC 9457 problems.
 package web
@@ -34,6 +35,7 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
 	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/openapi"
 	"github.com/anteroom/anteroom/web/pages"
 	"github.com/anteroom/anteroom/web/protect"
 	"github.com/anteroom/anteroom/web/shopper"
@@ -373,6 +375,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	s.mountMetrics(app)
 	app.Get(JWKSPath, s.jwks)
 	app.Get("/.well-known/openid-configuration", s.openIDConfiguration)
+	app.Get(openapi.Path, openapi.Serve) // the HTTP contract of this table
 
 	// /events/:id: the public API (status, event, join, claim, claims,
 	// gate, release, shop calls), then the proof-of-work challenge; the

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -51,33 +52,56 @@ func NewProblem(status int, code, detail string) *Problem {
 // titles are the problems' titles by code; any other code is titled
 // "Internal error".
 var titles = map[string]string{
-	"bad_request":     "Bad request",
-	"bad_template":    "Bad page template",
-	"unauthenticated": "Authentication required",
-	"forbidden":       "Not allowed",
-	"not_admitted":    "Not allowed",
-	"not_open":        "Not allowed",
-	"not_selected":    "Not allowed",
-	"invite_required": "Not allowed",
-	"invite_invalid":  "Not allowed",
-	"pass_invalid":    "Not allowed",
-	"pass_revoked":    "Not allowed",
-	"pass_used_up":    "Not allowed",
-	"unknown_event":   "Not found",
-	"not_found":       "Not found",
-	"unknown_session": "Not found",
-	"limit_reached":   "Limit reached",
-	"sold_out":        "Sold out",
-	"rate_limited":    "Too many requests",
-	"paused":          "Paused",
-	"closed":          "Closed",
-	"degraded":        "Temporarily unavailable",
-	"stock_not_laid":  "Temporarily unavailable",
-	"conflict":        "Conflict",
-	"locked":          "Conflict",
-	"not_configured":  "Conflict",
-	"needs_rebuild":   "Conflict",
-	"too_large":       "Request body too large",
+	"bad_request":         "Bad request",
+	"bad_template":        "Bad page template",
+	"unauthenticated":     "Authentication required",
+	"forbidden":           "Not allowed",
+	"not_admitted":        "Not allowed",
+	"not_open":            "Not allowed",
+	"not_selected":        "Not allowed",
+	"invite_required":     "Not allowed",
+	"pow_required":        "Not allowed",
+	"captcha_required":    "Not allowed",
+	"captcha_failed":      "Not allowed",
+	"invite_invalid":      "Not allowed",
+	"pass_invalid":        "Not allowed",
+	"pass_revoked":        "Not allowed",
+	"pass_used_up":        "Not allowed",
+	"unknown_event":       "Not found",
+	"not_found":           "Not found",
+	"unknown_session":     "Not found",
+	"limit_reached":       "Limit reached",
+	"sold_out":            "Sold out",
+	"rate_limited":        "Too many requests",
+	"paused":              "Paused",
+	"closed":              "Closed",
+	"degraded":            "Temporarily unavailable",
+	"stock_not_laid":      "Temporarily unavailable",
+	"captcha_unavailable": "Temporarily unavailable",
+	"conflict":            "Conflict",
+	"locked":              "Conflict",
+	"not_configured":      "Conflict",
+	"needs_rebuild":       "Conflict",
+	"too_large":           "Request body too large",
+}
+
+// Codes are every problem code kit knows: those of its error table and
+// those it titles, sorted. The HTTP contract's ErrorCode enum lists them
+// all (web/openapi's TestOpenAPIErrorCodes).
+func Codes() []string {
+	set := map[string]bool{}
+	for _, r := range errorRows {
+		set[r.code] = true
+	}
+	for code := range titles {
+		set[code] = true
+	}
+	out := make([]string, 0, len(set))
+	for code := range set {
+		out = append(out, code)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func titleOf(code string) string {
