@@ -103,6 +103,15 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}, d.cfg.Workers, d.handle)
 }
 
+// deliveries is how many times m has been delivered, this time included
+// (1 when its metadata cannot be read).
+func deliveries(m jetstream.Msg) int {
+	if md, err := m.Metadata(); err == nil {
+		return int(md.NumDelivered)
+	}
+	return 1
+}
+
 // consume runs handle on each message of the durable consumer cc of the
 // lifecycle stream, up to workers at once, until ctx is done; then it
 // waits for the handles in flight. what names the consumer in errors.
@@ -150,10 +159,7 @@ func (d *Deliverer) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	attempt := 1
-	if md, merr := m.Metadata(); merr == nil {
-		attempt = int(md.NumDelivered)
-	}
+	attempt := deliveries(m)
 	failed := err != nil
 	for i := range cfg.Webhooks {
 		w := &cfg.Webhooks[i]

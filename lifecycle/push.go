@@ -76,10 +76,7 @@ func (d *PushDeliverer) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	attempt := 1
-	if md, merr := m.Metadata(); merr == nil {
-		attempt = int(md.NumDelivered)
-	}
+	attempt := deliveries(m)
 	if err == nil {
 		shard := -1
 		if e.Data.Shard != nil {
