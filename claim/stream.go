@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sleep "github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -137,11 +138,20 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ..
 	for i, k := range kinds {
 		subjects[i] = Subject(ev, k)
 	}
-	c, err := js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects})
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", ev, err)
+	var c jetstream.Consumer
+	var info *jetstream.ConsumerInfo
+	var err error
+	// While a NATS cluster elects its JetStream meta leader the API has
+	// no responder for a moment: ask again, for up to five seconds.
+	for try := 0; ; try++ {
+		c, err = js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects})
+		if err == nil {
+			info, err = c.Info(ctx)
+		}
+		if err == nil || !errors.Is(err, nats.ErrNoResponders) || try >= 25 || !sleep.Sleep(ctx, 200*time.Millisecond) {
+			break
+		}
 	}
-	info, err := c.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ev, err)
 	}
