@@ -3,9 +3,11 @@
 # redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
 # font (Chinese text in screenshots) and small Devanagari and Arabic fonts
 # (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
-# test), Node.js (the README's edge function and webhook verifier) with npm,
-# and axe-core from npm (internal/e2e's accessibility checks, pinned by
-# internal/e2e/testdata/axe/package-lock.json). NATS needs nothing: the tests embed it.
+# test), Node.js (the Cloudflare Worker package in miniflare and the docs' webhook verifier) with npm,
+# and from npm axe-core (internal/e2e's accessibility checks, pinned by
+# internal/e2e/testdata/axe/package-lock.json) and the Cloudflare Worker
+# package's miniflare and TypeScript (pinned by
+# deploy/gateway/cloudflare-worker/package-lock.json). NATS needs nothing: the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
@@ -114,6 +116,23 @@ elif [ "${CI:-}" = "true" ]; then
 	exit 1
 fi
 
+# The Cloudflare Worker package's dev dependencies (miniflare with its
+# workerd binary, TypeScript, the Workers types) for internal/node
+# TestCloudflareWorker: npm ci installs exactly the locked versions, and
+# only when they are not there yet. workerd's binary comes as an npm
+# package of its own (@cloudflare/workerd-linux-64), so --ignore-scripts
+# loses nothing.
+WORKER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/gateway/cloudflare-worker"
+if [ -f "$WORKER_DIR/node_modules/miniflare/package.json" ] && [ -f "$WORKER_DIR/node_modules/typescript/package.json" ]; then
+	log "miniflare: present in $WORKER_DIR/node_modules"
+elif have_cmd npm; then
+	log "npm ci --prefix $WORKER_DIR (miniflare, TypeScript)"
+	npm ci --prefix "$WORKER_DIR" --no-audit --no-fund --ignore-scripts
+elif [ "${CI:-}" = "true" ]; then
+	log "no npm: cannot install miniflare"
+	exit 1
+fi
+
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
@@ -121,3 +140,4 @@ log "nginx:        $(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || echo 
 log "node:         $(command -v node || echo missing) $(node --version 2>/dev/null || true)"
 log "npm:          $(command -v npm || echo missing) $(npm --version 2>/dev/null || true)"
 log "axe-core:     $(ls "$AXE_DIR/node_modules/axe-core/axe.min.js" 2>/dev/null || echo missing)"
+log "miniflare:    $(ls "$WORKER_DIR/node_modules/miniflare/package.json" 2>/dev/null || echo missing)"

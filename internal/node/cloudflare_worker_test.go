@@ -1,15 +1,12 @@
 package node_test
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,181 +25,11 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 )
 
-// cfWorkerDir is the Cloudflare Worker package.
-const cfWorkerDir = "../../deploy/gateway/cloudflare-worker"
-
-var cfWorkerInstall struct {
-	once sync.Once
-	err  error
-	out  []byte
-}
-
-// cfWorkerDeps returns the node binary after making sure the Worker
-// package's locked dev dependencies (miniflare with its workerd binary,
-// TypeScript) are installed: scripts/install-deps.sh installs them, and
-// this runs `npm ci` once when they are missing. Without node or npm the
-// test skips, except under CI=true.
-func cfWorkerDeps(t *testing.T) string {
-	t.Helper()
-	nodeBin := testenv.Binary(t, "node")
-	if _, err := os.Stat(filepath.Join(cfWorkerDir, "node_modules", "miniflare", "package.json")); err == nil {
-		return nodeBin
-	}
-	npm := testenv.Binary(t, "npm")
-	cfWorkerInstall.once.Do(func() {
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		cmd.Dir = cfWorkerDir
-		cfWorkerInstall.out, cfWorkerInstall.err = cmd.CombinedOutput()
-	})
-	if cfWorkerInstall.err != nil {
-		t.Fatalf("npm ci in %s: %v\n%s", cfWorkerDir, cfWorkerInstall.err, cfWorkerInstall.out)
-	}
-	return nodeBin
-}
-
-// cfWorker is the Worker running in miniflare (test/serve.mjs).
-type cfWorker struct {
-	url string // with a trailing slash
-	log *lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// startCFWorker runs the Worker in miniflare with wrangler.toml's vars
-// overridden by vars; upstream stands for the zone's origin.
-func startCFWorker(t *testing.T, nodeBin string, vars map[string]string, upstream string) *cfWorker {
-	t.Helper()
-	raw, err := json.Marshal(vars)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(nodeBin, "test/serve.mjs")
-	cmd.Dir = cfWorkerDir
-	cmd.Env = append(os.Environ(), "WORKER_VARS="+string(raw), "WORKER_UPSTREAM="+upstream)
-	w := &cfWorker{log: &lockedBuffer{}}
-	cmd.Stderr = w.log
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		stdin.Close() // serve.mjs stops when its input closes
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	line := make(chan string, 1)
-	go func() {
-		s := bufio.NewScanner(stdout)
-		if s.Scan() {
-			line <- s.Text()
-		}
-		close(line)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case l, ok := <-line:
-		var ready struct{ URL string }
-		if !ok || json.Unmarshal([]byte(l), &ready) != nil || ready.URL == "" {
-			t.Fatalf("miniflare did not start: %q\n%s", l, w.log)
-		}
-		w.url = ready.URL
-	case <-time.After(60 * time.Second):
-		t.Fatalf("miniflare did not start within a minute\n%s", w.log)
-	}
-	return w
-}
-
-// cfShop is a stub origin: it records who each request was for.
-type cfShop struct {
-	mu    sync.Mutex
-	users []string
-	paths []string
-	posts []string
-}
-
-func (s *cfShop) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.users = append(s.users, r.Header.Get("X-User-ID"))
-	s.paths = append(s.paths, r.URL.RequestURI())
-	if r.Method == http.MethodPost {
-		s.posts = append(s.posts, string(body))
-	}
-	_, _ = io.WriteString(w, "shop page")
-}
-
-func (s *cfShop) seen() (users, paths, posts []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.users), slices.Clone(s.paths), slices.Clone(s.posts)
-}
-
-// jwksFront serves a node's JWKS, counting the fetches; while down it
-// answers 503.
-type jwksFront struct {
-	node  string
-	hits  atomic.Int64
-	down  atomic.Bool
-	proxy *httptest.Server
-}
-
-func newJWKSFront(t *testing.T, nodeURL string) *jwksFront {
-	f := &jwksFront{node: nodeURL}
-	f.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.hits.Add(1)
-		if f.down.Load() {
-			http.Error(w, "down for the test", http.StatusServiceUnavailable)
-			return
-		}
-		resp, err := http.Get(f.node + "/.well-known/jwks.json")
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(f.proxy.Close)
-	return f
-}
-
 // TestCloudflareWorkerTypes type-checks the Worker package
 // (deploy/gateway/cloudflare-worker: JavaScript with JSDoc types, checked
 // by tsc against @cloudflare/workers-types), and holds its wrangler.toml
-// to the settings the Worker reads: every [vars] name is one of them, and
-// each of them is in [vars].
+// to the settings the Worker reads (the Env typedef): every [vars] name is
+// one of them, and each of them is in [vars] and read by the code.
 func TestCloudflareWorkerTypes(t *testing.T) {
 	nodeBin := cfWorkerDeps(t)
 	cmd := exec.Command(nodeBin, "node_modules/typescript/bin/tsc", "--noEmit", "-p", ".")
@@ -212,9 +38,17 @@ func TestCloudflareWorkerTypes(t *testing.T) {
 		t.Errorf("tsc --noEmit: %v\n%s", err, out)
 	}
 
-	src, err := os.ReadFile(filepath.Join(cfWorkerDir, "src", "worker.js"))
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob(filepath.Join(cfWorkerDir, "src", "*.js"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the Worker's sources: %v %v", files, err)
+	}
+	var src []byte
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(src, raw...)
 	}
 	_, typedef, _ := strings.Cut(string(src), "@typedef {object} Env")
 	typedef, _, _ = strings.Cut(typedef, "*/")
@@ -547,15 +381,4 @@ func TestCloudflareWorker(t *testing.T) {
 		})
 	})
 	t.Logf("done %v after the test started", time.Since(start).Round(time.Millisecond))
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }

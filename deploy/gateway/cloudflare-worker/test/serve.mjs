@@ -20,6 +20,7 @@ const vars = { ...conf.vars, ...JSON.parse(process.env.WORKER_VARS || "{}") };
 
 const mf = new Miniflare({
   modules: true,
+  modulesRules: [{ type: "ESModule", include: ["**/*.js"] }], // as wrangler bundles src/
   scriptPath: join(dir, conf.main),
   compatibilityDate: conf.compatibility_date,
   bindings: vars,
