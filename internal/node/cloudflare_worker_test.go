@@ -91,7 +91,8 @@ func TestCloudflareWorkerTypes(t *testing.T) {
 // second here (JWKS_REFETCH_SECONDS), so a key rotation on the node is
 // picked up. With no JWKS it can trust (a closed port; or a JWKS down for
 // longer than JWKS_MAX_STALE_SECONDS) it fails closed: 503 for admitted
-// visitors, nothing reaches the shop, and the log says why.
+// visitors, nothing reaches the shop, and the log says why; so it does,
+// for everyone, when a setting is wrong. ORIGIN, when set, is the shop.
 func TestCloudflareWorker(t *testing.T) {
 	start := time.Now()
 	nodeBin := cfWorkerDeps(t)
@@ -379,6 +380,31 @@ func TestCloudflareWorker(t *testing.T) {
 			}
 			return nil
 		})
+	})
+	t.Run("ORIGIN, and a setting that is wrong", func(t *testing.T) {
+		// No upstream: the requests are for the Worker's own host, and
+		// ORIGIN names the shop.
+		v := map[string]string{"ANTEROOM_URL": n.URL(), "JWKS_URL": jwks.proxy.URL, "EVENT": "drop", "ISSUER": issuer,
+			"AUDIENCE": audience, "ORIGIN": shopSrv.URL + "/"}
+		w := startCFWorker(t, nodeBin, v, "")
+		before, _, _ := shop.seen()
+		if resp, body := getVia(t, browserish(t), w.url+item, map[string]string{"Cookie": "anteroom_a_drop=" + tok2, "X-User-ID": "mallory"}); resp.StatusCode != http.StatusOK || string(body) != "shop page" {
+			t.Fatalf("admitted, ORIGIN set: %d %q, want the shop page\n%s", resp.StatusCode, body, w.log)
+		}
+		if users, paths, _ := shop.seen(); len(users) != len(before)+1 || users[len(users)-1] != tokenSub(t, tok2) || paths[len(paths)-1] != "/"+item {
+			t.Errorf("the shop's last request: %q for %q, want %q for /%s", users[len(users)-1], paths[len(paths)-1], tokenSub(t, tok2), item)
+		}
+
+		v["EVENT"] = "Drop!"
+		w = startCFWorker(t, nodeBin, v, "")
+		for _, hdr := range []map[string]string{nil, {"Cookie": "anteroom_a_drop=" + tok2}} {
+			if resp, _ := getVia(t, browserish(t), w.url+item, hdr); resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("EVENT not an event id: %d, want 503 (fail closed)", resp.StatusCode)
+			}
+		}
+		if log := w.log.String(); !strings.Contains(log, `misconfigured (EVENT "Drop!" is not an event id)`) {
+			t.Errorf("the Worker's log does not name the wrong setting:\n%s", log)
+		}
 	})
 	t.Logf("done %v after the test started", time.Since(start).Round(time.Millisecond))
 }
