@@ -5,7 +5,10 @@
 # (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
 # test), Node.js (the README's edge function and webhook verifier) with npm,
 # and axe-core from npm (internal/e2e's accessibility checks, pinned by
-# internal/e2e/testdata/axe/package-lock.json). NATS needs nothing: the tests embed it.
+# internal/e2e/testdata/axe/package-lock.json), and the JavaScript client
+# package's TypeScript (internal/jsclient's build, type and Node tests,
+# pinned by web/pages/js/anteroom/package-lock.json). NATS needs nothing:
+# the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
@@ -114,6 +117,19 @@ elif [ "${CI:-}" = "true" ]; then
 	exit 1
 fi
 
+# TypeScript for the JavaScript client package (@anteroom/client): npm ci
+# installs the locked version, only when it is not there yet.
+JS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/pages/js/anteroom"
+if [ -f "$JS_DIR/node_modules/typescript/bin/tsc" ]; then
+	log "typescript: present in $JS_DIR/node_modules"
+elif have_cmd npm; then
+	log "npm ci --prefix $JS_DIR (typescript)"
+	npm ci --prefix "$JS_DIR" --no-audit --no-fund --ignore-scripts
+elif [ "${CI:-}" = "true" ]; then
+	log "no npm: cannot install the JavaScript client package's typescript"
+	exit 1
+fi
+
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
@@ -121,3 +137,4 @@ log "nginx:        $(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || echo 
 log "node:         $(command -v node || echo missing) $(node --version 2>/dev/null || true)"
 log "npm:          $(command -v npm || echo missing) $(npm --version 2>/dev/null || true)"
 log "axe-core:     $(ls "$AXE_DIR/node_modules/axe-core/axe.min.js" 2>/dev/null || echo missing)"
+log "typescript:   $(ls "$JS_DIR/node_modules/typescript/bin/tsc" 2>/dev/null || echo missing)"
