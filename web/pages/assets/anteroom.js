@@ -16,12 +16,6 @@
  * answer but 429 and 503, and those once maxAttempts have run out).
  */
 export class AnteroomError extends Error {
-    /** The HTTP status. */
-    status;
-    /** The problem's code, "" when the body has none. */
-    code;
-    /** The answer's body: an RFC 9457 problem. */
-    body;
     constructor(what, a) {
         const body = (a.body || {});
         super(body.detail || what + ": HTTP " + a.status);
@@ -64,28 +58,6 @@ const DONE = new Set(["admitted", "sold_out", "not_selected", "closed"]);
  * or network error with {what, status, waitMs, retryAfter}.
  */
 export class Anteroom {
-    /** The sale's id. */
-    event;
-    /** The sale's URL prefix: baseURL + "/events/" + id. */
-    base;
-    headers;
-    storage;
-    fetch;
-    timeoutMs;
-    onRetry;
-    maxAttempts;
-    /** 429 and 503 answers in a row: each doubles the next wait. */
-    strikes;
-    /** The ticket join returned; status sends it as a bearer. */
-    ticket;
-    /** The Idempotency-Key of the claim in progress. */
-    pendingKey;
-    /**
-     * No request is sent before this time (ms since the epoch): a 429's
-     * Retry-After holds every call of the client, not only the one retried.
-     */
-    notBefore;
-    chain;
     constructor(eventId, opts = {}) {
         this.event = eventId;
         this.base = (opts.baseURL || "") + "/events/" + encodeURIComponent(eventId);
