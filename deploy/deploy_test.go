@@ -15,7 +15,8 @@ import (
 )
 
 // yamlFiles returns the YAML files under deploy/ that this package owns
-// (deploy/gateway/ checks its own).
+// (deploy/gateway/'s Envoy example has TestEnvoyExampleShape; internal/node
+// runs the nginx files in nginx).
 func yamlFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string

@@ -3,11 +3,15 @@
 # redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
 # font (Chinese text in screenshots) and small Devanagari and Arabic fonts
 # (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
-# test), Node.js (the Cloudflare Worker package in miniflare and the docs' webhook verifier) with npm,
-# and from npm axe-core (internal/e2e's accessibility checks, pinned by
-# internal/e2e/testdata/axe/package-lock.json) and the Cloudflare Worker
+# test), Node.js with npm (the Cloudflare Worker package in miniflare, the
+# JavaScript client package, the docs' webhook verifier), and from npm:
+# axe-core (internal/e2e's accessibility checks, pinned by
+# internal/e2e/testdata/axe/package-lock.json), the Cloudflare Worker
 # package's miniflare and TypeScript (pinned by
-# deploy/gateway/cloudflare-worker/package-lock.json). NATS needs nothing: the tests embed it.
+# deploy/gateway/cloudflare-worker/package-lock.json) and the JavaScript
+# client package's TypeScript (internal/jsclient's build, type and Node
+# tests, pinned by web/pages/js/anteroom/package-lock.json). NATS needs
+# nothing: the tests embed it.
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
@@ -133,6 +137,19 @@ elif [ "${CI:-}" = "true" ]; then
 	exit 1
 fi
 
+# TypeScript for the JavaScript client package (@anteroom/client): npm ci
+# installs the locked version, only when it is not there yet.
+JS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/pages/js/anteroom"
+if [ -f "$JS_DIR/node_modules/typescript/bin/tsc" ]; then
+	log "typescript: present in $JS_DIR/node_modules"
+elif have_cmd npm; then
+	log "npm ci --prefix $JS_DIR (typescript)"
+	npm ci --prefix "$JS_DIR" --no-audit --no-fund --ignore-scripts
+elif [ "${CI:-}" = "true" ]; then
+	log "no npm: cannot install the JavaScript client package's typescript"
+	exit 1
+fi
+
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
@@ -141,3 +158,4 @@ log "node:         $(command -v node || echo missing) $(node --version 2>/dev/nu
 log "npm:          $(command -v npm || echo missing) $(npm --version 2>/dev/null || true)"
 log "axe-core:     $(ls "$AXE_DIR/node_modules/axe-core/axe.min.js" 2>/dev/null || echo missing)"
 log "miniflare:    $(ls "$WORKER_DIR/node_modules/miniflare/package.json" 2>/dev/null || echo missing)"
+log "typescript:   $(ls "$JS_DIR/node_modules/typescript/bin/tsc" 2>/dev/null || echo missing)"

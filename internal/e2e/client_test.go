@@ -11,10 +11,14 @@ import (
 )
 
 // TestClientLibrary runs /assets/anteroom.js in Chromium against a real
-// node: join, poll until admitted, then claim while the sale is paused —
+// node: the module the node serves is the one built from the TypeScript
+// package (web/pages/js/anteroom; internal/jsclient checks the committed
+// build and runs its Node tests), with its declarations beside it; an
+// unknown sale is refused with an AnteroomError carrying the problem's
+// code; join, poll until admitted, then claim while the sale is paused —
 // the claim backs off no sooner than Retry-After, keeps one Idempotency-Key
 // across its retries and succeeds once staff resume; requests never
-// overlap.
+// overlap; the visitor's claims list it, and release gives it back.
 func TestClientLibrary(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
@@ -22,7 +26,17 @@ func TestClientLibrary(t *testing.T) {
 	app := newTab(t, browser, "app", deskW, deskH, nil)
 	app.do(chromedp.Navigate(n.URL() + "/healthz"))
 	state := eval[string](app, `(async () => {
-  const {Anteroom, backoffMs} = await import("/assets/anteroom.js");
+  const {Anteroom, AnteroomError, backoffMs} = await import("/assets/anteroom.js");
+  const src = await (await fetch("/assets/anteroom.js")).text();
+  if (!src.startsWith("// Generated from web/pages/js/anteroom/src/anteroom.ts")) return "not the module built from the package";
+  const types = await fetch("/assets/anteroom.d.ts");
+  if (!types.ok || !(await types.text()).includes("export declare class Anteroom")) return "no declarations at /assets/anteroom.d.ts";
+  try {
+    await new Anteroom("no-such-sale").join();
+    return "joined a sale that does not exist";
+  } catch (e) {
+    if (!(e instanceof AnteroomError) || e.status !== 404 || e.code !== "unknown_event") return "refusal: " + e;
+  }
   const rec = window.rec = {calls: [], retries: [], inFlight: 0, most: 0};
   const counted = async (u, o) => {
     rec.calls.push({path: new URL(u, location.href).pathname, key: (o.headers || {})["Idempotency-Key"] || ""});
@@ -61,7 +75,12 @@ func TestClientLibrary(t *testing.T) {
   const r = JSON.parse(await window.claimed);
   const keys = new Set(window.rec.calls.filter((c) => c.path.endsWith("/claim")).map((c) => c.key));
   const claims = window.rec.calls.filter((c) => c.path.endsWith("/claim")).length;
-  return {status: r.status, keys: keys.size, claims, most: window.rec.most, stored: localStorage.getItem("anteroom_claim_key_lib") === null};
+  const most = window.rec.most;
+  const mine = await window.client.claims();
+  const released = await window.client.release(r.body.claim_id);
+  const after = await window.client.claims();
+  return {status: r.status, keys: keys.size, claims, most, stored: localStorage.getItem("anteroom_claim_key_lib") === null,
+    mine: mine.map((c) => c.claim_id === r.body.claim_id && c.status).join(), released: released.status, after: after.map((c) => c.status).join()};
 })()`)
 	if out["status"] != float64(201) {
 		t.Errorf("claim answered %v, want 201", out["status"])
@@ -74,6 +93,9 @@ func TestClientLibrary(t *testing.T) {
 	}
 	if out["stored"] != true {
 		t.Errorf("the claim's key is still stored after its answer")
+	}
+	if out["mine"] != "pending" || out["released"] != "released" || out["after"] != "released" {
+		t.Errorf("claims %v, release %v, claims after %v: want the claim pending, then released", out["mine"], out["released"], out["after"])
 	}
 	room := newTab(t, browser, "room", phoneW, phoneH, nil)
 	room.do(chromedp.Navigate(n.URL() + "/e/lib"))

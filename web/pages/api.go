@@ -1,7 +1,8 @@
 // Package pages serves anteroom's HTML and scripts: the waiting room of
 // each sale (/e/{id}, in the visitor's language, with the sale's
 // published branding or template), its message catalogs (i18n/), its
-// runtime and the client library (/assets/room.js, /assets/anteroom.js),
+// runtime and the client library (/assets/room.js, /assets/anteroom.js and
+// its types anteroom.d.ts, built from the TypeScript package js/anteroom),
 // the staff console and report pages, and the staff's page routes under
 // /admin/events/{id} (draft, publish, preview).
 //
@@ -117,6 +118,7 @@ func (s *Pages) Mount(app fiber.Router) {
 	app.Get("/admin/", s.consolePage)
 	app.Get("/admin/report", s.reportPage)
 	app.Get("/assets/anteroom.js", s.clientScript)
+	app.Get("/assets/anteroom.d.ts", s.clientTypesFile)
 	app.Get("/assets/room.js", s.roomScript)
 	app.Get("/assets/push-sw.js", s.pushWorker)
 	app.Get("/e/:id", s.page)

@@ -37,7 +37,7 @@ type Checker struct {
 // New loads and validates the contract.
 func New() (*Checker, error) {
 	// Pages, scripts and the contract itself are checked as text.
-	for _, ct := range []string{"text/html", "text/javascript", "application/yaml"} {
+	for _, ct := range []string{"text/html", "text/javascript", "application/typescript", "application/yaml"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
 	openapi3filter.RegisterBodyDecoder("application/jwk-set+json", openapi3filter.JSONBodyDecoder)
