@@ -190,9 +190,13 @@ func ParseStatus(body []byte) (Status, error) {
 			ms, err = num(val, k)
 			s.PollAfter = time.Duration(ms) * time.Millisecond
 		case "closed_by":
-			if k == kString && string(val) == "staff" {
-				s.ClosedByStaff = true
+			by := ""
+			if k == kString && !esc {
+				s.ClosedByStaff = string(val) == "staff" // no allocation
+				break
 			}
+			by, err = str(val, k, esc)
+			s.ClosedByStaff = by == "staff"
 		case "admission_token":
 			s.AdmissionToken, err = str(val, k, esc)
 		case "admission_expires_at":
