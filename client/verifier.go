@@ -45,8 +45,10 @@ type VerifierConfig struct {
 	Refresh time.Duration
 	// MinRefetch is the least time between two fetches of the key set,
 	// so tokens of unknown kids cannot make the Verifier hammer the node.
+	// It is also how long a token of a key rotated in just after a fetch
+	// may be refused before the Verifier fetches the new set.
 	//
-	// Default: 10s
+	// Default: 5s
 	MinRefetch time.Duration
 	// HTTPClient fetches the key set.
 	//
@@ -109,7 +111,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		cfg.Refresh = 5 * time.Minute
 	}
 	if cfg.MinRefetch <= 0 {
-		cfg.MinRefetch = 10 * time.Second
+		cfg.MinRefetch = 5 * time.Second
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
