@@ -40,6 +40,15 @@ func state(raw []byte) State {
 	return State(raw)
 }
 
+// stateOf reads a state value; the known states cost no allocation.
+func stateOf(val []byte, k kind, esc bool) (State, error) {
+	if k == kString && !esc {
+		return state(val), nil
+	}
+	v, err := str(val, k, esc)
+	return State(v), err
+}
+
 // Ticket is a join's answer: the queue ticket and the place it holds.
 type Ticket struct {
 	// Ticket is the signed queue ticket; the status poll presents it as
@@ -128,9 +137,7 @@ func ParseJoin(body []byte) (Ticket, error) {
 		case "position":
 			t.Position, err = num(val, k)
 		case "state":
-			var s string
-			s, err = str(val, k, esc)
-			t.State = state([]byte(s))
+			t.State, err = stateOf(val, k, esc)
 		case "poll_after_ms":
 			var ms int64
 			ms, err = num(val, k)
@@ -166,17 +173,7 @@ func ParseStatus(body []byte) (Status, error) {
 		}
 		switch string(key) {
 		case "state":
-			if k != kString {
-				return Status{}, errSyntax
-			}
-			if esc {
-				v, err := text(val, esc)
-				if err != nil {
-					return Status{}, err
-				}
-				val = []byte(v)
-			}
-			s.State = state(val)
+			s.State, err = stateOf(val, k, esc)
 		case "position":
 			s.Position, err = num(val, k)
 		case "ahead":

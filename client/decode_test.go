@@ -84,6 +84,14 @@ func TestParseStatusAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { _, _ = ParseStatus(waitingBody) }); n != 0 {
 		t.Errorf("a waiting answer allocates %v times, want 0", n)
 	}
+	join := []byte(`{"ticket":"eyJhbGciOiJIUzI1NiJ9.eyJlIjoiZHJvcCJ9.c2ln","seq":12,"position":null,"state":"waiting","poll_after_ms":1000}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseJoin(join) }); n > 1 {
+		t.Errorf("a join answer allocates %v times, want 1 (the ticket)", n)
+	}
+	claim := []byte(`{"claim_id":"01JCLAIMID","status":"pending"}`)
+	if n := testing.AllocsPerRun(100, func() { _, _ = ParseClaim(claim) }); n > 2 {
+		t.Errorf("a claim answer allocates %v times, want 2 (its strings)", n)
+	}
 	staff := []byte(`{"state":"closed","position":3,"ahead":2,"eta_seconds":0,"poll_after_ms":5000,"closed_by":"staff"}`)
 	if n := testing.AllocsPerRun(100, func() { _, _ = ParseStatus(staff) }); n != 0 {
 		t.Errorf("a closed answer allocates %v times, want 0", n)

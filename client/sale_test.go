@@ -84,6 +84,11 @@ func TestWholeSale(t *testing.T) {
 			if err != nil || again.Ticket != tk.Ticket {
 				t.Fatalf("repeated join: %+v %v, want the same ticket %s", again, err, tk.Ticket)
 			}
+			if mode == "anonymous" { // the ticket cookie stands for the ticket
+				if s, err := c.Status(ctx, "drop", ""); err != nil || s.State == "" {
+					t.Fatalf("status by the ticket cookie: %+v %v", s, err)
+				}
+			}
 			polls := 0
 			s, err := c.Wait(ctx, "drop", tk.Ticket, func(client.Status) { polls++ })
 			if err != nil {

@@ -179,13 +179,14 @@ func (v *Verifier) current(ctx context.Context, now time.Time, kid string) (*tok
 
 // fetchLocked fetches and parses the key set; v.mu is held.
 func (v *Verifier) fetchLocked(ctx context.Context, now time.Time) error {
-	v.triedAt = now
 	keys, err := v.fetch(ctx)
-	v.lastErr = err
 	if err != nil {
+		if ctx.Err() == nil { // the caller giving up says nothing of the keys
+			v.triedAt, v.lastErr = now, err
+		}
 		return &KeysError{URL: v.cfg.JWKSURL, Err: err}
 	}
-	v.keys, v.fetchedAt = keys, now
+	v.keys, v.fetchedAt, v.triedAt, v.lastErr = keys, now, now, nil
 	return nil
 }
 
