@@ -116,6 +116,9 @@ type Claim struct {
 	// answered one an earlier call with the same Idempotency-Key made
 	// (200). Only Client.Claim sets it.
 	Created bool
+	// IdempotencyKey is the key the claim was sent under; only
+	// Client.Claim sets it.
+	IdempotencyKey string
 	// Event, Position and ClaimedAt are set by the claims and release
 	// answers.
 	Event     string
