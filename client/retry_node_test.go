@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,8 @@ func TestRateLimitedStatus(t *testing.T) {
 	nodetest.CreateSale(t, n, "slow", sale)
 	ctx := ctxFor(t)
 	rec := newRecorder(t)
-	c := newClient(t, n, "alice", rec)
+	var sent []client.Sent // the observer runs on the calling goroutine
+	c := newClient(t, n, "alice", rec, client.WithObserver(func(s client.Sent) { sent = append(sent, s) }))
 	tk, err := c.Join(ctx, "slow")
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +83,16 @@ func TestRateLimitedStatus(t *testing.T) {
 		t.Fatalf("status exchanges %v, want 200, 429 with Retry-After, 200", statuses(ex))
 	}
 	checkNeverSooner(t, ex)
+	var seen []string
+	for _, s := range sent {
+		seen = append(seen, fmt.Sprintf("%s#%d:%d", s.Op, s.Attempt, s.Status))
+		if s.Err != nil || s.Took <= 0 || (s.Status == 429) != (s.RetryAfter >= time.Second) {
+			t.Errorf("observed %+v", s)
+		}
+	}
+	if got := strings.Join(seen, " "); got != "join#1:200 status#1:200 status#1:429 status#2:200" {
+		t.Errorf("the observer saw %s, want join#1:200 status#1:200 status#1:429 status#2:200", got)
+	}
 
 	// Asked to wait longer than it may: one sending, the 429 returned.
 	impatient := newClient(t, n, "carol", rec, client.WithRetry(client.Retry{MaxWait: 500 * time.Millisecond}))
