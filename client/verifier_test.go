@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -188,6 +189,33 @@ func TestVerifier(t *testing.T) {
 	}
 	if _, err := v.Verify(ctx, alice, "v"); err != nil {
 		t.Errorf("a token of the previous key, still published: %v", err)
+	}
+
+	// Many callers at once on a cold verifier: one fetch, every verdict
+	// right (run with -race).
+	cold := newVerifier(t, client.VerifierConfig{JWKSURL: keys.URL, MinRefetch: time.Hour})
+	before = keys.fetches.Load()
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() {
+			tok, user := alice, "alice"
+			if i%2 == 1 {
+				tok, user = bob, "bob"
+			}
+			adm, err := cold.Verify(ctx, tok, "v")
+			if err == nil && adm.User != user {
+				err = fmt.Errorf("user %q, want %q", adm.User, user)
+			}
+			errs <- err
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Errorf("concurrent verify: %v", err)
+		}
+	}
+	if got := keys.fetches.Load() - before; got != 1 {
+		t.Errorf("16 concurrent first verifications fetched the keys %d times, want 1", got)
 	}
 }
 
