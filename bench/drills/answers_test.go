@@ -7,23 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/client"
 	anteroomcrowd "github.com/anteroom/anteroom/internal/crowd"
 )
 
-// answer is one HTTP exchange's outcome.
+// answer is one HTTP exchange's outcome, as client/'s decoders read it
+// (internal/crowd.Exchange).
 type answer struct {
-	status     int
-	code       string // problem+json code
-	body       map[string]any
-	retryAfter time.Duration
-	err        error // transport error: no answer
+	status int
+	code   string // problem+json code
+	reply  anteroomcrowd.Answer
+	err    error // transport error: no answer
 }
 
 // kind names an outcome for the tally: "201", "503 degraded", "timeout",
@@ -51,9 +52,9 @@ func (c *crowd) do(ctx context.Context, timeout time.Duration, method, url strin
 	defer cancel()
 	a := anteroomcrowd.Exchange(ctx, c.client, method, url, hdr)
 	if a.Err != nil {
-		return answer{err: a.Err}
+		return answer{err: a.Err, reply: a}
 	}
-	return answer{status: a.Status, code: a.Code, body: a.Body, retryAfter: a.RetryAfter}
+	return answer{status: a.Status, code: a.Code, reply: a}
 }
 
 func (c *crowd) tally(what string, a answer) {
@@ -71,13 +72,19 @@ func (c *crowd) fail(format string, a ...any) {
 	c.mu.Unlock()
 }
 
-// backoff waits after an answer that asks for a retry: Retry-After capped
-// at 2 s (a drill must move on), at least 200 ms, with jitter.
-func backoff(ctx context.Context, a answer) bool { return anteroomcrowd.Backoff(ctx, a.retryAfter) }
+// drillRetry is client/'s retry rules as a drill shopper follows them:
+// sent again for as long as the crowd runs (a drill counts every answer
+// until each claim has a final one), no sooner than Retry-After, and
+// after no answer after at most 10 s (the doubling wait's cap: a drill
+// must move on).
+var drillRetry = client.Retry{Attempts: math.MaxInt32, MaxWait: 10 * time.Second}
 
-// retryable reports whether a may be retried: no answer, 429, 5xx.
-func retryable(a answer) bool {
-	return a.err != nil || a.status == http.StatusTooManyRequests || a.status >= 500
+// backoff waits after the nth sending of a call came to a, as drillRetry
+// says (every drill call may be sent again: joins and claims name their
+// user, claims carry their Idempotency-Key), and reports whether to send
+// it again; false for a final answer or when ctx ends.
+func backoff(ctx context.Context, n int, a answer) bool {
+	return anteroomcrowd.Backoff(ctx, drillRetry, n, a.reply, true)
 }
 
 func (c *crowd) acked(a ack) {

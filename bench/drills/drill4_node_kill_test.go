@@ -146,9 +146,8 @@ func fireBurst(ctx context.Context, c *crowd, base, ev string, toks map[string]s
 			}
 			b.answered.Add(1)
 			if a.status == http.StatusCreated || a.status == http.StatusOK {
-				id, _ := a.body["claim_id"].(string)
 				b.granted.Add(1)
-				c.acked(ack{ClaimID: id, User: user, Key: key, Node: base, Status: a.status, At: time.Now()})
+				c.acked(ack{ClaimID: a.reply.Claim.ID, User: user, Key: key, Node: base, Status: a.status, At: time.Now()})
 			}
 		})
 	}
