@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	defer transport.CloseIdleConnections()
-	r.hc = &http.Client{Timeout: 15 * time.Second, Transport: &meter{next: transport, r: r}}
+	r.hc = &http.Client{Transport: &meter{next: transport, r: r, timeout: 15 * time.Second}}
 	start := time.Now()
 	stopProgress := make(chan struct{})
 	var pwg sync.WaitGroup

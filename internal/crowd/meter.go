@@ -1,6 +1,7 @@
 package crowd
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"path"
@@ -16,10 +17,14 @@ import (
 type meter struct {
 	next http.RoundTripper
 	r    *runner
+	// timeout bounds one request from the moment it has a slot (a client
+	// timeout that counted the wait for a slot would fail a crowd that
+	// queues behind its own bound).
+	timeout time.Duration
 }
 
-// RoundTrip waits for a free slot, sends req and holds the slot until the
-// answer's body is closed.
+// RoundTrip waits for a free slot, sends req within the timeout and holds
+// the slot until the answer's body is closed.
 func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	select {
 	case m.r.sem <- struct{}{}:
@@ -30,14 +35,17 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, req.Context().Err()
 	}
 	m.r.c.requests.Add(1)
+	ctx, cancel := context.WithTimeout(req.Context(), m.timeout)
 	start := time.Now()
-	resp, err := m.next.RoundTrip(req)
+	resp, err := m.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
+		cancel()
 		<-m.r.sem
 		return nil, err
 	}
 	endpoint := path.Base(req.URL.Path)
 	resp.Body = &meteredBody{ReadCloser: resp.Body, done: func() {
+		cancel()
 		m.r.lat.add(endpoint, time.Since(start))
 		<-m.r.sem
 	}}
