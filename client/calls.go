@@ -73,8 +73,12 @@ func (c *Client) Wait(ctx context.Context, event, ticket string, onUpdate func(S
 // random one (NewIdempotencyKey). Every retry of the call sends the same
 // key, so however often it is sent the node makes at most one claim:
 // after no answer, after 429 and after 503 (paused, degraded). Claim.Created
-// tells the answer that made the claim (201) from a replay (200). To
-// retry after Claim returned an error, call it again with the same key.
+// tells the answer that made the claim (201) from a replay (200).
+//
+// To send the claim again after Claim returned an error (its retries
+// spent, the context ended), call Claim again with the same key: make
+// the key first (NewIdempotencyKey) and pass it, since a new key is a new
+// claim when the first one went through unseen.
 //
 // Refusals callers branch on: ErrSoldOut, ErrLimitReached (Error.ClaimIDs),
 // ErrPaused and ErrClosed (the admission stays valid), ErrUnauthenticated
@@ -92,6 +96,7 @@ func (c *Client) Claim(ctx context.Context, event, admissionToken, idemKey strin
 		return Claim{}, fmt.Errorf("anteroom: claim: %w", err)
 	}
 	cl.Created = status == http.StatusCreated
+	cl.IdempotencyKey = idemKey
 	return cl, nil
 }
 

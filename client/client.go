@@ -32,6 +32,23 @@ type Client struct {
 	// the visitor cookie in hc.Jar).
 	idHeader, idValue string
 	extra             http.Header
+	observe           func(Sent)
+}
+
+// Sent is one sending of a call, as an observer sees it (WithObserver).
+type Sent struct {
+	// Op is the call: "join", "status", "claim", "claims" or "release".
+	Op string
+	// Attempt counts the call's sendings, 1 for the first.
+	Attempt int
+	// Status is the answer's HTTP status; 0 when none came (Err says why).
+	Status int
+	// RetryAfter is the answer's Retry-After; 0 without one.
+	RetryAfter time.Duration
+	// Took is from sending the request to having read the answer.
+	Took time.Duration
+	// Err is why no answer came.
+	Err error
 }
 
 // Option configures a Client.
@@ -110,6 +127,17 @@ func WithHeader(key, value string) Option {
 	}
 }
 
+// WithObserver calls f after each sending of a call, retries included,
+// from the calling goroutine: for metrics and load generators (requests,
+// latency by call, refusals). f must be safe for concurrent use when the
+// Client is used concurrently.
+func WithObserver(f func(Sent)) Option {
+	return func(c *Client) error {
+		c.observe = f
+		return nil
+	}
+}
+
 // WithRetry sets the retry rules.
 //
 // Default: Retry{} (its documented defaults)
@@ -184,20 +212,25 @@ type call struct {
 // for a refusal, or the transport's error when no answer came.
 func (c *Client) do(ctx context.Context, k call) (int, []byte, error) {
 	for n := 1; ; n++ {
+		start := time.Now()
 		status, hdr, body, err := c.once(ctx, k)
+		a := Attempt{N: n, Status: status}
+		if err == nil && status != 0 {
+			a.RetryAfter, a.HasRetryAfter = ParseRetryAfter(hdr.Get("Retry-After"), c.now())
+		}
+		if c.observe != nil {
+			c.observe(Sent{Op: k.op, Attempt: n, Status: status, RetryAfter: a.RetryAfter, Took: time.Since(start), Err: err})
+		}
 		if err == nil && status >= 200 && status < 300 {
 			return status, body, nil
 		}
 		if ctx.Err() != nil {
 			return 0, nil, fmt.Errorf("anteroom: %s: %w", k.op, ctx.Err())
 		}
-		a := Attempt{N: n, Status: status}
 		var refusal *Error
 		if err == nil {
 			refusal = ParseProblem(k.op, status, body, hdr.Get("Retry-After"), c.now())
 			refusal.Attempts = n
-			a.RetryAfter = refusal.RetryAfter
-			a.HasRetryAfter = hdr.Get("Retry-After") != ""
 		}
 		if status == 0 || status == http.StatusBadGateway || status == http.StatusGatewayTimeout {
 			a.Replayable = k.replayable == nil || k.replayable()

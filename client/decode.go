@@ -40,6 +40,15 @@ func state(raw []byte) State {
 	return State(raw)
 }
 
+// stateOf reads a state value; the known states cost no allocation.
+func stateOf(val []byte, k kind, esc bool) (State, error) {
+	if k == kString && !esc {
+		return state(val), nil
+	}
+	v, err := str(val, k, esc)
+	return State(v), err
+}
+
 // Ticket is a join's answer: the queue ticket and the place it holds.
 type Ticket struct {
 	// Ticket is the signed queue ticket; the status poll presents it as
@@ -107,6 +116,9 @@ type Claim struct {
 	// answered one an earlier call with the same Idempotency-Key made
 	// (200). Only Client.Claim sets it.
 	Created bool
+	// IdempotencyKey is the key the claim was sent under; only
+	// Client.Claim sets it.
+	IdempotencyKey string
 	// Event, Position and ClaimedAt are set by the claims and release
 	// answers.
 	Event     string
@@ -128,9 +140,7 @@ func ParseJoin(body []byte) (Ticket, error) {
 		case "position":
 			t.Position, err = num(val, k)
 		case "state":
-			var s string
-			s, err = str(val, k, esc)
-			t.State = state([]byte(s))
+			t.State, err = stateOf(val, k, esc)
 		case "poll_after_ms":
 			var ms int64
 			ms, err = num(val, k)
@@ -166,17 +176,7 @@ func ParseStatus(body []byte) (Status, error) {
 		}
 		switch string(key) {
 		case "state":
-			if k != kString {
-				return Status{}, errSyntax
-			}
-			if esc {
-				v, err := text(val, esc)
-				if err != nil {
-					return Status{}, err
-				}
-				val = []byte(v)
-			}
-			s.State = state(val)
+			s.State, err = stateOf(val, k, esc)
 		case "position":
 			s.Position, err = num(val, k)
 		case "ahead":
@@ -190,9 +190,13 @@ func ParseStatus(body []byte) (Status, error) {
 			ms, err = num(val, k)
 			s.PollAfter = time.Duration(ms) * time.Millisecond
 		case "closed_by":
-			if k == kString && string(val) == "staff" {
-				s.ClosedByStaff = true
+			by := ""
+			if k == kString && !esc {
+				s.ClosedByStaff = string(val) == "staff" // no allocation
+				break
 			}
+			by, err = str(val, k, esc)
+			s.ClosedByStaff = by == "staff"
 		case "admission_token":
 			s.AdmissionToken, err = str(val, k, esc)
 		case "admission_expires_at":

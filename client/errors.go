@@ -37,6 +37,12 @@ const (
 	ErrPaused          Code = "paused"           // 503: the sale is paused; the admission stays valid
 	ErrClosed          Code = "closed"           // 503: staff closed the room
 	ErrDegraded        Code = "degraded"         // 503: a backing service is not answering
+	ErrCaptchaFailed   Code = "captcha_failed"   // 403: the captcha was refused
+	ErrInviteInvalid   Code = "invite_invalid"   // 403: the invite is forged, expired or someone else's
+	ErrPassInvalid     Code = "pass_invalid"     // 403: the bypass pass is forged, expired or another event's
+	ErrPassRevoked     Code = "pass_revoked"     // 403: the bypass pass was revoked
+	ErrPassUsedUp      Code = "pass_used_up"     // 403: the bypass pass has been used as often as it may
+	ErrTooLarge        Code = "too_large"        // 413: the request is too large
 )
 
 // Error is a refusal the node answered: its HTTP status and RFC 9457

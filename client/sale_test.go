@@ -2,7 +2,13 @@ package client_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // startNode starts a node on real Redis and NATS with cfg.
@@ -41,21 +48,29 @@ func ctxFor(t *testing.T) context.Context {
 // node can be in: join, wait for the turn, claim, see the claim in my
 // claims, release it, and see the unit back.
 func TestWholeSale(t *testing.T) {
-	for _, mode := range []string{"anonymous", "header"} {
+	shop := newShop(t)
+	for _, mode := range []string{"anonymous", "header", "jwt"} {
 		t.Run(mode, func(t *testing.T) {
 			cfg := node.Config{}
-			if mode == "header" {
+			var opts, otherOpts []client.Option
+			switch mode {
+			case "header":
 				cfg = nodetest.HeaderMode(cfg)
+				opts = []client.Option{client.WithUser("", "alice")}
+				otherOpts = []client.Option{client.WithUser("", "mallory")}
+			case "jwt":
+				cfg.Identity, cfg.UserJWKS, cfg.UserIssuer, cfg.UserAudience = "jwt", shop.jwks, shopIssuer, shopAudience
+				opts = []client.Option{client.WithUserToken("", shop.token(t, "alice"))}
+				otherOpts = []client.Option{client.WithUserToken("", shop.token(t, "mallory"))}
 			}
 			n := startNode(t, cfg)
 			nodetest.CreateSale(t, n, "drop", openSale(2, 1, 50))
-			var opts []client.Option
-			if mode == "header" {
-				opts = append(opts, client.WithUser("", "alice"))
-			}
 			c, err := client.New(n.URL(), opts...)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.Anonymous() != (mode == "anonymous") {
+				t.Fatalf("Anonymous() = %v in %s mode", c.Anonymous(), mode)
 			}
 			ctx := ctxFor(t)
 			tk, err := c.Join(ctx, "drop")
@@ -68,6 +83,11 @@ func TestWholeSale(t *testing.T) {
 			again, err := c.Join(ctx, "drop")
 			if err != nil || again.Ticket != tk.Ticket {
 				t.Fatalf("repeated join: %+v %v, want the same ticket %s", again, err, tk.Ticket)
+			}
+			if mode == "anonymous" { // the ticket cookie stands for the ticket
+				if s, err := c.Status(ctx, "drop", ""); err != nil || s.State == "" {
+					t.Fatalf("status by the ticket cookie: %+v %v", s, err)
+				}
 			}
 			polls := 0
 			s, err := c.Wait(ctx, "drop", tk.Ticket, func(client.Status) { polls++ })
@@ -95,6 +115,22 @@ func TestWholeSale(t *testing.T) {
 			if err != nil || len(mine) != 1 || mine[0].ID != cl.ID || mine[0].Event != "drop" || mine[0].Position < 1 || mine[0].ClaimedAt.IsZero() {
 				t.Fatalf("my claims: %+v %v, want the one claim %s", mine, err, cl.ID)
 			}
+			// Another caller can neither spend the admission nor release the
+			// claim.
+			other, err := client.New(n.URL(), otherOpts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := client.ErrNotFound
+			if mode == "anonymous" { // no visitor cookie: nobody
+				want = client.ErrUnauthenticated
+			}
+			if _, err := other.Release(ctx, "drop", cl.ID); !errors.Is(err, want) {
+				t.Errorf("another caller's release: %v, want %s", err, want)
+			}
+			if _, err := other.Claim(ctx, "drop", s.AdmissionToken, ""); !errors.Is(err, client.ErrForbidden) && !errors.Is(err, client.ErrUnauthenticated) {
+				t.Errorf("another caller's claim with the admission: %v, want forbidden or unauthenticated", err)
+			}
 			rel, err := c.Release(ctx, "drop", cl.ID)
 			if err != nil || rel.ID != cl.ID || rel.Status != "released" {
 				t.Fatalf("release: %+v %v", rel, err)
@@ -102,13 +138,47 @@ func TestWholeSale(t *testing.T) {
 			if rel2, err := c.Release(ctx, "drop", cl.ID); err != nil || rel2.Status != "released" {
 				t.Fatalf("release again: %+v %v, want the same answer", rel2, err)
 			}
-			// Another caller cannot see or release the claim.
-			other, _ := client.New(n.URL(), client.WithUser("", "mallory"))
-			if mode == "header" {
-				if _, err := other.Release(ctx, "drop", cl.ID); !errors.Is(err, client.ErrNotFound) {
-					t.Errorf("another user's release: %v, want not_found", err)
-				}
-			}
 		})
 	}
+}
+
+// The shop's user tokens in jwt mode.
+const (
+	shopIssuer   = "https://shop.example"
+	shopAudience = "anteroom"
+)
+
+// shop signs user tokens with an Ed25519 key published in a JWKS file.
+type shop struct {
+	key  ed25519.PrivateKey
+	jwks string // the file
+}
+
+func newShop(t *testing.T) *shop {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := fmt.Sprintf(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":%q,"kid":"shop-1","alg":"EdDSA","use":"sig"}]}`, base64.RawURLEncoding.EncodeToString(pub))
+	file := filepath.Join(t.TempDir(), "shop.jwks")
+	if err := os.WriteFile(file, []byte(set), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &shop{key: priv, jwks: file}
+}
+
+// token is user's token, valid for ten minutes.
+func (s *shop) token(t *testing.T, user string) string {
+	t.Helper()
+	now := time.Now()
+	j := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{
+		"iss": shopIssuer, "aud": shopAudience, "sub": user, "iat": now.Unix(), "exp": now.Add(10 * time.Minute).Unix(),
+	})
+	j.Header["kid"] = "shop-1"
+	tok, err := j.SignedString(s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }

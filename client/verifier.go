@@ -45,8 +45,10 @@ type VerifierConfig struct {
 	Refresh time.Duration
 	// MinRefetch is the least time between two fetches of the key set,
 	// so tokens of unknown kids cannot make the Verifier hammer the node.
+	// It is also how long a token of a key rotated in just after a fetch
+	// may be refused before the Verifier fetches the new set.
 	//
-	// Default: 10s
+	// Default: 5s
 	MinRefetch time.Duration
 	// HTTPClient fetches the key set.
 	//
@@ -109,7 +111,7 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 		cfg.Refresh = 5 * time.Minute
 	}
 	if cfg.MinRefetch <= 0 {
-		cfg.MinRefetch = 10 * time.Second
+		cfg.MinRefetch = 5 * time.Second
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
@@ -177,13 +179,14 @@ func (v *Verifier) current(ctx context.Context, now time.Time, kid string) (*tok
 
 // fetchLocked fetches and parses the key set; v.mu is held.
 func (v *Verifier) fetchLocked(ctx context.Context, now time.Time) error {
-	v.triedAt = now
 	keys, err := v.fetch(ctx)
-	v.lastErr = err
 	if err != nil {
+		if ctx.Err() == nil { // the caller giving up says nothing of the keys
+			v.triedAt, v.lastErr = now, err
+		}
 		return &KeysError{URL: v.cfg.JWKSURL, Err: err}
 	}
-	v.keys, v.fetchedAt = keys, now
+	v.keys, v.fetchedAt, v.triedAt, v.lastErr = keys, now, now, nil
 	return nil
 }
 
