@@ -47,6 +47,33 @@ func (a answer) kind() string {
 	return strconv.Itoa(a.status)
 }
 
+// send sends one call of user to the node at base through client/ (a
+// client.Client naming the user by X-User-ID, as the shop's gateway does,
+// that sends each call once: the drill's loops send again by drillRetry,
+// so every answer is tallied) within timeout. f makes the call and
+// returns the 2xx status it stands for; its typed result is f's to keep.
+func (c *crowd) send(ctx context.Context, timeout time.Duration, user, base string, f func(context.Context, *client.Client) (int, error)) answer {
+	cl, err := client.New(base, client.WithHTTPClient(c.client), client.WithUser(client.DefaultUserHeader, user), client.WithRetry(client.Retry{Attempts: 1}))
+	if err != nil {
+		return answer{err: err, reply: anteroomcrowd.Answer{Err: err}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	status, err := f(ctx, cl)
+	var refusal *client.Error
+	switch {
+	case err == nil:
+		return answer{status: status, reply: anteroomcrowd.Answer{Status: status}}
+	case errors.As(err, &refusal):
+		return answer{status: refusal.Status, code: string(refusal.Code), reply: anteroomcrowd.Answer{
+			Status: refusal.Status, Code: string(refusal.Code), RetryAfter: refusal.RetryAfter, HasRetryAfter: refusal.RetryAfter > 0}}
+	}
+	return answer{err: err, reply: anteroomcrowd.Answer{Err: err}}
+}
+
+// do sends one bodiless request as it is (for the calls client/ has no
+// method for: a lookup of one claim) and reads the answer with client/'s
+// decoders.
 func (c *crowd) do(ctx context.Context, timeout time.Duration, method, url string, hdr map[string]string) answer {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -23,9 +23,10 @@ import (
 // claim that has no final answer with the same Idempotency-Key for as long
 // as the crowd runs, moves to another node when its node stops answering,
 // and records every answer, so that the verdict knows exactly what each
-// client was told. Answers are read by client/'s decoders, polls wait the
-// node's pace (client.PollDelay) and retries wait as client/'s rules say
-// (drillRetry).
+// client was told. Joins, polls and claims are calls of a client.Client
+// (crowd.send), each sent once per turn of the shopper's loop; polls wait
+// the node's pace (client.PollDelay) and retries wait as client/'s rules
+// say (drillRetry).
 type crowdConfig struct {
 	// Event is the sale; URLs are the nodes, user i starts on URLs[i%n].
 	Event string
@@ -154,18 +155,21 @@ func (n *route) failed(a answer) {
 // user plays one shopper: join, poll, claim Keys times.
 func (c *crowd) user(ctx context.Context, id string, i int) {
 	at := &route{urls: c.cfg.URLs, i: i, timeout: c.cfg.Timeouts[i%len(c.cfg.Timeouts)]}
-	who := map[string]string{"X-User-ID": id}
-	path := "/events/" + c.cfg.Event
+	ev := c.cfg.Event
 	var ticket string
 	for n := 1; ticket == ""; n++ {
-		a := c.do(ctx, at.timeout, http.MethodPost, at.url()+path+"/join", who)
+		var t client.Ticket
+		a := c.send(ctx, at.timeout, id, at.url(), func(ctx context.Context, cl *client.Client) (status int, err error) {
+			t, err = cl.Join(ctx, ev)
+			return http.StatusOK, err
+		})
 		if ctx.Err() != nil {
 			return
 		}
 		switch {
 		case a.status == http.StatusOK:
-			ticket = a.reply.Join.Ticket
-			c.sawPosition(id, a.reply.Join.Position, false)
+			ticket = t.Ticket
+			c.sawPosition(id, t.Position, false)
 		case a.code == "not_open": // the queue opens after Retry-After
 			c.tally("join", a)
 			if !wait.Sleep(ctx, client.PollDelay(a.reply.RetryAfter)) {
@@ -183,10 +187,13 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 		}
 	}
 	c.joined.Add(1)
-	auth := map[string]string{"Authorization": "Bearer " + ticket}
 	var token string
 	for n := 1; token == ""; n++ {
-		a := c.do(ctx, at.timeout, http.MethodGet, at.url()+path+"/status", auth)
+		var place client.Status
+		a := c.send(ctx, at.timeout, id, at.url(), func(ctx context.Context, cl *client.Client) (status int, err error) {
+			place, err = cl.Status(ctx, ev, ticket)
+			return http.StatusOK, err
+		})
 		if ctx.Err() != nil {
 			return
 		}
@@ -202,7 +209,6 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 			continue
 		}
 		n = 0 // an answer: the next poll is a new call
-		place := a.reply.Place
 		c.sawPosition(id, place.Position, place.State == client.StateAdmitted)
 		switch {
 		case place.State == client.StateAdmitted:
@@ -262,17 +268,23 @@ func (c *crowd) sawPosition(user string, pos int64, admitted bool) {
 // same Idempotency-Key. It returns "granted", "limit", "sold_out", or ""
 // when it gave up.
 func (c *crowd) claim(ctx context.Context, user, key, token string, at *route) string {
-	hdr := map[string]string{"X-User-ID": user, "Authorization": "Bearer " + token, "Idempotency-Key": key}
+	ev := c.cfg.Event
 	for n := 1; ; n++ {
 		url := at.url()
-		a := c.do(ctx, at.timeout, http.MethodPost, url+"/events/"+c.cfg.Event+"/claim", hdr)
+		var cl client.Claim
+		a := c.send(ctx, at.timeout, user, url, func(ctx context.Context, shopper *client.Client) (status int, err error) {
+			if cl, err = shopper.Claim(ctx, ev, token, key); cl.Created {
+				return http.StatusCreated, err
+			}
+			return http.StatusOK, err
+		})
 		if ctx.Err() != nil {
 			return ""
 		}
 		c.tally("claim", a)
 		switch {
 		case a.status == http.StatusCreated || a.status == http.StatusOK:
-			c.acked(ack{ClaimID: a.reply.Claim.ID, User: user, Key: key, Node: url, Status: a.status, At: time.Now()})
+			c.acked(ack{ClaimID: cl.ID, User: user, Key: key, Node: url, Status: a.status, At: time.Now()})
 			return "granted"
 		case a.status == http.StatusConflict && a.code == "limit_reached":
 			c.limited.Add(1)
