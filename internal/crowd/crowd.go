@@ -9,12 +9,14 @@
 // scale, reading every answer with the client's decoders and following
 // its retry and pace rules.
 //
-// Exchange, Answer and Backoff are the shopper's HTTP step that the soak
-// (bench/soak) shares with Run: one request sent once, its answer decoded
-// (status, problem code, Retry-After, the fields of a join, status or
-// claim answer) by the client's decoders, and the wait before a retry.
-// Each of those crowds keeps its own plan and account of what it was
-// told.
+// Exchange, Answer and Backoff serve the crowds that account for every
+// sending themselves: Exchange sends one request once and decodes its
+// answer (status, problem code, Retry-After, the fields of a join, status
+// or claim answer) with the client's decoders — the soak (bench/soak)
+// reads every answer through it, the drills (bench/drills) their lookups
+// — and Backoff is the client's retry rule as a wait, which the drills
+// follow. Each of those crowds keeps its own plan and account of what it
+// was told.
 package crowd
 
 import (
