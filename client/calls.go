@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 func eventPath(event, rest string) string { return "/events/" + url.PathEscape(event) + rest }
@@ -62,7 +64,7 @@ func (c *Client) Wait(ctx context.Context, event, ticket string, onUpdate func(S
 		if s.Final() {
 			return s, nil
 		}
-		if !sleep(ctx, PollDelay(s.PollAfter)) {
+		if !wait.Sleep(ctx, PollDelay(s.PollAfter)) {
 			return Status{}, fmt.Errorf("anteroom: status: %w", ctx.Err())
 		}
 	}

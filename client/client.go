@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/wait"
 )
 
 // Client is one caller of a node's public API: one shopper (or one
@@ -235,14 +237,14 @@ func (c *Client) do(ctx context.Context, k call) (int, []byte, error) {
 		if status == 0 || status == http.StatusBadGateway || status == http.StatusGatewayTimeout {
 			a.Replayable = k.replayable == nil || k.replayable()
 		}
-		wait, again := c.retry.Next(a)
+		d, again := c.retry.Next(a)
 		if !again {
 			if refusal != nil {
 				return status, nil, refusal
 			}
 			return 0, nil, fmt.Errorf("anteroom: %s: %w", k.op, err)
 		}
-		if !sleep(ctx, wait) {
+		if !wait.Sleep(ctx, d) {
 			return 0, nil, fmt.Errorf("anteroom: %s: %w", k.op, ctx.Err())
 		}
 	}
@@ -277,21 +279,6 @@ func (c *Client) once(ctx context.Context, k call) (int, http.Header, []byte, er
 		return 0, nil, nil, err
 	}
 	return resp.StatusCode, resp.Header, body, nil
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func cmp(s, def string) string {

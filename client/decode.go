@@ -154,26 +154,18 @@ func ParseJoin(body []byte) (Ticket, error) {
 		}
 		return err
 	})
-	return t, err
+	if err != nil {
+		return Ticket{}, err
+	}
+	return t, nil
 }
 
 // ParseStatus decodes a status answer's body (200). A waiting answer costs
 // no allocation; an admitted one allocates its token.
 func ParseStatus(body []byte) (Status, error) {
 	var s Status
-	var sc scanner
-	sc.b = body
-	if err := sc.open(); err != nil {
-		return Status{}, err
-	}
-	for first := true; ; first = false {
-		key, val, k, esc, done, err := sc.member(first)
-		if err != nil {
-			return Status{}, err
-		}
-		if done {
-			return s, nil
-		}
+	err := members(body, func(key, val []byte, k kind, esc bool) error {
+		var err error
 		switch string(key) {
 		case "state":
 			s.State, err = stateOf(val, k, esc)
@@ -190,11 +182,11 @@ func ParseStatus(body []byte) (Status, error) {
 			ms, err = num(val, k)
 			s.PollAfter = time.Duration(ms) * time.Millisecond
 		case "closed_by":
-			by := ""
 			if k == kString && !esc {
 				s.ClosedByStaff = string(val) == "staff" // no allocation
 				break
 			}
+			var by string
 			by, err = str(val, k, esc)
 			s.ClosedByStaff = by == "staff"
 		case "admission_token":
@@ -202,10 +194,12 @@ func ParseStatus(body []byte) (Status, error) {
 		case "admission_expires_at":
 			s.AdmissionExpiresAt, err = instant(val, k, esc)
 		}
-		if err != nil {
-			return Status{}, err
-		}
+		return err
+	})
+	if err != nil {
+		return Status{}, err
 	}
+	return s, nil
 }
 
 // ParseClaim decodes a claim's body: a claim answer ({claim_id, status}),
@@ -228,7 +222,10 @@ func ParseClaim(body []byte) (Claim, error) {
 		}
 		return err
 	})
-	return c, err
+	if err != nil {
+		return Claim{}, err
+	}
+	return c, nil
 }
 
 // ParseClaims decodes the claims list's body ({"claims": [...]}).
