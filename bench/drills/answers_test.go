@@ -7,23 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/client"
 	anteroomcrowd "github.com/anteroom/anteroom/internal/crowd"
 )
 
-// answer is one HTTP exchange's outcome.
+// answer is one HTTP exchange's outcome, as client/'s decoders read it
+// (internal/crowd.Exchange).
 type answer struct {
-	status     int
-	code       string // problem+json code
-	body       map[string]any
-	retryAfter time.Duration
-	err        error // transport error: no answer
+	status int
+	code   string // problem+json code
+	reply  anteroomcrowd.Answer
+	err    error // transport error: no answer
 }
 
 // kind names an outcome for the tally: "201", "503 degraded", "timeout",
@@ -46,14 +47,41 @@ func (a answer) kind() string {
 	return strconv.Itoa(a.status)
 }
 
+// send sends one call of user to the node at base through client/ (a
+// client.Client naming the user by X-User-ID, as the shop's gateway does,
+// that sends each call once: the drill's loops send again by drillRetry,
+// so every answer is tallied) within timeout. f makes the call and
+// returns the 2xx status it stands for; its typed result is f's to keep.
+func (c *crowd) send(ctx context.Context, timeout time.Duration, user, base string, f func(context.Context, *client.Client) (int, error)) answer {
+	cl, err := client.New(base, client.WithHTTPClient(c.client), client.WithUser(client.DefaultUserHeader, user), client.WithRetry(client.Retry{Attempts: 1}))
+	if err != nil {
+		return answer{err: err, reply: anteroomcrowd.Answer{Err: err}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	status, err := f(ctx, cl)
+	var refusal *client.Error
+	switch {
+	case err == nil:
+		return answer{status: status, reply: anteroomcrowd.Answer{Status: status}}
+	case errors.As(err, &refusal):
+		return answer{status: refusal.Status, code: string(refusal.Code), reply: anteroomcrowd.Answer{
+			Status: refusal.Status, Code: string(refusal.Code), RetryAfter: refusal.RetryAfter, HasRetryAfter: refusal.RetryAfter > 0}}
+	}
+	return answer{err: err, reply: anteroomcrowd.Answer{Err: err}}
+}
+
+// do sends one bodiless request as it is (for the calls client/ has no
+// method for: a lookup of one claim) and reads the answer with client/'s
+// decoders.
 func (c *crowd) do(ctx context.Context, timeout time.Duration, method, url string, hdr map[string]string) answer {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	a := anteroomcrowd.Exchange(ctx, c.client, method, url, hdr)
 	if a.Err != nil {
-		return answer{err: a.Err}
+		return answer{err: a.Err, reply: a}
 	}
-	return answer{status: a.Status, code: a.Code, body: a.Body, retryAfter: a.RetryAfter}
+	return answer{status: a.Status, code: a.Code, reply: a}
 }
 
 func (c *crowd) tally(what string, a answer) {
@@ -71,13 +99,19 @@ func (c *crowd) fail(format string, a ...any) {
 	c.mu.Unlock()
 }
 
-// backoff waits after an answer that asks for a retry: Retry-After capped
-// at 2 s (a drill must move on), at least 200 ms, with jitter.
-func backoff(ctx context.Context, a answer) bool { return anteroomcrowd.Backoff(ctx, a.retryAfter) }
+// drillRetry is client/'s retry rules as a drill shopper follows them:
+// sent again for as long as the crowd runs (a drill counts every answer
+// until each claim has a final one), no sooner than Retry-After, and
+// after no answer after at most 10 s (the doubling wait's cap: a drill
+// must move on).
+var drillRetry = client.Retry{Attempts: math.MaxInt32, MaxWait: 10 * time.Second}
 
-// retryable reports whether a may be retried: no answer, 429, 5xx.
-func retryable(a answer) bool {
-	return a.err != nil || a.status == http.StatusTooManyRequests || a.status >= 500
+// backoff waits after the nth sending of a call came to a, as drillRetry
+// says (every drill call may be sent again: joins and claims name their
+// user, claims carry their Idempotency-Key), and reports whether to send
+// it again; false for a final answer or when ctx ends.
+func backoff(ctx context.Context, n int, a answer) bool {
+	return anteroomcrowd.Backoff(ctx, drillRetry, n, a.reply, true)
 }
 
 func (c *crowd) acked(a ack) {

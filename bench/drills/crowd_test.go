@@ -13,16 +13,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/anteroom/anteroom/client"
 	"github.com/anteroom/anteroom/internal/wait"
 )
 
-// crowdConfig is a bounded crowd of shoppers. Unlike internal/crowd, whose
-// users claim once from one node, a drill shopper claims several times
-// (one more than the per-user limit, to test it), retries every claim that
-// has no final answer with the same Idempotency-Key for as long as the
-// crowd runs, moves to another node when its node stops answering, and
-// records every answer, so that the verdict knows exactly what each client
-// was told.
+// crowdConfig is a bounded crowd of shoppers. Unlike internal/crowd's Run,
+// whose users claim once from one node, a drill shopper claims several
+// times (one more than the per-user limit, to test it), retries every
+// claim that has no final answer with the same Idempotency-Key for as long
+// as the crowd runs, moves to another node when its node stops answering,
+// and records every answer, so that the verdict knows exactly what each
+// client was told. Joins, polls and claims are calls of a client.Client
+// (crowd.send), each sent once per turn of the shopper's loop; polls wait
+// the node's pace (client.PollDelay) and retries wait as client/'s rules
+// say (drillRetry).
 type crowdConfig struct {
 	// Event is the sale; URLs are the nodes, user i starts on URLs[i%n].
 	Event string
@@ -45,10 +49,6 @@ type crowdConfig struct {
 	//
 	// Default: 2s
 	Timeouts []time.Duration
-	// MaxPoll caps the server's poll_after_ms.
-	//
-	// Default: 1s
-	MaxPoll time.Duration
 }
 
 // ack is one claim a client was answered 201 or 200 for.
@@ -83,9 +83,6 @@ type crowd struct {
 func newCrowd(cfg crowdConfig) *crowd {
 	if len(cfg.Timeouts) == 0 {
 		cfg.Timeouts = []time.Duration{2 * time.Second}
-	}
-	if cfg.MaxPoll <= 0 {
-		cfg.MaxPoll = time.Second
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "s"
@@ -158,62 +155,69 @@ func (n *route) failed(a answer) {
 // user plays one shopper: join, poll, claim Keys times.
 func (c *crowd) user(ctx context.Context, id string, i int) {
 	at := &route{urls: c.cfg.URLs, i: i, timeout: c.cfg.Timeouts[i%len(c.cfg.Timeouts)]}
-	who := map[string]string{"X-User-ID": id}
-	path := "/events/" + c.cfg.Event
+	ev := c.cfg.Event
 	var ticket string
-	for ticket == "" {
-		a := c.do(ctx, at.timeout, http.MethodPost, at.url()+path+"/join", who)
+	for n := 1; ticket == ""; n++ {
+		var t client.Ticket
+		a := c.send(ctx, at.timeout, id, at.url(), func(ctx context.Context, cl *client.Client) (status int, err error) {
+			t, err = cl.Join(ctx, ev)
+			return http.StatusOK, err
+		})
 		if ctx.Err() != nil {
 			return
 		}
 		switch {
 		case a.status == http.StatusOK:
-			ticket, _ = a.body["ticket"].(string)
-			c.sawPosition(id, a, false)
-		case retryable(a) || a.code == "not_open":
+			ticket = t.Ticket
+			c.sawPosition(id, t.Position, false)
+		case a.code == "not_open": // the queue opens after Retry-After
 			c.tally("join", a)
-			at.failed(a)
-			if !backoff(ctx, a) {
+			if !wait.Sleep(ctx, client.PollDelay(a.reply.RetryAfter)) {
 				return
 			}
 		default:
 			c.tally("join", a)
-			c.fail("join %s: %s", id, a.kind())
-			return
+			at.failed(a)
+			if !backoff(ctx, n, a) {
+				if ctx.Err() == nil {
+					c.fail("join %s: %s", id, a.kind())
+				}
+				return
+			}
 		}
 	}
 	c.joined.Add(1)
-	auth := map[string]string{"Authorization": "Bearer " + ticket}
 	var token string
-	for token == "" {
-		a := c.do(ctx, at.timeout, http.MethodGet, at.url()+path+"/status", auth)
+	for n := 1; token == ""; n++ {
+		var place client.Status
+		a := c.send(ctx, at.timeout, id, at.url(), func(ctx context.Context, cl *client.Client) (status int, err error) {
+			place, err = cl.Status(ctx, ev, ticket)
+			return http.StatusOK, err
+		})
 		if ctx.Err() != nil {
 			return
 		}
 		if a.status != http.StatusOK {
 			c.tally("status", a)
-			if !retryable(a) {
-				c.fail("status %s: %s", id, a.kind())
-				return
-			}
 			at.failed(a)
-			if !backoff(ctx, a) {
+			if !backoff(ctx, n, a) {
+				if ctx.Err() == nil {
+					c.fail("status %s: %s", id, a.kind())
+				}
 				return
 			}
 			continue
 		}
-		state, _ := a.body["state"].(string)
-		c.sawPosition(id, a, state == "admitted")
-		switch state {
-		case "admitted":
-			token, _ = a.body["admission_token"].(string)
-		case "sold_out", "closed", "not_selected":
+		n = 0 // an answer: the next poll is a new call
+		c.sawPosition(id, place.Position, place.State == client.StateAdmitted)
+		switch {
+		case place.State == client.StateAdmitted:
+			token = place.AdmissionToken
+		case place.Final():
 			c.soldOut.Add(1)
 			return
-		default:
-			ms, _ := a.body["poll_after_ms"].(float64)
-			pause := min(time.Duration(ms)*time.Millisecond, c.cfg.MaxPoll)
-			if !wait.Sleep(ctx, max(pause, 50*time.Millisecond)) {
+		default: // at the node's pace
+			if !wait.Sleep(ctx, client.PollDelay(place.PollAfter)) {
 				return
 			}
 		}
@@ -243,14 +247,13 @@ func (c *crowd) user(ctx context.Context, id string, i int) {
 	}
 }
 
-// sawPosition records the position answer a gave user, if it has one;
-// admitted says a carries the user's admission token.
-func (c *crowd) sawPosition(user string, a answer, admitted bool) {
-	p, ok := a.body["position"].(float64)
-	if !ok {
+// sawPosition records the position pos a join or status answer gave
+// user, if it gave one (0: none yet); admitted says the answer carries
+// the user's admission token.
+func (c *crowd) sawPosition(user string, pos int64, admitted bool) {
+	if pos == 0 {
 		return
 	}
-	pos := int64(p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !slices.Contains(c.positions[user], pos) {
@@ -265,18 +268,23 @@ func (c *crowd) sawPosition(user string, a answer, admitted bool) {
 // same Idempotency-Key. It returns "granted", "limit", "sold_out", or ""
 // when it gave up.
 func (c *crowd) claim(ctx context.Context, user, key, token string, at *route) string {
-	hdr := map[string]string{"X-User-ID": user, "Authorization": "Bearer " + token, "Idempotency-Key": key}
-	for {
+	ev := c.cfg.Event
+	for n := 1; ; n++ {
 		url := at.url()
-		a := c.do(ctx, at.timeout, http.MethodPost, url+"/events/"+c.cfg.Event+"/claim", hdr)
+		var cl client.Claim
+		a := c.send(ctx, at.timeout, user, url, func(ctx context.Context, shopper *client.Client) (status int, err error) {
+			if cl, err = shopper.Claim(ctx, ev, token, key); cl.Created {
+				return http.StatusCreated, err
+			}
+			return http.StatusOK, err
+		})
 		if ctx.Err() != nil {
 			return ""
 		}
 		c.tally("claim", a)
 		switch {
 		case a.status == http.StatusCreated || a.status == http.StatusOK:
-			id, _ := a.body["claim_id"].(string)
-			c.acked(ack{ClaimID: id, User: user, Key: key, Node: url, Status: a.status, At: time.Now()})
+			c.acked(ack{ClaimID: cl.ID, User: user, Key: key, Node: url, Status: a.status, At: time.Now()})
 			return "granted"
 		case a.status == http.StatusConflict && a.code == "limit_reached":
 			c.limited.Add(1)
@@ -284,14 +292,14 @@ func (c *crowd) claim(ctx context.Context, user, key, token string, at *route) s
 		case a.status == http.StatusGone:
 			c.soldOut.Add(1)
 			return "sold_out"
-		case retryable(a):
+		default:
 			at.failed(a)
-			if !backoff(ctx, a) {
+			if !backoff(ctx, n, a) {
+				if ctx.Err() == nil {
+					c.fail("claim %s/%s: %s", user, key, a.kind())
+				}
 				return ""
 			}
-		default:
-			c.fail("claim %s/%s: %s", user, key, a.kind())
-			return ""
 		}
 	}
 }

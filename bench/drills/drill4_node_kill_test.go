@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/client"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/tokens"
@@ -138,17 +139,21 @@ func fireBurst(ctx context.Context, c *crowd, base, ev string, toks map[string]s
 	for user, tok := range toks {
 		b.wg.Go(func() {
 			key := user + "-k0"
-			a := c.do(ctx, 5*time.Second, http.MethodPost, base+"/events/"+ev+"/claim",
-				map[string]string{"X-User-ID": user, "Authorization": "Bearer " + tok, "Idempotency-Key": key})
+			var cl client.Claim
+			a := c.send(ctx, 5*time.Second, user, base, func(ctx context.Context, shopper *client.Client) (status int, err error) {
+				if cl, err = shopper.Claim(ctx, ev, tok, key); cl.Created {
+					return http.StatusCreated, err
+				}
+				return http.StatusOK, err
+			})
 			c.tally("claim", a)
 			if a.err != nil {
 				return
 			}
 			b.answered.Add(1)
 			if a.status == http.StatusCreated || a.status == http.StatusOK {
-				id, _ := a.body["claim_id"].(string)
 				b.granted.Add(1)
-				c.acked(ack{ClaimID: id, User: user, Key: key, Node: base, Status: a.status, At: time.Now()})
+				c.acked(ack{ClaimID: cl.ID, User: user, Key: key, Node: base, Status: a.status, At: time.Now()})
 			}
 		})
 	}

@@ -374,7 +374,7 @@ func (d *drill) lookups(ctx context.Context, c *crowd, urls []string, ev string,
 		wg.Go(func() {
 			defer func() { <-sem }()
 			ans := c.do(ctx, 5*time.Second, http.MethodGet, url+"/events/"+ev+"/claims/"+id, map[string]string{"X-User-ID": a.User})
-			st, _ := ans.body["status"].(string)
+			st := ans.reply.Claim.Status
 			if ans.status != http.StatusOK || st != "confirmed" {
 				mu.Lock()
 				bad = append(bad, fmt.Sprintf("%s (%s %s)", id, ans.kind(), st))

@@ -26,7 +26,8 @@ import (
 // with retries under the same Idempotency-Key (and, for some, a twin sent
 // at once to another node), replays of answered claims, releases, lookups,
 // and abandoners who join and never come back or are admitted and never
-// claim. Every exchange goes to the history.
+// claim. Every exchange goes to the history, read by client/'s decoders
+// (internal/crowd.Exchange).
 type crowd struct {
 	h       *history
 	urls    []string
@@ -105,7 +106,16 @@ func (c *crowd) wait() { c.wg.Wait() }
 // answer is a decoded response.
 type answer struct {
 	op
-	reply anteroomcrowd.Answer // the decoded exchange, for its body
+	reply anteroomcrowd.Answer // the exchange as client/'s decoders read it
+}
+
+// pollAfter is the soak's pause before a shopper's next status poll: the
+// node's poll_after_ms, but at least 100 ms and at most 1 s. The soak's
+// shoppers are impatient on purpose, as its retries are (retry): the node
+// must keep its promises to clients that poll and retry sooner than it
+// asks, not only to ones that follow client/'s pace.
+func pollAfter(a answer) time.Duration {
+	return min(max(a.reply.Place.PollAfter, 100*time.Millisecond), time.Second)
 }
 
 func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, hdr map[string]string) answer {
@@ -138,15 +148,12 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	a.Retry = ans.HasRetryAfter
 	a.reply = ans
 	a.Code = ans.Code
-	a.State = ans.Str("state")
-	if a.State == "" {
-		a.State = ans.Str("status")
-	}
-	if id := ans.Str("claim_id"); id != "" || a.ClaimID == "" {
+	a.State = ans.State()
+	if id := ans.Claim.ID; id != "" || a.ClaimID == "" {
 		a.ClaimID = id
 	}
-	if p, ok := ans.Body["position"].(float64); ok && kind == "join" {
-		a.Pos = int64(p)
+	if kind == "join" {
+		a.Pos = ans.Join.Position
 	}
 	c.h.record(a.op)
 	return a
@@ -193,10 +200,10 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		a := c.do(ctx, s, "join", http.MethodPost, base+"/join", joinHdr)
 		switch {
 		case a.Status == http.StatusOK && s.pass != "":
-			token = a.reply.Str("admission_token")
+			token = a.reply.Join.AdmissionToken
 		case a.Status == http.StatusOK:
-			ticket = a.reply.Str("ticket")
-			if lane := a.reply.Str("lane"); lane != strings.TrimPrefix(s.lane, "pass") {
+			ticket = a.reply.Join.Ticket
+			if lane := a.reply.Join.Lane; lane != strings.TrimPrefix(s.lane, "pass") {
 				c.h.violateNow(s.sale, "%s joined with an invite for lane %q and was put in lane %q", s.id, s.lane, lane)
 			}
 		case s.pass != "" && a.Status == http.StatusForbidden:
@@ -224,11 +231,11 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		}
 		switch {
 		case a.Status == http.StatusOK && a.State == "admitted":
-			token = a.reply.Str("admission_token")
+			token = a.reply.Place.AdmissionToken
 		case a.Status == http.StatusOK && (a.State == "sold_out" || a.State == "closed" || a.State == "not_selected"):
 			return
 		case a.Status == http.StatusOK:
-			if !wait.Sleep(ctx, a.reply.PollAfter(100*time.Millisecond, time.Second)) {
+			if !wait.Sleep(ctx, pollAfter(a)) {
 				return
 			}
 		case !retry(ctx, s, a):

@@ -93,8 +93,8 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 	for ticket == "" && token == "" {
 		a := r.c.do(ctx, v, "room", http.MethodPost, base+"/join", nil)
 		if a.Status == http.StatusOK {
-			ticket = a.reply.Str("ticket")
-			token = a.reply.Str("admission_token")
+			ticket = a.reply.Join.Ticket
+			token = a.reply.Join.AdmissionToken
 		} else if !retry(ctx, v, a) {
 			return
 		}
@@ -112,7 +112,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 		a := r.c.do(ctx, v, "room", http.MethodGet, base+"/status", auth)
 		switch {
 		case a.Status == http.StatusOK && a.State == "admitted":
-			token = a.reply.Str("admission_token")
+			token = a.reply.Place.AdmissionToken
 		case a.Status == http.StatusOK && (a.State == "closed" || a.State == "sold_out"):
 			return
 		case a.Status == http.StatusUnauthorized:
@@ -122,7 +122,7 @@ func (r *room) visit(ctx context.Context, v *shopper, n int) {
 			}
 			return
 		case a.Status == http.StatusOK:
-			if !wait.Sleep(ctx, a.reply.PollAfter(100*time.Millisecond, time.Second)) {
+			if !wait.Sleep(ctx, pollAfter(a)) {
 				return
 			}
 		case !retry(ctx, v, a):

@@ -76,7 +76,7 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 	defer cancel()
 	res, err := crowd.Run(cctx, crowd.Config{
 		URLs: []string{n.URL()}, Event: ev, Users: *users, Abandon: *abandon,
-		ArrivalSpread: 6 * time.Second, MaxPoll: 2 * time.Second, Concurrency: 128,
+		ArrivalSpread: 6 * time.Second, Concurrency: 128,
 		Replays: 3, ReplayShare: 0.05,
 		Progress: func(s crowd.Stats) { progress(stdout, s, *units) },
 	})

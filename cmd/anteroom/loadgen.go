@@ -32,7 +32,6 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	abandon := fs.Float64("abandon", 0.1, "share who leave after joining")
 	conc := fs.Int("concurrency", 256, "requests in flight at most")
 	spread := fs.Duration("arrival", 2*time.Second, "spread of first arrivals")
-	maxPoll := fs.Duration("max-poll", 2*time.Second, "cap on the server's poll_after_ms")
 	limit := fs.Duration("duration", 2*time.Minute, "stop after this long")
 	create := fs.Bool("create", false, "create the event through the admin API first")
 	units := fs.Int64("units", 1000, "units for sale (with -create)")
@@ -129,7 +128,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	defer cancel()
 	res, err := crowd.Run(cctx, crowd.Config{
 		URLs: targets, Event: *ev, Users: *users, UserHeader: *userHeader, Abandon: *abandon, Concurrency: *conc,
-		ArrivalSpread: *spread, MaxPoll: *maxPoll, Replays: 2, ReplayShare: 0.05,
+		ArrivalSpread: *spread, Replays: 2, ReplayShare: 0.05,
 		UserPrefix: fmt.Sprintf("lg%d-", time.Now().UnixNano()%1e6),
 		Progress:   func(s crowd.Stats) { progress(stdout, s, *units) },
 	})

@@ -2,33 +2,40 @@ package crowd
 
 import (
 	"context"
-	"encoding/json"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
+	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/client"
 	"github.com/anteroom/anteroom/internal/wait"
 )
 
-// Answer is one HTTP exchange of a simulated shopper, decoded: what every
-// crowd (this package's, the soak's, the drills') reads from an answer of
-// the public API. Each crowd keeps its own account of it.
+// Answer is one HTTP exchange of a simulated shopper, read by client/'s
+// decoders: what the crowds that record every sending (the soak's, the
+// drills') read from an answer of the public API. Each crowd keeps its
+// own account of it.
 type Answer struct {
 	// Status is the HTTP status; 0 when no answer came (Err is set).
 	Status int
-	// Body is the decoded JSON object; nil when there was none or it was
-	// not one (see Undecodable).
-	Body map[string]any
-	// Code is the problem+json code; "" when the body has none.
+	// Code is the problem+json code of a refusal (client.ParseProblem);
+	// "" for a 2xx or a body that is no problem.
 	Code string
-	// RetryAfter is the Retry-After header in whole seconds; 0 when it is
-	// absent or not a number. HasRetryAfter reports whether the header
-	// came at all.
+	// RetryAfter is the Retry-After header as client.ParseRetryAfter
+	// reads it; 0 when it is absent or unreadable. HasRetryAfter reports
+	// whether the header came at all.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
-	// Undecodable reports a non-empty body that is not a JSON object.
+	// Join, Place, Claim and Claims are a 2xx answer as client/ decodes
+	// it, by the call its URL names: a join (Join), a status poll
+	// (Place), a claim, release or lookup (Claim), the claims list
+	// (Claims). The others stay zero.
+	Join   client.Ticket
+	Place  client.Status
+	Claim  client.Claim
+	Claims []client.Claim
+	// Undecodable reports a 2xx body of one of those calls that client/
+	// cannot read.
 	Undecodable bool
 	// Err is why no answer came: the request failed, or its body could
 	// not be read (then Cut is set too).
@@ -40,13 +47,27 @@ type Answer struct {
 	Took time.Duration
 }
 
+// State is the answer's state: a join's or status poll's place
+// (waiting, admitted, ...) or a claim's status (pending, confirmed,
+// released); "" for other answers.
+func (a Answer) State() string {
+	switch {
+	case a.Place.State != "":
+		return string(a.Place.State)
+	case a.Join.State != "":
+		return string(a.Join.State)
+	}
+	return a.Claim.Status
+}
+
 // maxBody bounds how much of an answer is read.
 const maxBody = 1 << 16
 
 // Exchange sends one bodiless request with the headers of hdrs (later maps
-// win) and decodes the answer. ctx bounds the whole exchange; a client's
-// own timeout applies too. It is safe for concurrent use when client is.
-func Exchange(ctx context.Context, client *http.Client, method, url string, hdrs ...map[string]string) Answer {
+// win), once, and decodes the answer with client/'s decoders. ctx bounds
+// the whole exchange; a client's own timeout applies too. It is safe for
+// concurrent use when hc is.
+func Exchange(ctx context.Context, hc *http.Client, method, url string, hdrs ...map[string]string) Answer {
 	req, err := http.NewRequestWithContext(ctx, method, url, http.NoBody)
 	if err != nil {
 		return Answer{Err: err}
@@ -57,7 +78,7 @@ func Exchange(ctx context.Context, client *http.Client, method, url string, hdrs
 		}
 	}
 	start := time.Now()
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return Answer{Err: err}
 	}
@@ -67,38 +88,53 @@ func Exchange(ctx context.Context, client *http.Client, method, url string, hdrs
 		return Answer{Err: err, Cut: true, Took: time.Since(start)}
 	}
 	a := Answer{Status: resp.StatusCode, Took: time.Since(start)}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		a.HasRetryAfter = true
-		if s, err := strconv.Atoi(ra); err == nil {
-			a.RetryAfter = time.Duration(s) * time.Second
-		}
+	ra := resp.Header.Get("Retry-After")
+	a.HasRetryAfter = ra != ""
+	if a.Status < 200 || a.Status > 299 {
+		p := client.ParseProblem(call(req.URL.Path), a.Status, raw, ra, time.Now())
+		a.Code, a.RetryAfter = string(p.Code), p.RetryAfter
+		return a
 	}
-	if len(raw) > 0 && json.Unmarshal(raw, &a.Body) != nil {
-		a.Undecodable = true
+	a.RetryAfter, _ = client.ParseRetryAfter(ra, time.Now())
+	switch call(req.URL.Path) {
+	case "join":
+		a.Join, err = client.ParseJoin(raw)
+	case "status":
+		a.Place, err = client.ParseStatus(raw)
+	case "claim", "release", "lookup":
+		a.Claim, err = client.ParseClaim(raw)
+	case "claims":
+		a.Claims, err = client.ParseClaims(raw)
 	}
-	a.Code = a.Str("code")
+	a.Undecodable = err != nil
 	return a
 }
 
-// Backoff waits after an answer that asks for a retry (403 not_open,
-// 429, 503): its Retry-After, at least 200 ms and at most 2 s (a crowd
-// moves on), plus up to 200 ms of jitter so a crowd refused together does
-// not come back together. It reports whether ctx is still live.
-func Backoff(ctx context.Context, retryAfter time.Duration) bool {
-	d := min(max(retryAfter, 200*time.Millisecond), 2*time.Second)
-	return wait.Sleep(ctx, d+time.Duration(rand.Int64N(int64(200*time.Millisecond))))
+// call names the public API's call at path: join, status, claim,
+// claims, lookup (one claim), release; "" for another path.
+func call(path string) string {
+	_, rest, ok := strings.Cut(path, "/events/")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 2 && (parts[1] == "join" || parts[1] == "status" || parts[1] == "claim" || parts[1] == "claims"):
+		return parts[1]
+	case len(parts) == 3 && parts[1] == "claims":
+		return "lookup"
+	case len(parts) == 4 && parts[1] == "claims" && parts[3] == "release":
+		return "release"
+	}
+	return ""
 }
 
-// Str returns the body's string field k; "" when it is absent or not a
-// string.
-func (a Answer) Str(k string) string { s, _ := a.Body[k].(string); return s }
-
-// Num returns the body's number field k; 0 when it is absent or not a
-// number.
-func (a Answer) Num(k string) float64 { f, _ := a.Body[k].(float64); return f }
-
-// PollAfter is the wait the server asked for before the next status
-// poll (poll_after_ms), capped at most and raised to at least least.
-func (a Answer) PollAfter(least, most time.Duration) time.Duration {
-	return max(min(time.Duration(a.Num("poll_after_ms"))*time.Millisecond, most), least)
+// Backoff waits as r, client/'s retry rules, say after the nth sending
+// of a call came to a, and reports whether to send it again: after 429
+// and 503 no sooner than their Retry-After, after no answer (or a proxy's
+// 502 or 504) only when replayable, never after any other answer, and
+// false as well when ctx ends first.
+func Backoff(ctx context.Context, r client.Retry, n int, a Answer, replayable bool) bool {
+	d, again := r.Next(client.Attempt{N: n, Status: a.Status, RetryAfter: a.RetryAfter, HasRetryAfter: a.HasRetryAfter, Replayable: replayable})
+	return again && wait.Sleep(ctx, d)
 }

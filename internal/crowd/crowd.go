@@ -1,14 +1,22 @@
-// Package crowd simulates shoppers against anteroom's public HTTP API: each
-// simulated user joins, polls status at the server's poll_after_ms, claims
-// once admitted (retrying with the same Idempotency-Key), or abandons. The
-// demo, the load generator and the integration tests use it, so they all
-// exercise the real contract over real sockets.
+// Package crowd simulates shoppers against anteroom's public HTTP API
+// through the Go client (client/), so the demo, the load generator, the
+// drills and the integration tests exercise the client's rules — how an
+// answer is read, when a call is sent again and how long to wait, the
+// node's poll pace — over real sockets. Run plays a crowd of shoppers,
+// each a client.Client: it joins, polls at the node's pace, claims once
+// admitted (retried with the same Idempotency-Key), or abandons. Hold
+// plays the million-person queue and the flash crowd on fasthttp for
+// scale, reading every answer with the client's decoders and following
+// its retry and pace rules.
 //
-// Exchange, Answer and Backoff are the shopper's HTTP step that the soak
-// (bench/soak) and the drills (bench/drills) share with Run: one request,
-// its answer decoded (status, JSON body, problem code, Retry-After,
-// poll_after_ms), and the wait before a retry. Each of those crowds keeps
-// its own plan and account of what it was told.
+// Exchange, Answer and Backoff serve the crowds that account for every
+// sending themselves: Exchange sends one request once and decodes its
+// answer (status, problem code, Retry-After, the fields of a join, status
+// or claim answer) with the client's decoders — the soak (bench/soak)
+// reads every answer through it, the drills (bench/drills) their lookups
+// — and Backoff is the client's retry rule as a wait, which the drills
+// follow. Each of those crowds keeps its own plan and account of what it
+// was told.
 package crowd
 
 import (
@@ -50,10 +58,6 @@ type Config struct {
 	Concurrency int
 	// ArrivalSpread spreads the users' first join over this long.
 	ArrivalSpread time.Duration
-	// MaxPoll caps the server's poll_after_ms (to keep a demo short).
-	//
-	// Default: 30s
-	MaxPoll time.Duration
 	// Replays is how many extra identical claim requests an admitted user
 	// fires at once with the same Idempotency-Key (0: one request).
 	Replays int
@@ -113,21 +117,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 256
 	}
-	if cfg.MaxPoll <= 0 {
-		cfg.MaxPoll = 30 * time.Second
+	r := &runner{cfg: cfg, sem: make(chan struct{}, cfg.Concurrency), claims: map[string][]string{}}
+	transport := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        cfg.Concurrency * 2,
+		MaxIdleConnsPerHost: cfg.Concurrency * 2,
+		IdleConnTimeout:     30 * time.Second,
 	}
-	r := &runner{
-		cfg:    cfg,
-		sem:    make(chan struct{}, cfg.Concurrency),
-		claims: map[string][]string{},
-		transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        cfg.Concurrency * 2,
-			MaxIdleConnsPerHost: cfg.Concurrency * 2,
-			IdleConnTimeout:     30 * time.Second,
-		},
-	}
-	defer r.transport.CloseIdleConnections()
+	defer transport.CloseIdleConnections()
+	r.hc = &http.Client{Transport: &meter{next: transport, r: r, timeout: 15 * time.Second}}
 	start := time.Now()
 	stopProgress := make(chan struct{})
 	var pwg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/anteroom/anteroom/client"
 	"github.com/anteroom/anteroom/internal/wait"
 )
 
@@ -135,38 +136,43 @@ func (h *holdRun) joinAnswered(sent time.Time, code int, err error) {
 }
 
 // claim claims once for person id with the admission token of their
-// status answer, under one Idempotency-Key for every retry.
+// status answer, under one Idempotency-Key for every retry, sent again
+// as client/'s rules say (holdRetry).
 func (h *holdRun) claim(ctx context.Context, id uint32, token string) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	user := h.cfg.UserPrefix + strconv.FormatUint(uint64(id), 10)
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		code, body, retry, err := h.send(id, fasthttp.MethodPost, "/claim", token, req, resp, "Idempotency-Key", "k-"+user)
+	key := "k-" + user
+	for n := 1; ctx.Err() == nil; n++ {
+		code, body, err := h.send(id, fasthttp.MethodPost, "/claim", token, req, resp, "Idempotency-Key", key)
 		switch {
 		case err == nil && (code == fasthttp.StatusCreated || code == fasthttp.StatusOK):
+			c, err := client.ParseClaim(body)
+			if err != nil {
+				h.fail("claim %d: %v: %s", id, err, body)
+				return
+			}
 			h.claimed.Add(1)
 			if h.seconds != nil {
 				h.at(time.Now()).claims.Add(1)
 			}
 			h.mu.Lock()
-			h.claims[user] = string(jsonString(body, "claim_id"))
+			h.claims[user] = c.ID
 			h.mu.Unlock()
 			return
 		case err == nil && (code == fasthttp.StatusGone || code == fasthttp.StatusConflict):
 			h.claimGone.Add(1)
 			return
-		case attempt >= 20:
+		}
+		// A request without an answer may have been granted: the retry
+		// carries the same key and gets the same claim.
+		d, again := next(n, code, resp)
+		if !again {
 			h.fail("claim %d: gave up: %d %v %s", id, code, err, body)
 			return
-		case err != nil || code == fasthttp.StatusTooManyRequests || code == fasthttp.StatusServiceUnavailable:
-			// A request without an answer may have been granted: the
-			// retry carries the same key and gets the same claim.
-			if !wait.Sleep(ctx, max(retry, 200*time.Millisecond)) {
-				return
-			}
-		default:
-			h.fail("claim %d: %d %s", id, code, body)
+		}
+		if !wait.Sleep(ctx, d) {
 			return
 		}
 	}

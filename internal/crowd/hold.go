@@ -13,10 +13,13 @@ import (
 )
 
 // HoldConfig describes a crowd that joins one event once and then keeps
-// polling its status at the poll_after_ms the server answers, until it is
-// admitted or the run ends: the million-person queue (loadgen -scenario
-// million). People are named by UserHeader, so the nodes must run in
-// header identity mode trusting this machine.
+// polling its status at the node's pace (client.PollDelay of the
+// poll_after_ms answered), until it is admitted or the run ends: the
+// million-person queue (loadgen -scenario million). It sends on fasthttp
+// for scale and reads every answer with client/'s decoders; joins, polls
+// and claims are sent again as client/'s rules say. People are named by
+// UserHeader, so the nodes must run in header identity mode trusting
+// this machine.
 type HoldConfig struct {
 	// URLs are the nodes; person i joins and polls URLs[i % len(URLs)].
 	URLs []string
@@ -59,7 +62,8 @@ type HoldConfig struct {
 	// Default: 1s
 	LateAfter time.Duration
 	// Claim makes an admitted person claim once (with an Idempotency-Key)
-	// before leaving, retrying a 429 or 503 with the same key.
+	// before leaving, sent again with the same key as client/'s rules say
+	// (after a 429 or 503, or no answer).
 	Claim bool
 	// Until, when set, ends the run once everyone has been offered and it
 	// holds (checked every 100 ms), before Hold passes.
@@ -73,7 +77,8 @@ type HoldStats struct {
 	// admitted (they stop polling); Waiting the rest still polling.
 	Joined, Admitted, Waiting int64
 	// Polls counts status answers; Late those sent more than a second
-	// after the instant the server asked for.
+	// after their instant (the node's poll_after_ms as client.PollDelay
+	// spreads it): the generator falling behind.
 	Polls, Late, Errors int64
 	// Asked is the status polls per second the server asked the waiting
 	// crowd for: the sum of 1/poll_after over everyone waiting.
@@ -92,7 +97,7 @@ type HoldResult struct {
 	// JoinTime is from the first join sent to the last answered.
 	JoinTime time.Duration
 	// Join and Status are the request latencies the generator measured;
-	// Lag is how late each poll was sent against the server's instant.
+	// Lag is how late each poll was sent against its instant.
 	Join, Status, Lag Latency
 	// FirstErrors holds a few error descriptions.
 	FirstErrors []string

@@ -1,13 +1,13 @@
 package crowd
 
 import (
-	"bytes"
 	"context"
 	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/anteroom/anteroom/client"
 	"github.com/anteroom/anteroom/internal/wait"
 )
 
@@ -37,10 +37,14 @@ func (h *holdRun) joinAll(ctx context.Context) {
 	}
 }
 
-// send sends one request of person id and returns the status, the body
-// (valid until resp is released) and the Retry-After.
+// holdRetry is client/'s retry rules with as many sendings of one call
+// as the crowd gave a join or a claim before.
+var holdRetry = client.Retry{Attempts: 20}
+
+// send sends one request of person id and returns the status (0 when no
+// answer came) and the body (valid until resp is released).
 // kv are more headers, name and value pairs.
-func (h *holdRun) send(id uint32, method, path, ticket string, req *fasthttp.Request, resp *fasthttp.Response, kv ...string) (int, []byte, time.Duration, error) {
+func (h *holdRun) send(id uint32, method, path, ticket string, req *fasthttp.Request, resp *fasthttp.Response, kv ...string) (int, []byte, error) {
 	c := h.clients[int(id)%len(h.clients)]
 	req.Reset()
 	req.SetRequestURI("http://" + c.Addr + "/events/" + h.cfg.Event + path)
@@ -53,41 +57,63 @@ func (h *holdRun) send(id uint32, method, path, ticket string, req *fasthttp.Req
 		req.Header.Set(kv[i], kv[i+1])
 	}
 	if err := c.Do(req, resp); err != nil {
-		return 0, nil, 0, err
+		return 0, nil, err
 	}
-	ra, _ := strconv.Atoi(string(resp.Header.Peek("Retry-After")))
-	return resp.StatusCode(), resp.Body(), time.Duration(ra) * time.Second, nil
+	return resp.StatusCode(), resp.Body(), nil
+}
+
+// next is client/'s rule (holdRetry) for the nth sending of a call that
+// came to status (0: no answer) with resp's Retry-After: whether to send
+// it again and after how long. Every call of the crowd may be sent again
+// after no answer: people are named by UserHeader (a repeated join
+// returns the same ticket), polls are GETs and claims carry their
+// Idempotency-Key.
+func next(n, status int, resp *fasthttp.Response) (time.Duration, bool) {
+	a := client.Attempt{N: n, Status: status, Replayable: true}
+	if status != 0 {
+		if v := resp.Header.Peek("Retry-After"); len(v) > 0 {
+			a.HasRetryAfter = true
+			a.RetryAfter, _ = client.ParseRetryAfter(string(v), time.Now())
+		}
+	}
+	return holdRetry.Next(a)
 }
 
 func (h *holdRun) join(ctx context.Context, id uint32) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	for attempt := 0; ctx.Err() == nil; attempt++ {
+	for n := 1; ctx.Err() == nil; n++ {
 		start := time.Now()
-		code, body, retry, err := h.send(id, fasthttp.MethodPost, "/join", "", req, resp)
+		code, body, err := h.send(id, fasthttp.MethodPost, "/join", "", req, resp)
 		h.joinLat.add(time.Since(start))
 		h.joinAnswered(start, code, err)
-		switch {
-		case err == nil && code == fasthttp.StatusOK:
-			h.tickets[id] = string(jsonString(body, "ticket"))
-			h.joined.Add(1)
-			h.answered(ctx, id, body, true)
-			return
-		case attempt >= 20:
-			h.fail("join %d: gave up: %d %v %s", id, code, err, body)
-			return
-		case err != nil || code == fasthttp.StatusTooManyRequests || code == fasthttp.StatusServiceUnavailable:
-			if !wait.Sleep(ctx, max(retry, 100*time.Millisecond)) {
+		if err == nil && code == fasthttp.StatusOK {
+			t, err := client.ParseJoin(body)
+			if err != nil {
+				h.fail("join %d: %v: %s", id, err, body)
 				return
 			}
-		default:
-			h.fail("join %d: %d %s", id, code, body)
+			h.tickets[id] = t.Ticket
+			h.joined.Add(1)
+			h.answered(ctx, id, t.Position, t.State, t.PollAfter, "", true)
+			return
+		}
+		d, again := next(n, code, resp)
+		if !again {
+			h.fail("join %d: gave up: %d %v %s", id, code, err, body)
+			return
+		}
+		if !wait.Sleep(ctx, d) {
 			return
 		}
 	}
 }
 
+// poll sends person id's status poll: one call, each poll a new one.
+// After a 429 or 503, or no answer (counted as an error), the person
+// polls again when client/'s rules say; any other refusal is final (the
+// person stops, counted as an error).
 func (h *holdRun) poll(ctx context.Context, id uint32) {
 	if ctx.Err() != nil {
 		return // the run is over: what is left in the queue is not sent
@@ -104,56 +130,69 @@ func (h *holdRun) poll(ctx context.Context, id uint32) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	code, body, retry, err := h.send(id, fasthttp.MethodGet, "/status", h.tickets[id], req, resp)
+	code, body, err := h.send(id, fasthttp.MethodGet, "/status", h.tickets[id], req, resp)
 	h.statusLat.add(time.Since(now))
-	switch {
-	case err == nil && code == fasthttp.StatusOK:
-		h.polls.Add(1)
-		if h.seconds != nil {
-			h.at(time.Now()).polls.Add(1)
+	if err == nil && code == fasthttp.StatusOK {
+		s, perr := client.ParseStatus(body)
+		if perr == nil {
+			h.polls.Add(1)
+			if h.seconds != nil {
+				h.at(time.Now()).polls.Add(1)
+			}
+			h.answered(ctx, id, s.Position, s.State, s.PollAfter, s.AdmissionToken, false)
+			return
 		}
-		h.answered(ctx, id, body, false)
-	case err == nil && (code == fasthttp.StatusTooManyRequests || code == fasthttp.StatusServiceUnavailable):
-		h.schedule(id, now, uint32(max(retry, time.Second)/time.Millisecond))
-	default:
-		h.fail("status %d: %d %v %s", id, code, err, body)
-		h.schedule(id, now, uint32(time.Second/time.Millisecond))
+		err = perr
 	}
+	d, again := next(1, code, resp)
+	if err != nil || !again {
+		h.fail("status %d: %d %v %s", id, code, err, body)
+	}
+	if !again {
+		h.setInterval(id, 0)
+		return
+	}
+	h.schedule(id, now, d, d)
 }
 
-// answered acts on a join or status answer: an admitted person (or one
-// whose sale is over) stops polling, anyone else polls again at the
-// poll_after_ms asked for. With Claim an admitted person claims first
-// (one admitted by their join answer polls at once for the admission
-// token, which only a status answer carries).
-func (h *holdRun) answered(ctx context.Context, id uint32, body []byte, join bool) {
-	if h.positions != nil {
-		if p := jsonInt(body, "position"); p > 0 && p <= 1<<32-1 {
-			h.positions[id] = uint32(p)
-		}
+// answered acts on a join or status answer (its position, state, pace and
+// admission token): an admitted person (or one whose sale is over) stops
+// polling, anyone else polls again at the node's pace (client.PollDelay
+// of its poll_after_ms). With Claim an admitted person claims first (one
+// admitted by their join answer polls at once for the admission token,
+// which only a status answer carries).
+func (h *holdRun) answered(ctx context.Context, id uint32, pos int64, state client.State, pollAfter time.Duration, token string, join bool) {
+	if h.positions != nil && pos > 0 && pos <= 1<<32-1 {
+		h.positions[id] = uint32(pos)
 	}
-	switch string(jsonString(body, "state")) {
-	case "admitted":
+	switch state {
+	case client.StateAdmitted:
 		if h.cfg.Claim && join {
-			h.schedule(id, time.Now(), 0)
+			h.schedule(id, time.Now(), 0, 0)
 			return
 		}
 		h.admitted.Add(1)
 		h.setInterval(id, 0)
 		if h.cfg.Claim {
-			h.claim(ctx, id, string(jsonString(body, "admission_token")))
+			h.claim(ctx, id, token)
 		}
-	case "sold_out", "closed", "not_selected":
+	case client.StateSoldOut, client.StateClosed, client.StateNotSelected:
 		h.setInterval(id, 0)
 	default:
-		h.schedule(id, time.Now(), uint32(max(jsonInt(body, "poll_after_ms"), 50)))
+		asked := pollAfter
+		if asked <= 0 {
+			asked = time.Second // client.PollDelay's pace when none is named
+		}
+		h.schedule(id, time.Now(), asked, client.PollDelay(pollAfter))
 	}
 }
 
-// schedule asks for person id's next poll ms milliseconds after from.
-func (h *holdRun) schedule(id uint32, from time.Time, ms uint32) {
-	h.setInterval(id, ms)
-	at := from.Add(time.Duration(ms) * time.Millisecond)
+// schedule asks for person id's next poll after from: the node asked for
+// one every asked (0: no pace, not counted in Asked), the poll is due
+// after.
+func (h *holdRun) schedule(id uint32, from time.Time, asked, after time.Duration) {
+	h.setInterval(id, uint32(min(asked/time.Millisecond, 1<<32-1)))
+	at := from.Add(after)
 	h.due[id] = int64(at.Sub(h.start))
 	h.wheel.add(at, id)
 }
@@ -169,33 +208,4 @@ func (h *holdRun) setInterval(id uint32, ms uint32) {
 	}
 	h.asked.Add(rate(ms) - rate(h.interval[id]))
 	h.interval[id] = ms
-}
-
-// jsonString finds "key":"value" in a flat JSON object and returns value
-// (anteroom's answers escape nothing in the fields read here).
-func jsonString(body []byte, key string) []byte {
-	i := bytes.Index(body, []byte(`"`+key+`":"`))
-	if i < 0 {
-		return nil
-	}
-	v := body[i+len(key)+4:]
-	if j := bytes.IndexByte(v, '"'); j >= 0 {
-		return v[:j]
-	}
-	return nil
-}
-
-// jsonInt finds "key":number in a flat JSON object.
-func jsonInt(body []byte, key string) int64 {
-	i := bytes.Index(body, []byte(`"`+key+`":`))
-	if i < 0 {
-		return 0
-	}
-	v := body[i+len(key)+3:]
-	j := 0
-	for j < len(v) && v[j] >= '0' && v[j] <= '9' {
-		j++
-	}
-	n, _ := strconv.ParseInt(string(v[:j]), 10, 64)
-	return n
 }

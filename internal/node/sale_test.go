@@ -45,7 +45,7 @@ func TestWholeSale(t *testing.T) {
 			defer cancel()
 			res, err := crowd.Run(ctx, crowd.Config{
 				URLs: []string{n.URL()}, Event: "whole", Users: users, Concurrency: 128,
-				ArrivalSpread: 2 * time.Second, MaxPoll: time.Second, Replays: 5, ReplayShare: 0.1,
+				ArrivalSpread: 2 * time.Second, Replays: 5, ReplayShare: 0.1,
 			})
 			if err != nil {
 				t.Fatalf("crowd: %v", err)
