@@ -42,6 +42,7 @@ import (
 	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Consumer-side interfaces: only what the handlers call.
@@ -276,6 +277,18 @@ type Config struct {
 	//
 	// Default: time.Now
 	Now func() time.Time
+	// Tracer, when set, traces requests (tracing.go): a server span per
+	// request but probes and assets, status polls at TraceStatusRatio,
+	// W3C traceparent believed from TrustedProxies only. nil: off, no
+	// span is started (package telemetry makes it).
+	//
+	// Default: nil
+	Tracer trace.TracerProvider
+	// TraceStatusRatio is the share of status polls traced when Tracer
+	// is set, from 0 (none) to 1 (all).
+	//
+	// Default: 0
+	TraceStatusRatio float64
 	// NowAt is Now at the machine's instant t (a time.Now reading). With
 	// it, a status poll reads no clock of its own: its time is NowAt of
 	// the instant fasthttp received it, read once by fasthttp. Leave it
@@ -295,6 +308,8 @@ type Server struct {
 	clock kit.Clock
 	// routes labels requests with their route template.
 	routes *routeTemplates
+	// tracing traces requests; nil: off.
+	tracing *tracing
 	edge   *protect.Edge // rate limits and abuse defences
 	// staff is the admin API and console sign-in, whose middleware
 	// guards the page admin routes too.
@@ -340,6 +355,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		return nil, err
 	}
 	s.edge = edge
+	s.tracing = newTracing(cfg, edge.Proxies())
 	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
 		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies()}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,

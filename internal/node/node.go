@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/sale"
+	"github.com/anteroom/anteroom/telemetry"
 	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -27,9 +28,10 @@ type Node struct {
 	wg       sync.WaitGroup
 	serveErr chan error
 	ops      *ops
-	metrics  *metricsServer  // nil: /metrics is on the main address
-	pprof    *pprofServer    // nil: profiling is off
-	loops    context.Context // the background loops' lifetime, ended by Close
+	metrics  *metricsServer     // nil: /metrics is on the main address
+	pprof    *pprofServer       // nil: profiling is off
+	tracing  *telemetry.Tracing // nil: tracing is off
+	loops    context.Context    // the background loops' lifetime, ended by Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -131,6 +133,10 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
+	// Every request and loop has ended: export the spans still queued.
+	if terr := n.tracing.Shutdown(ctx); terr != nil && err == nil {
+		err = terr
+	}
 	n.back.close()
 	if serr := <-n.serveErr; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
 		err = serr
