@@ -310,7 +310,7 @@ type Server struct {
 	routes *routeTemplates
 	// tracing traces requests; nil: off.
 	tracing *tracing
-	edge   *protect.Edge // rate limits and abuse defences
+	edge    *protect.Edge // rate limits and abuse defences
 	// staff is the admin API and console sign-in, whose middleware
 	// guards the page admin routes too.
 	staff *staffapi.API
