@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
@@ -117,6 +118,9 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.closeErr
 }
 
+// tracingFlush bounds the export of the spans still queued at Close.
+const tracingFlush = 5 * time.Second
+
 func (n *Node) close(ctx context.Context) error {
 	err := n.app.ShutdownWithContext(ctx)
 	// Shutdown closes the listeners fasthttp has begun to serve; one that
@@ -133,10 +137,14 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
-	// Every request and loop has ended: export the spans still queued.
-	if terr := n.tracing.Shutdown(ctx); terr != nil && err == nil {
-		err = terr
+	// Every request and loop has ended: export the spans still queued,
+	// for a few seconds at most. A collector that does not take them
+	// loses them; the node still shuts down cleanly.
+	tctx, tcancel := context.WithTimeout(ctx, tracingFlush)
+	if terr := n.tracing.Shutdown(tctx); terr != nil {
+		n.cfg.Log.Warn("spans not exported at shutdown", "err", terr)
 	}
+	tcancel()
 	n.back.close()
 	if serr := <-n.serveErr; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
 		err = serr
