@@ -13,7 +13,8 @@
 //   - pages: the waiting room, its catalogs and assets, the console pages;
 //
 // and mounts them in one routes table (New), after its own: health,
-// readiness, metrics (with the access log and the refusal count), the
+// readiness, metrics (with the access log, the refusal count and the
+// request's trace span, tracing.go), the
 // keys (JWKS, OIDC discovery) and the HTTP contract (package openapi,
 // which TestOpenAPIRoutes holds to this table). Handlers are thin: they parse and validate
 // input, call the domain packages through small consumer-side interfaces,
