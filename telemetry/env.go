@@ -22,8 +22,8 @@ const (
 	envTracesSampler     = "OTEL_TRACES_SAMPLER"
 	envTracesSamplerArg  = "OTEL_TRACES_SAMPLER_ARG"
 	defaultOTLPEndpoint  = "http://localhost:4318"
+	defaultGRPCEndpoint  = "http://localhost:4317"
 	otlpTracesPath       = "/v1/traces"
-	protocolHTTPProtobuf = "http/protobuf"
 )
 
 // FromEnv reads the tracing configuration from the standard OTEL_*
@@ -33,10 +33,13 @@ const (
 // specification's default of otlp: a node exports nothing unless asked),
 // with OTEL_TRACES_EXPORTER=none, and with OTEL_SDK_DISABLED=true.
 //
-// The endpoint is OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else
-// OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended, else
-// http://localhost:4318/v1/traces. The protocol must be http/protobuf
-// (the default); the sampler is OTEL_TRACES_SAMPLER with
+// The protocol is OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or
+// OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf (the default) or grpc. The
+// endpoint is OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is; else, over
+// HTTP, OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended (default
+// http://localhost:4318/v1/traces), over gRPC OTEL_EXPORTER_OTLP_ENDPOINT
+// as it is (default http://localhost:4317; http: without TLS). The
+// sampler is OTEL_TRACES_SAMPLER with
 // OTEL_TRACES_SAMPLER_ARG (always_on, always_off, traceidratio and their
 // parentbased_ forms; default parentbased_always_on); the service name
 // OTEL_SERVICE_NAME. An exporter other than otlp or none, another
@@ -63,11 +66,21 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if proto == "" {
 		proto = get(envProtocol)
 	}
-	if proto != "" && proto != protocolHTTPProtobuf {
-		return Config{}, fmt.Errorf("OTLP protocol %q: this node exports %s only (an OpenTelemetry Collector takes it on port 4318)", proto, protocolHTTPProtobuf)
+	switch proto {
+	case "":
+		proto = ProtocolHTTP
+	case ProtocolHTTP, ProtocolGRPC:
+	default:
+		return Config{}, fmt.Errorf("OTLP protocol %q: want %s or %s", proto, ProtocolHTTP, ProtocolGRPC)
 	}
 	endpoint := get(envTracesEndpoint)
-	if endpoint == "" {
+	switch {
+	case endpoint != "":
+	case proto == ProtocolGRPC: // the collector's address, as it is
+		if endpoint = get(envEndpoint); endpoint == "" {
+			endpoint = defaultGRPCEndpoint
+		}
+	default: // the collector's base URL, with the traces path
 		base := get(envEndpoint)
 		if base == "" {
 			base = defaultOTLPEndpoint
@@ -81,7 +94,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	return Config{Endpoint: endpoint, Sampler: sampler, ServiceName: get(envServiceName)}, nil
+	return Config{Endpoint: endpoint, Protocol: proto, Sampler: sampler, ServiceName: get(envServiceName)}, nil
 }
 
 // samplerFromEnv is the sampler named by OTEL_TRACES_SAMPLER (name) and

@@ -1,7 +1,7 @@
 // Package telemetry is the node's OpenTelemetry tracer provider: off
 // unless the standard OTEL_* environment asks for an OTLP exporter
-// (FromEnv), and then an SDK provider that batches spans to an OTLP/HTTP
-// endpoint. Off, the provider is nil: nothing is exported, no connection
+// (FromEnv), and then an SDK provider that batches spans to an OTLP
+// endpoint (HTTP or gRPC). Off, the provider is nil: nothing is exported, no connection
 // is made, and the packages that trace see no recording span, so they do
 // nothing (web starts no span, the script hook of internal/luascript is
 // not installed, claim's publisher and the order event skip theirs).
@@ -20,6 +20,7 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -30,12 +31,24 @@ import (
 // OTEL_SERVICE_NAME is unset.
 const DefaultServiceName = "anteroom"
 
+// OTLP protocols (Config.Protocol).
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
 // Config says whether and where the node exports spans. The zero value is
 // tracing off.
 type Config struct {
-	// Endpoint is the OTLP/HTTP URL spans are posted to (ending in
-	// /v1/traces). Empty with a nil Exporter: tracing is off.
+	// Endpoint is where spans are sent: over HTTP the URL they are
+	// posted to (ending in /v1/traces), over gRPC the collector's URL
+	// (http://host:4317 without TLS). Empty with a nil Exporter: tracing
+	// is off.
 	Endpoint string
+	// Protocol is the OTLP protocol: ProtocolHTTP or ProtocolGRPC.
+	//
+	// Default: ProtocolHTTP
+	Protocol string
 	// Exporter, when set, receives the spans instead of an OTLP endpoint,
 	// each as it ends (tests: tracetest.InMemoryExporter).
 	//
@@ -63,8 +76,8 @@ type Tracing struct {
 }
 
 // Start returns the tracer provider of cfg: nil (off) when cfg is not
-// Enabled, otherwise an SDK provider batching to the OTLP/HTTP endpoint
-// (the exporter connects on its first export, not here) or syncing to
+// Enabled, otherwise an SDK provider batching to the OTLP endpoint (the
+// exporter connects on its first export, not here) or syncing to
 // cfg.Exporter. It fails on an endpoint the exporter cannot use.
 func Start(ctx context.Context, cfg Config) (*Tracing, error) {
 	if !cfg.Enabled() {
@@ -81,7 +94,16 @@ func Start(ctx context.Context, cfg Config) (*Tracing, error) {
 	if cfg.Exporter != nil {
 		opts = append(opts, sdktrace.WithSyncer(cfg.Exporter))
 	} else {
-		exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.Endpoint))
+		var exp sdktrace.SpanExporter
+		var err error
+		switch cfg.Protocol {
+		case "", ProtocolHTTP:
+			exp, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.Endpoint))
+		case ProtocolGRPC:
+			exp, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(cfg.Endpoint))
+		default:
+			err = fmt.Errorf("protocol %q: want %s or %s", cfg.Protocol, ProtocolHTTP, ProtocolGRPC)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tracing: OTLP exporter for %s: %w", cfg.Endpoint, err)
 		}

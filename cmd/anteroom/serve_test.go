@@ -71,7 +71,7 @@ func TestServeTracingEnv(t *testing.T) {
 	base := func() map[string]string {
 		return map[string]string{"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s"}
 	}
-	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "jaeger", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_TRACES_SAMPLER": "sometimes"} {
+	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "jaeger", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_TRACES_SAMPLER": "sometimes"} {
 		env := base()
 		env["OTEL_TRACES_EXPORTER"], env[k] = "otlp", v
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
