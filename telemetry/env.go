@@ -12,18 +12,18 @@ import (
 // The standard variables FromEnv reads (OpenTelemetry's SDK environment
 // specification); docs/operate.md ("Traces") documents them.
 const (
-	envSDKDisabled       = "OTEL_SDK_DISABLED"
-	envTracesExporter    = "OTEL_TRACES_EXPORTER"
-	envEndpoint          = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	envTracesEndpoint    = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
-	envProtocol          = "OTEL_EXPORTER_OTLP_PROTOCOL"
-	envTracesProtocol    = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-	envServiceName       = "OTEL_SERVICE_NAME"
-	envTracesSampler     = "OTEL_TRACES_SAMPLER"
-	envTracesSamplerArg  = "OTEL_TRACES_SAMPLER_ARG"
-	defaultOTLPEndpoint  = "http://localhost:4318"
-	defaultGRPCEndpoint  = "http://localhost:4317"
-	otlpTracesPath       = "/v1/traces"
+	envSDKDisabled      = "OTEL_SDK_DISABLED"
+	envTracesExporter   = "OTEL_TRACES_EXPORTER"
+	envEndpoint         = "OTEL_EXPORTER_OTLP_ENDPOINT"
+	envTracesEndpoint   = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+	envProtocol         = "OTEL_EXPORTER_OTLP_PROTOCOL"
+	envTracesProtocol   = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+	envServiceName      = "OTEL_SERVICE_NAME"
+	envTracesSampler    = "OTEL_TRACES_SAMPLER"
+	envTracesSamplerArg = "OTEL_TRACES_SAMPLER_ARG"
+	defaultOTLPEndpoint = "http://localhost:4318"
+	defaultGRPCEndpoint = "http://localhost:4317"
+	otlpTracesPath      = "/v1/traces"
 )
 
 // FromEnv reads the tracing configuration from the standard OTEL_*
