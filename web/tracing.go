@@ -20,11 +20,11 @@ import (
 // its children. Off (no Tracer), observe does one nil check per request.
 //
 //   - Status polls (GET /events/{id}/status, most of a sale's traffic,
-//     and the basic page's refresh)
-//     are traced one in 1/Config.TraceStatusRatio, chosen before anything
-//     else is done, whatever an incoming traceparent says: a proxy that
-//     traces every request must not make every poll a span. A poll not
-//     chosen costs one random number; none adds a Redis call.
+//     and the basic page's refresh) are traced at the share
+//     Config.TraceStatusRatio, chosen before anything else is done,
+//     whatever an incoming traceparent says: a proxy that traces every
+//     request must not make every poll a span. A poll not chosen costs
+//     a path check and one random number; none adds a Redis call.
 //   - Probes, metrics, keys, the contract and static assets are never
 //     traced (untraced).
 //   - Every other request is traced: join, claim, claims, release, the
