@@ -113,7 +113,8 @@ func grantedEvent(t *testing.T, n *node.Node, ev, id string) claim.OrderEvent {
 // server span, the claim script's span under it, the JetStream publish
 // and, within that, the wait for the acknowledgement are one trace, and
 // the granted order event read back from the stream carries that trace's
-// id.
+// id. The join, the caller's claims, the release and the admin calls
+// are server spans of their own.
 func TestTraceClaim(t *testing.T) {
 	r, ns := testenv.StartRedis(t), testenv.StartNATS(t)
 	exp := tracetest.NewInMemoryExporter()
@@ -145,6 +146,18 @@ func TestTraceClaim(t *testing.T) {
 	}
 	if got := grantedEvent(t, n, "traced", id).TraceID; got != tid.String() {
 		t.Errorf("order event trace_id %q, want the claim's trace %s", got, tid)
+	}
+
+	// The caller's claims, a release and the admin API are traced too,
+	// each a server span of its own trace.
+	alice := map[string]string{"X-User-ID": "alice"}
+	nodetest.Call(t, http.MethodGet, n.URL()+"/events/traced/claims", alice, nil)
+	nodetest.Call(t, http.MethodPost, n.URL()+"/events/traced/claims/"+id+"/release", alice, nil)
+	nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/traced", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil)
+	for _, name := range []string{"GET /events/:id/claims", "POST /events/:id/claims/:claim_id/release", "PUT /admin/events/:id/", "GET /admin/events/:id/", "POST /events/:id/join"} {
+		if s := oneSpan(t, exp, name, trace.TraceID{}); s.SpanKind != trace.SpanKindServer || s.Parent.IsValid() || s.SpanContext.TraceID() == tid {
+			t.Errorf("%s: kind %v, parent %v, trace %s; want a server span starting a trace of its own", name, s.SpanKind, s.Parent, s.SpanContext.TraceID())
+		}
 	}
 }
 
