@@ -10,9 +10,12 @@ import (
 // request is one claim attempt as the script sees it.
 type request struct {
 	Event, User, IdemKey string
-	Pos, Limit           int64
-	IdemTTL, ClaimTTL    time.Duration
-	Now                  time.Time
+	// TraceID is the sampled trace of the claim request, or "" (the
+	// order event's trace_id).
+	TraceID           string
+	Pos, Limit        int64
+	IdemTTL, ClaimTTL time.Duration
+	Now               time.Time
 }
 
 // Reply codes of claim.lua, per request.
@@ -53,7 +56,7 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		}
 		payload, err := marshalOrderEvent(&OrderEvent{
 			Type: KindGranted, Event: ev, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1,
-			At: r.Now.UTC(), Idem: r.IdemKey,
+			At: r.Now.UTC(), Idem: r.IdemKey, TraceID: r.TraceID,
 		})
 		if err != nil {
 			return nil, err

@@ -28,7 +28,7 @@ func marshalOrderEvent(e *OrderEvent) ([]byte, error) {
 // time of years 0 to 9999. ok is false otherwise (nothing is to be used).
 func appendOrderEvent(b []byte, e *OrderEvent) (_ []byte, ok bool) {
 	if !jsonPlain(string(e.Type)) || !jsonPlain(e.Event) || !jsonPlain(e.ClaimID) || !jsonPlain(e.User) ||
-		!jsonPlain(e.Idem) || !jsonPlain(string(e.Reason)) {
+		!jsonPlain(e.Idem) || !jsonPlain(string(e.Reason)) || !jsonPlain(e.TraceID) {
 		return b, false
 	}
 	if y := e.At.Year(); y < 0 || y > 9999 || e.At.Location() != time.UTC {
@@ -57,6 +57,11 @@ func appendOrderEvent(b []byte, e *OrderEvent) (_ []byte, ok bool) {
 	if e.Reason != "" {
 		b = append(b, `,"reason":"`...)
 		b = append(b, e.Reason...)
+		b = append(b, '"')
+	}
+	if e.TraceID != "" {
+		b = append(b, `,"trace_id":"`...)
+		b = append(b, e.TraceID...)
 		b = append(b, '"')
 	}
 	if e.Epoch != 0 {

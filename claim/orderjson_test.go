@@ -25,6 +25,7 @@ func TestOrderEventJSON(t *testing.T) {
 		{Type: KindGranted, Event: "bclaim", ClaimID: "3-0a1b2c3d4e5f60718293a4b5", User: "c42", Pos: 42, Units: 1, At: at, Idem: "jti:abc-DEF_1.2"},
 		{Type: KindGranted, Event: "e", ClaimID: "0-00", User: "", Pos: -1, Units: 0, At: at.Truncate(time.Second)},
 		{Type: KindReleased, Event: "e", ClaimID: "1-ff", User: "u", At: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), Reason: ReasonExpired, Epoch: 77},
+		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", Pos: 7, Units: 1, At: at, Idem: "k", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Epoch: 3},
 		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: `a"b\c<d>&é`, At: at},                      // escaped by json.Marshal
 		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: at.In(time.FixedZone("x", 3600))}, // not UTC
 		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
@@ -40,11 +41,12 @@ func TestOrderEventJSON(t *testing.T) {
 
 // FuzzOrderEventJSON holds marshalOrderEvent equal to json.Marshal.
 func FuzzOrderEventJSON(f *testing.F) {
-	f.Add("granted", "bclaim", "3-0a1b", "c42", int64(42), int64(1), int64(1764536707123456789), "jti:x", "", uint64(0))
-	f.Add("released", "e", "0-00", "ü\"", int64(-5), int64(0), int64(-62135596800000000), "", "expired", uint64(9))
-	f.Fuzz(func(t *testing.T, typ, ev, id, user string, pos, units, atNs int64, idem, reason string, epoch uint64) {
+	f.Add("granted", "bclaim", "3-0a1b", "c42", int64(42), int64(1), int64(1764536707123456789), "jti:x", "", "", uint64(0))
+	f.Add("granted", "bclaim", "3-0a1b", "c42", int64(42), int64(1), int64(1764536707123456789), "jti:x", "", "4bf92f3577b34da6a3ce929d0e0e4736", uint64(2))
+	f.Add("released", "e", "0-00", "ü\"", int64(-5), int64(0), int64(-62135596800000000), "", "expired", "<\u2028>", uint64(9))
+	f.Fuzz(func(t *testing.T, typ, ev, id, user string, pos, units, atNs int64, idem, reason, traceID string, epoch uint64) {
 		e := OrderEvent{Type: Kind(typ), Event: ev, ClaimID: id, User: user, Pos: pos, Units: units,
-			At: time.Unix(0, atNs).UTC(), Idem: idem, Reason: Reason(reason), Epoch: epoch}
+			At: time.Unix(0, atNs).UTC(), Idem: idem, Reason: Reason(reason), TraceID: traceID, Epoch: epoch}
 		want, wantErr := json.Marshal(&e)
 		got, err := marshalOrderEvent(&e)
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {

@@ -149,7 +149,7 @@ func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
 	}
 	h := HomeBucket(r.User, r.Buckets)
 	req := request{Event: r.Event, User: r.User, IdemKey: r.IdemKey, Pos: r.Pos, Limit: r.Limit,
-		IdemTTL: r.IdemTTL, ClaimTTL: r.ClaimTTL, Now: s.now()}
+		IdemTTL: r.IdemTTL, ClaimTTL: r.ClaimTTL, Now: s.now(), TraceID: traceID(ctx)}
 	soldOut := false
 	for attempt := 0; ; attempt++ {
 		o, err := s.grant(ctx, r.Event, h, req)

@@ -134,6 +134,11 @@ type OrderEvent struct {
 	Idem string `json:"idem,omitempty"`
 	// Reason says why a claim was released: user, admin or expired.
 	Reason Reason `json:"reason,omitempty"`
+	// TraceID is, on a granted event, the W3C trace id (32 lowercase hex
+	// digits) of the claim request that was granted, when that request
+	// was traced and its trace sampled; otherwise absent. It comes before
+	// Epoch, which claim.lua appends as the last member.
+	TraceID string `json:"trace_id,omitempty"`
 	// Epoch is, on a granted event, the stream sequence of the epoch
 	// marker its bucket's stock descends from (0: laid, never rebuilt);
 	// claim.lua writes it (see EpochSubject and the package doc's fence).

@@ -11,6 +11,8 @@ import (
 	sleep "github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // StreamName is the JetStream stream that holds every order event.
@@ -99,16 +101,35 @@ func (p *Publisher) Publish(ctx context.Context, subject, id string, payload []b
 
 // publish is Publish, returning the message's stream sequence (the first
 // copy's, for a duplicate).
-func (p *Publisher) publish(ctx context.Context, subject, id string, payload []byte) (uint64, error) {
+//
+// Under a recording span (a traced claim) it spans the publish, from the
+// call to the acknowledgement ("jetstream publish", kind producer), and
+// within it the wait for the PubAck ("jetstream ack").
+func (p *Publisher) publish(ctx context.Context, subject, id string, payload []byte) (seq uint64, err error) {
+	ctx, span := childSpan(ctx, "jetstream publish", trace.SpanKindProducer)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.operation.type", "send"),
+			attribute.String("messaging.destination.name", subject), attribute.String("messaging.message.id", id),
+			attribute.Int("messaging.message.body.size", len(payload)))
+		defer func() { endSpan(span, err) }()
+	}
 	msg := &nats.Msg{Subject: subject, Data: payload, Header: nats.Header{}}
 	msg.Header.Set(jetstream.MsgIDHeader, id)
 	f, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
+	if _, ack := childSpan(ctx, "jetstream ack", trace.SpanKindInternal); ack.IsRecording() {
+		defer func() {
+			if err == nil {
+				ack.SetAttributes(attribute.Int64("anteroom.stream_sequence", int64(seq)))
+			}
+			endSpan(ack, err)
+		}()
+	}
 	select {
-	case ack := <-f.Ok():
-		return ack.Sequence, nil
+	case a := <-f.Ok():
+		return a.Sequence, nil
 	case err := <-f.Err():
 		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	case <-ctx.Done():

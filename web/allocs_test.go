@@ -4,12 +4,14 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // TestHotPathAllocs bounds what a waiting user's status poll and a new
@@ -24,12 +26,17 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Skip("allocation counts")
 	}
 	app, signed := nodeApp(t)
+	// Tracing on, the poll passed over by the ratio: still no allocation.
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	traced, _ := nodeApp(t, func(c *Config) { c.Tracer, c.TraceStatusRatio = tp, 0 })
 	h := app.Handler()
 	ticket, err := signed.Sign(tokens.Ticket{Event: "ev", User: "alice", Seq: 5000, IssuedAt: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	status := newInMemory(h, "/events/ev/status", "Bearer "+ticket)
+	statusTracing := newInMemory(traced.Handler(), "/events/ev/status", "Bearer "+ticket)
 	join := newInMemory(h, "/events/ev/join", "")
 	join.ctx.Request.Header.SetMethod(fiber.MethodPost)
 	n := 0
@@ -41,6 +48,7 @@ func TestHotPathAllocs(t *testing.T) {
 		want string
 	}{
 		{"status", 0, func() []byte { return status.once() }, `"state":"waiting"`},
+		{"status, tracing on, poll not sampled", 0, func() []byte { return statusTracing.once() }, `"state":"waiting"`},
 		{"join", 10, func() []byte {
 			n++
 			user = strconv.AppendInt(append(user[:0], 'u'), int64(n), 10)
@@ -60,6 +68,7 @@ func TestHotPathAllocs(t *testing.T) {
 // once serves the request once and returns the body (any status).
 func (m *inMemory) once() []byte {
 	m.ctx.Response.Reset()
+	m.ctx.ResetUserValues() // as fasthttp's server does after each request
 	m.h(&m.ctx)
 	return m.ctx.Response.Body()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // benchJoiner hands out sequence numbers from memory: what BenchmarkNode's
@@ -31,7 +32,7 @@ func (j *benchJoiner) Join(_ context.Context, _, _ string, _ queue.Times) (queue
 
 // nodeApp is the app wired as internal/node wires it, with a waiting sale
 // "ev"; it returns the ticket signer too.
-func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
+func nodeApp(tb testing.TB, with ...func(*Config)) (*fiber.App, *tokens.Tickets) {
 	tb.Helper()
 	signed, err := tokens.NewTickets(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
@@ -52,7 +53,11 @@ func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
 	}
 	sale := benchSale(100)
 	sale.Config.Limits.Defaults()
-	app := mustNew(tb, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"0.0.0.0"}}, Deps{
+	cfg := Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: []string{"0.0.0.0"}}
+	for _, f := range with {
+		f(&cfg)
+	}
+	app := mustNew(tb, cfg, Deps{
 		Sales: benchSales{
 			get:     func(id string) (*admission.Sale, bool) { return sale, id == "ev" },
 			present: func(string, int64) {},
@@ -74,19 +79,35 @@ func nodeApp(tb testing.TB) (*fiber.App, *tokens.Tickets) {
 // goes:
 //
 //	go test -run '^$' -bench Node -benchmem -cpuprofile cpu.out -memprofile mem.out ./web
+//
+// The status-waiting-tracing-* runs turn tracing on (an SDK provider
+// recording spans, exporting nowhere): a poll the ratio passes over
+// (sampled-out), and one traced every time (traced).
 func BenchmarkNode(b *testing.B) {
 	app, signed := nodeApp(b)
-	b.Run("status-waiting", func(b *testing.B) {
-		ticket, err := signed.Sign(tokens.Ticket{Event: "ev", User: "alice", Seq: 5000, IssuedAt: time.Now()})
-		if err != nil {
-			b.Fatal(err)
+	statusWaiting := func(app *fiber.App) func(b *testing.B) {
+		return func(b *testing.B) {
+			ticket, err := signed.Sign(tokens.Ticket{Event: "ev", User: "alice", Seq: 5000, IssuedAt: time.Now()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			mem := newInMemory(app.Handler(), "/events/ev/status", "Bearer "+ticket)
+			if body := mem.do(b); !bytes.Contains(body, []byte(`"state":"waiting"`)) {
+				b.Fatalf("answer %s", body)
+			}
+			mem.loop(b)
 		}
-		mem := newInMemory(app.Handler(), "/events/ev/status", "Bearer "+ticket)
-		if body := mem.do(b); !bytes.Contains(body, []byte(`"state":"waiting"`)) {
-			b.Fatalf("answer %s", body)
-		}
-		mem.loop(b)
-	})
+	}
+	b.Run("status-waiting", statusWaiting(app))
+	for _, tc := range []struct {
+		name  string
+		ratio float64
+	}{{"sampled-out", 0}, {"traced", 1}} {
+		tp := sdktrace.NewTracerProvider()
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		traced, _ := nodeApp(b, func(c *Config) { c.Tracer, c.TraceStatusRatio = tp, tc.ratio })
+		b.Run("status-waiting-tracing-"+tc.name, statusWaiting(traced))
+	}
 	b.Run("status-crowd", func(b *testing.B) {
 		// 20,000 waiting users polling in turn, as in the wrk run: the
 		// ticket cache and the poll budgets are mostly out of the CPU's

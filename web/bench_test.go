@@ -103,6 +103,7 @@ func (m *inMemory) loop(b *testing.B) {
 
 func (m *inMemory) do(b *testing.B) []byte {
 	m.ctx.Response.Reset()
+	m.ctx.ResetUserValues() // as fasthttp's server does after each request (a traced request's context)
 	m.h(&m.ctx)
 	if code := m.ctx.Response.StatusCode(); code != fiber.StatusOK {
 		b.Fatalf("status %d: %s", code, m.ctx.Response.Body())

@@ -7,6 +7,7 @@ import (
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Observe receives what the edge measures, for metrics; web knows nothing
@@ -30,11 +31,16 @@ type Observe struct {
 // unmatched labels requests that no route template matched.
 const unmatched = "unmatched"
 
-// observe is the outermost middleware: it runs the chain, turns an error
-// into its problem+json answer right away (so the status is known), then
-// reports the request to Observe.Request and the access log.
+// observe is the outermost middleware: it starts the request's span (when
+// tracing, tracing.go), runs the chain, turns an error into its
+// problem+json answer right away (so the status is known), then reports
+// the request to Observe.Request, the access log and the span.
 func (s *Server) observe(c *fiber.Ctx) error {
 	start := kit.Received(c) // the instant fasthttp read the request: no clock read of our own
+	var span trace.Span
+	if s.tracing != nil { // off: this check is all tracing costs
+		span = s.tracing.start(c)
+	}
 	if err := c.Next(); err != nil {
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
@@ -49,6 +55,9 @@ func (s *Server) observe(c *fiber.Ctx) error {
 		s.deps.Observe.Request(route, method, status, d)
 	}
 	s.access(c, route, method, status, d)
+	if span != nil {
+		s.tracing.end(c, span, route, method, status)
+	}
 	return nil
 }
 

@@ -13,7 +13,8 @@
 //   - pages: the waiting room, its catalogs and assets, the console pages;
 //
 // and mounts them in one routes table (New), after its own: health,
-// readiness, metrics (with the access log and the refusal count), the
+// readiness, metrics (with the access log, the refusal count and the
+// request's trace span, tracing.go), the
 // keys (JWKS, OIDC discovery) and the HTTP contract (package openapi,
 // which TestOpenAPIRoutes holds to this table). Handlers are thin: they parse and validate
 // input, call the domain packages through small consumer-side interfaces,
@@ -42,6 +43,7 @@ import (
 	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Consumer-side interfaces: only what the handlers call.
@@ -276,6 +278,18 @@ type Config struct {
 	//
 	// Default: time.Now
 	Now func() time.Time
+	// Tracer, when set, traces requests (tracing.go): a server span per
+	// request but probes and assets, status polls at TraceStatusRatio,
+	// W3C traceparent believed from TrustedProxies only. nil: off, no
+	// span is started (package telemetry makes it).
+	//
+	// Default: nil
+	Tracer trace.TracerProvider
+	// TraceStatusRatio is the share of status polls traced when Tracer
+	// is set, from 0 (none) to 1 (all).
+	//
+	// Default: 0
+	TraceStatusRatio float64
 	// NowAt is Now at the machine's instant t (a time.Now reading). With
 	// it, a status poll reads no clock of its own: its time is NowAt of
 	// the instant fasthttp received it, read once by fasthttp. Leave it
@@ -295,7 +309,9 @@ type Server struct {
 	clock kit.Clock
 	// routes labels requests with their route template.
 	routes *routeTemplates
-	edge   *protect.Edge // rate limits and abuse defences
+	// tracing traces requests; nil: off.
+	tracing *tracing
+	edge    *protect.Edge // rate limits and abuse defences
 	// staff is the admin API and console sign-in, whose middleware
 	// guards the page admin routes too.
 	staff *staffapi.API
@@ -340,6 +356,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		return nil, err
 	}
 	s.edge = edge
+	s.tracing = newTracing(cfg, edge.Proxies())
 	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
 		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies()}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/telemetry"
+	"go.opentelemetry.io/otel"
 )
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -22,6 +24,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	cfg, delay, drain := o.Config, o.drainDelay, o.drainTimeout
+	// Traces: the standard OTEL_* variables (docs/operate.md, "Traces").
+	if cfg.Tracing, err = telemetry.FromEnv(getenv); err != nil {
+		return err
+	}
+	if cfg.Tracing.Enabled() {
+		// The SDK reports what it could not export here (the process's
+		// one OpenTelemetry error handler).
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { cfg.Log.Warn("tracing", "err", err) }))
+	}
 	b.logInEffect(cfg.Log)
 	n, err := node.Start(ctx, cfg)
 	if err != nil {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // TestServeRefusesWeakSecrets: `anteroom serve` exits at once with a clear
@@ -58,4 +61,62 @@ func TestServeRefusesLargeClockSkew(t *testing.T) {
 			t.Errorf("serve with ANTEROOM_CLOCK_SKEW=%s: %v, want an error naming it", skew, err)
 		}
 	}
+}
+
+// TestServeTracingEnv: serve reads the standard OTEL_* variables: a value
+// it cannot honour stops it before the node starts, naming the variable;
+// an OTLP endpoint turns tracing on (the start-up log says where to);
+// without one the log says nothing of tracing.
+func TestServeTracingEnv(t *testing.T) {
+	base := func() map[string]string {
+		return map[string]string{"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s"}
+	}
+	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "jaeger", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_TRACES_SAMPLER": "sometimes"} {
+		env := base()
+		env["OTEL_TRACES_EXPORTER"], env[k] = "otlp", v
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), v) {
+			t.Errorf("serve with %s=%s: %v, want an error naming the value", k, v, err)
+		}
+	}
+	for _, on := range []bool{false, true} {
+		env := base()
+		if on {
+			env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:1" // nothing listens: spans are dropped
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var log lockedBuffer
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &log)
+		}()
+		testenv.WaitFor(t, "the node to start", 30*time.Second, func() bool { return strings.Contains(log.String(), "anteroom node serving") })
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+		if got := strings.Contains(log.String(), "tracing on: OTLP traces") && strings.Contains(log.String(), "http://127.0.0.1:1/v1/traces"); got != on {
+			t.Errorf("OTLP endpoint set %v: the log says tracing is on at it: %v; log:\n%s", on, got, log.String())
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -105,6 +105,8 @@ func nodeSettings(o *options) []settings.Setting {
 		{Name: "slow-redis", Default: def.SlowRedis.String(),
 			Set: duration(&c.SlowRedis, "slow redis", "a positive duration", positive),
 			Doc: "Redis calls at least this slow count in anteroom_redis_slow_calls_total"},
+		{Name: "trace-status-ratio", Default: strconv.FormatFloat(def.TraceStatusRatio, 'f', -1, 64), Set: traceRatio(&c.TraceStatusRatio),
+			Doc: "share of status polls traced while tracing is on (the OTEL_* variables, see docs/operate.md \"Traces\"), 0 to 1; 0: none; every other request is traced"},
 		{Name: "webhook-allow-http", Default: "false", Set: boolean(&c.WebhookAllowHTTP, "webhook allow http"),
 			Doc: "accept and deliver to http (not only https) webhook URLs, and probe http shop health URLs; unsafe outside tests and loopback relays"},
 		{Name: "push-vapid-key", Set: str(&c.PushVAPIDKey),
@@ -217,6 +219,22 @@ func maxInFlight(to *int) func(string) error {
 			return fmt.Errorf("max in flight %q: want a positive integer", v)
 		}
 		*to = n
+		return nil
+	}
+}
+
+// traceRatio stores a share from 0 to 1; 0 is stored as -1, the node's
+// "none" (its 0 is the default).
+func traceRatio(to *float64) func(string) error {
+	return func(v string) error {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			return fmt.Errorf("trace status ratio %q: want a share from 0 to 1", v)
+		}
+		if r == 0 {
+			r = -1
+		}
+		*to = r
 		return nil
 	}
 }

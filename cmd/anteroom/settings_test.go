@@ -28,7 +28,7 @@ var setValues = map[string]string{
 	"user-max-token-age": "1h", "metrics-addr": ":9100", "pprof-addr": "127.0.0.1:6060",
 	"issuer": "https://queue.shop.example", "audience": "gateway", "key-reload": "30s",
 	"trusted-proxies": "10.0.0.0/8", "max-in-flight": "7", "global-join-rate": "5", "global-claim-rate": "6",
-	"log-format": "text", "access-log": "all", "slow-request": "2s", "slow-redis": "10ms",
+	"log-format": "text", "access-log": "all", "slow-request": "2s", "slow-redis": "10ms", "trace-status-ratio": "0.25",
 	"webhook-allow-http": "true", "push-vapid-key": "/tmp/vapid.key", "push-subject": "mailto:ops@shop.example", "push-hosts": "push.example", "push-allow-http": "true", "clock-skew": "+3s", "dev-captcha-siteverify-url": "http://127.0.0.1:1/siteverify?secret=s1t3",
 	"drain-delay": "1s", "drain-timeout": "3s",
 }
@@ -95,6 +95,7 @@ func TestEverySettableFieldHasASetting(t *testing.T) {
 		"CaptchaTimeout": "tests only: one siteverify call's bound",
 		"Limiter":        "tests only: how rate limiting degrades",
 		"Log":            "made from -log-format (checked below)",
+		"Tracing":        "the standard OTEL_* variables, read by serve (TestServeTracingEnv)",
 	}
 	set, _ := buildServe(t, allSetByEnv(t), nil, io.Discard)
 	unset, _ := buildServe(t, nil, nil, io.Discard)

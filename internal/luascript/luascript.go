@@ -9,6 +9,10 @@
 // rolling upgrade a script runs beside its previous version on the same
 // keys: a new version reads what the previous one wrote and keeps writing
 // what it reads (docs/operate.md, "Rolling upgrades").
+//
+// TraceHook gives each script call made under a recording span a child
+// span named after the script (trace.go): the one place scripts are
+// traced, whichever package runs them.
 package luascript
 
 import (
@@ -26,4 +30,9 @@ func Source(body string) string { return prelude + body }
 
 // New returns the script of body (see Source), run with EVALSHA and loaded
 // on NOSCRIPT.
-func New(body string) *redis.Script { return redis.NewScript(Source(body)) }
+// The script's name and version are remembered for TraceHook.
+func New(body string) *redis.Script {
+	s := redis.NewScript(Source(body))
+	names.LoadOrStore(s.Hash(), nameOf(body))
+	return s
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/limit"
+	"github.com/anteroom/anteroom/telemetry"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/anteroom/anteroom/web/protect"
@@ -202,6 +203,18 @@ type Config struct {
 	//
 	// Default: 0, unlimited
 	GlobalJoinRate, GlobalClaimRate float64
+	// Tracing says whether and where the node exports OpenTelemetry
+	// traces (package telemetry; cmd/anteroom reads it from the OTEL_*
+	// environment, telemetry.FromEnv). The tracer provider is shut down,
+	// its queued spans exported, when the node closes.
+	//
+	// Default: off (no exporter, no span started)
+	Tracing telemetry.Config
+	// TraceStatusRatio is the share of status polls traced while tracing
+	// is on, at most 1; negative: none. Every other request is traced.
+	//
+	// Default: DefaultTraceStatusRatio
+	TraceStatusRatio float64
 	// Limiter tunes how rate limiting degrades when Redis is slow.
 	//
 	// Default: limit.Config's defaults
@@ -211,6 +224,10 @@ type Config struct {
 	// Default: slog.Default()
 	Log *slog.Logger
 }
+
+// DefaultTraceStatusRatio is the share of status polls traced while
+// tracing is on: one in a thousand.
+const DefaultTraceStatusRatio = 0.001
 
 // DefaultConfig is the configuration a node runs with when nothing is set:
 // where the command's flags take their defaults from.
@@ -269,6 +286,9 @@ func (c *Config) defaults() {
 	if c.SlowRedis == 0 {
 		c.SlowRedis = 50 * time.Millisecond
 	}
+	if c.TraceStatusRatio == 0 {
+		c.TraceStatusRatio = DefaultTraceStatusRatio
+	}
 }
 
 func (c *Config) validate() error {
@@ -307,6 +327,9 @@ func (c *Config) validate() error {
 	}
 	if c.ClockSkew > clock.MaxSkew || c.ClockSkew < -clock.MaxSkew {
 		return fmt.Errorf("clock skew %s: a drill setting of at most ±%s", c.ClockSkew, clock.MaxSkew)
+	}
+	if !(c.TraceStatusRatio <= 1) {
+		return fmt.Errorf("trace status ratio %v: want at most 1", c.TraceStatusRatio)
 	}
 	if c.MaxInFlight < 0 || !(c.GlobalJoinRate >= 0 && c.GlobalJoinRate <= event.MaxRate) || !(c.GlobalClaimRate >= 0 && c.GlobalClaimRate <= event.MaxRate) {
 		return fmt.Errorf("max in flight and global rates must be between 0 and %d", event.MaxRate)

@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/sale"
+	"github.com/anteroom/anteroom/telemetry"
 	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -27,9 +29,10 @@ type Node struct {
 	wg       sync.WaitGroup
 	serveErr chan error
 	ops      *ops
-	metrics  *metricsServer  // nil: /metrics is on the main address
-	pprof    *pprofServer    // nil: profiling is off
-	loops    context.Context // the background loops' lifetime, ended by Close
+	metrics  *metricsServer     // nil: /metrics is on the main address
+	pprof    *pprofServer       // nil: profiling is off
+	tracing  *telemetry.Tracing // nil: tracing is off
+	loops    context.Context    // the background loops' lifetime, ended by Close
 
 	closeOnce sync.Once
 	closeErr  error
@@ -115,6 +118,9 @@ func (n *Node) Close(ctx context.Context) error {
 	return n.closeErr
 }
 
+// tracingFlush bounds the export of the spans still queued at Close.
+const tracingFlush = 5 * time.Second
+
 func (n *Node) close(ctx context.Context) error {
 	err := n.app.ShutdownWithContext(ctx)
 	// Shutdown closes the listeners fasthttp has begun to serve; one that
@@ -131,6 +137,14 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
+	// Every request and loop has ended: export the spans still queued,
+	// for a few seconds at most. A collector that does not take them
+	// loses them; the node still shuts down cleanly.
+	tctx, tcancel := context.WithTimeout(ctx, tracingFlush)
+	if terr := n.tracing.Shutdown(tctx); terr != nil {
+		n.cfg.Log.Warn("spans not exported at shutdown", "err", terr)
+	}
+	tcancel()
 	n.back.close()
 	if serr := <-n.serveErr; serr != nil && !errors.Is(serr, net.ErrClosed) && err == nil {
 		err = serr

@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
+	"github.com/anteroom/anteroom/internal/luascript"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/push"
@@ -19,6 +20,7 @@ import (
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/sale"
 	"github.com/anteroom/anteroom/staff"
+	"github.com/anteroom/anteroom/telemetry"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/anteroom/anteroom/web/protect"
@@ -38,6 +40,8 @@ type wiring struct {
 	back *backends
 	undo cleanups
 
+	// startTracing
+	tracing *telemetry.Tracing // nil: off
 	// openStreams
 	js jetstream.JetStream
 	// loadSecrets
@@ -103,6 +107,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (n *Node, err error) 
 		}
 	}()
 	for _, step := range []func() error{
+		w.startTracing,
 		w.openStreams,
 		w.loadSecrets,
 		w.startClock,
@@ -120,6 +125,21 @@ func wire(ctx context.Context, cfg Config, back *backends) (n *Node, err error) 
 	n.startLoops(w)
 	n.serve()
 	return n, nil
+}
+
+// startTracing starts the tracer provider when Config.Tracing asks for
+// one, and gives the node's Redis scripts their spans. Off, nothing is
+// installed.
+func (w *wiring) startTracing() error {
+	t, err := telemetry.Start(w.ctx, w.cfg.Tracing)
+	if err != nil || !t.Enabled() {
+		return err
+	}
+	w.undo.push(func() { _ = t.Shutdown(w.ctx) })
+	w.back.rdb.AddHook(luascript.TraceHook())
+	w.tracing = t
+	w.cfg.Log.Info("tracing on: OTLP traces", "endpoint", w.cfg.Tracing.Endpoint, "status_ratio", max(w.cfg.TraceStatusRatio, 0))
+	return nil
 }
 
 // openStreams connects JetStream and makes sure the order and lifecycle
@@ -246,6 +266,9 @@ func (w *wiring) startLimiter() error {
 		return err
 	}
 	w.undo.push(func() { _ = limitRDB.Close() })
+	if w.tracing.Enabled() {
+		limitRDB.AddHook(luascript.TraceHook()) // the rate limits' scripts
+	}
 	w.limitRDB = limitRDB
 	w.limiter = limit.New(limitRDB, w.cfg.Limiter)
 	w.ops.watch(w.limiter, w.js)
@@ -289,6 +312,7 @@ func (w *wiring) edge() error {
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 		Now:         w.clk.Now, NowAt: w.clk.At,
+		Tracer: w.tracing.Provider(), TraceStatusRatio: cfg.TraceStatusRatio,
 	}, web.Deps{
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
@@ -326,7 +350,7 @@ func (w *wiring) node() *Node {
 	lctx, stop := context.WithCancel(context.WithoutCancel(w.ctx))
 	return &Node{
 		cfg: w.cfg, back: w.back, app: w.app, ln: w.ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1),
-		ops: w.ops, metrics: w.metrics, pprof: w.pprof,
+		ops: w.ops, metrics: w.metrics, pprof: w.pprof, tracing: w.tracing,
 		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
 	}
 }
