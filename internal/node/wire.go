@@ -288,7 +288,7 @@ func (w *wiring) edge() error {
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
-		Now:         w.clk.Now, NowAt: w.clk.At,
+		Now:         w.clk.Now, NowAt: w.clk.At, Tap: cfg.Tap,
 	}, web.Deps{
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
