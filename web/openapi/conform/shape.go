@@ -286,9 +286,17 @@ type field struct {
 }
 
 // jsonFields are the fields encoding/json writes for struct t: exported,
-// named by their tag, not "-", embedded structs' fields promoted.
+// named by their tag, not "-", embedded structs' fields promoted unless a
+// field of t has their name.
 func jsonFields(t reflect.Type) map[string]field {
-	out := map[string]field{}
+	out, promoted := map[string]field{}, map[string]field{}
+	defer func() {
+		for name, f := range promoted {
+			if _, ok := out[name]; !ok {
+				out[name] = f
+			}
+		}
+	}()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -302,7 +310,7 @@ func jsonFields(t reflect.Type) map[string]field {
 				et = et.Elem()
 			}
 			if et.Kind() == reflect.Struct {
-				maps.Copy(out, jsonFields(et))
+				maps.Copy(promoted, jsonFields(et))
 				continue
 			}
 		}
