@@ -13,8 +13,8 @@ func TestContractCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonH := http.Header{"Content-Type": {"application/json"}}
-	problemH := http.Header{"Content-Type": {"application/problem+json"}, "Retry-After": {"2"}}
+	jsonH := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r1"}}
+	problemH := http.Header{"Content-Type": {"application/problem+json"}, "Retry-After": {"2"}, "X-Request-Id": {"r1"}}
 	status := `{"state":"waiting","position":4,"ahead":3,"eta_seconds":9,"poll_after_ms":1000}`
 	rate := `{"per_second":0,"burst":0}`
 	budget := `{"event":` + rate + `,"ip":` + rate + `,"device":` + rate + `,"user":` + rate + `}`
@@ -43,7 +43,8 @@ func TestContractCheck(t *testing.T) {
 			`{"type":"t","title":"Paused","status":503,"code":"paused","request_id":"r"}`, true},
 		{"a problem code outside the enum", "POST", "/events/ev/claim", "", 503, problemH,
 			`{"type":"t","title":"x","status":503,"code":"no_such_code"}`, false},
-		{"a 503 without Retry-After", "POST", "/events/ev/claim", "", 503, http.Header{"Content-Type": {"application/problem+json"}},
+		{"an answer without X-Request-ID", "GET", "/events/ev/status", "", 200, http.Header{"Content-Type": {"application/json"}}, status, false},
+		{"a 503 without Retry-After", "POST", "/events/ev/claim", "", 503, http.Header{"Content-Type": {"application/problem+json"}, "X-Request-Id": {"r1"}},
 			`{"type":"t","title":"Paused","status":503,"code":"paused"}`, false},
 		{"a path outside the contract answered 404", "GET", "/nowhere", "", 404, problemH, `{}`, true},
 		{"a path outside the contract answered 200", "GET", "/nowhere", "", 200, jsonH, `{}`, false},
@@ -60,6 +61,8 @@ func TestContractCheck(t *testing.T) {
 		{"an answer without its secret", "GET", "/admin/defaults", "", 200, jsonH, strings.Replace(defaults, `"shop":{}`, `"shop":{"secret_set":true}`, 1), true},
 		{"a secret in a request", "PUT", "/admin/events/ev", `{"shop":{"secret":"0123456789abcdef0123"}}`, 200, jsonH, `{"config":` + defaults + `,"friction":` + friction + `}`, true},
 		{"a date that is not one", "PUT", "/admin/events/ev", `{"starts_at":"soon"}`, 200, jsonH, `{"config":` + defaults + `,"friction":` + friction + `}`, false},
+		{"a form refused as a page", "POST", "/e/ev/basic/join", "", 403, http.Header{"Content-Type": {"text/html; charset=utf-8"}, "X-Request-Id": {"r1"}}, "<p>no</p>", true},
+		{"a refusal the route does not document", "GET", "/events/ev/status", "", 409, problemH, `{"type":"t","title":"Conflict","status":409,"code":"conflict"}`, false},
 		{"HEAD as GET, no body", "HEAD", "/events/ev/status", "", 200, jsonH, "", true},
 	}
 	for _, tc := range cases {

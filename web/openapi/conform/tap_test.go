@@ -25,6 +25,7 @@ func TestTap(t *testing.T) {
 		defer mu.Unlock()
 		got = append(got, err.Error())
 	}))
+	app.Use(func(c *fiber.Ctx) error { c.Set("X-Request-ID", "r1"); return c.Next() })
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "ok"}) })
 	app.Get("/readyz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"status": "fine"}) }) // not the contract's const
 	app.Get("/metrics", func(c *fiber.Ctx) error { return fiber.ErrTeapot })                    // an undocumented status
