@@ -48,7 +48,7 @@ require (
 require (
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-openapi/jsonpointer v1.0.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -298,6 +298,13 @@ type Config struct {
 	//
 	// Default: t itself when Now is left at its default; otherwise none
 	NowAt func(t time.Time) time.Time
+	// Tap is a middleware run first on every request, outside the
+	// metrics and the access log, for tests only: internal/nodetest
+	// checks each exchange against the HTTP contract with it
+	// (openapi/conform). It must not change an answer.
+	//
+	// Default: none
+	Tap fiber.Handler
 }
 
 // Server holds the handlers' dependencies.
@@ -380,6 +387,9 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Basic: pg, Forms: edge, // the basic page (no JavaScript)
 	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
+	if cfg.Tap != nil {
+		app.Use(cfg.Tap)
+	}
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
 	app.Use(kit.AssignRequestIDs(edge.Proxies()))

@@ -92,6 +92,7 @@ func TestEverySettableFieldHasASetting(t *testing.T) {
 	notSettings := map[string]string{
 		"Tick":           "tests and embedders only: the frontier tick",
 		"Manual":         "tests only: no background loops",
+		"Tap":            "tests only: the contract check of every exchange",
 		"CaptchaTimeout": "tests only: one siteverify call's bound",
 		"Limiter":        "tests only: how rate limiting degrades",
 		"Log":            "made from -log-format (checked below)",

@@ -18,13 +18,14 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/anteroom/anteroom/web/protect"
+	"github.com/gofiber/fiber/v2"
 )
 
 // Config is a node's process configuration. Each field a deployment sets
 // has one entry in the settings registry of cmd/anteroom (settings.go):
 // its flag, ANTEROOM_* environment variable, default (from DefaultConfig)
 // and doc, from which docs/configure.md's settings table is generated. Tick,
-// Manual, CaptchaTimeout and Limiter are for tests and embedders only.
+// Manual, Tap, CaptchaTimeout and Limiter are for tests and embedders only.
 type Config struct {
 	// Addr is the HTTP listen address.
 	//
@@ -138,6 +139,12 @@ type Config struct {
 	// ticks, outbox and key reloads): tests that count Redis commands
 	// drive the node with Snapshots.Refresh themselves.
 	Manual bool
+	// Tap is a middleware run first on every request of the public
+	// listener, for tests only: internal/nodetest checks each exchange
+	// against the HTTP contract with it (web.Config.Tap).
+	//
+	// Default: none
+	Tap fiber.Handler
 	// WebhookAllowHTTP accepts and delivers to http webhook URLs; by
 	// default webhooks must be https.
 	//

@@ -109,7 +109,7 @@ func TestNodesHeartbeat(t *testing.T) {
 	// patient limiter as n1 (nodetest.PatientLimiter).
 	machine := nodetest.PatientLimiter()
 	n1 := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
-	n2, err := node.Start(context.Background(), node.Config{Identity: "header", TrustedProxies: []string{"127.0.0.1"}, Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Limiter: machine, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n2, err := node.Start(context.Background(), node.Config{Identity: "header", TrustedProxies: []string{"127.0.0.1"}, Addr: "127.0.0.1:0", DataDir: t.TempDir(), RedisURL: r.URL(), NATSURL: ns.URL(), Limiter: machine, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Tap: nodetest.Tap(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

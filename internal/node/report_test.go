@@ -126,6 +126,7 @@ func startStoppable(t *testing.T, cfg node.Config) (*node.Node, func()) {
 	t.Helper()
 	cfg.Addr, cfg.DataDir = "127.0.0.1:0", t.TempDir()
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Tap = nodetest.Tap(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)

@@ -26,6 +26,7 @@ func startErr(t *testing.T, cfg node.Config) error {
 		cfg.DataDir = t.TempDir()
 	}
 	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Tap = nodetest.Tap(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)

@@ -311,7 +311,7 @@ func (w *wiring) edge() error {
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
-		Now:         w.clk.Now, NowAt: w.clk.At,
+		Now:         w.clk.Now, NowAt: w.clk.At, Tap: cfg.Tap,
 		Tracer: w.tracing.Provider(), TraceStatusRatio: cfg.TraceStatusRatio,
 	}, web.Deps{
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-
-	"github.com/anteroom/anteroom/web/openapi/conform"
 )
 
 // Answer is one HTTP answer, its JSON object body decoded when it has one.
@@ -20,7 +18,8 @@ type Answer struct {
 
 // Call sends one request and decodes a JSON object answer; it fails the
 // test when the request cannot be sent, a JSON body cannot be decoded, or
-// the exchange is outside the node's HTTP contract (conform.Checker).
+// the exchange is outside the node's HTTP contract (checked by the node
+// when Start started it, see Tap; here otherwise).
 func Call(t testing.TB, method, url string, hdr map[string]string, body []byte) Answer {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
@@ -49,15 +48,3 @@ func Call(t testing.TB, method, url string, hdr map[string]string, body []byte) 
 // Str returns m[k] when it is a string, and "" otherwise (also for a nil
 // m), so a test reads a decoded answer's fields without type switches.
 func Str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-
-// conformant fails t when the exchange is outside the contract.
-func conformant(t testing.TB, req *http.Request, body []byte, a Answer) {
-	t.Helper()
-	c, err := conform.Shared()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Check(req, body, a.Status, a.Header, a.Raw); err != nil {
-		t.Errorf("contract (web/openapi/openapi.yaml): %v", err)
-	}
-}

@@ -16,7 +16,8 @@ import (
 
 // Start starts a node with cfg on 127.0.0.1:0 (a temporary data directory,
 // a silent logger and PatientLimiter unless cfg sets them) and closes it on
-// cleanup.
+// cleanup. In a test (not a benchmark) the node checks every exchange
+// against its HTTP contract (Tap) unless cfg sets a Tap of its own.
 func Start(t testing.TB, cfg node.Config) *node.Node {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
@@ -29,13 +30,20 @@ func Start(t testing.TB, cfg node.Config) *node.Node {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if _, bench := t.(*testing.B); cfg.Tap == nil && !bench {
+		cfg.Tap = Tap(t)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), Patience)
 	defer cancel()
 	n, err := node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start node: %v", err)
 	}
+	if cfg.Tap != nil {
+		tap(n.URL())
+	}
 	t.Cleanup(func() {
+		defer untap(n.URL())
 		ctx, cancel := context.WithTimeout(context.Background(), Patience)
 		defer cancel()
 		if err := n.Close(ctx); err != nil {

@@ -6,10 +6,12 @@
 // read, and the contract is meant to be read by people integrating a
 // shop. Tests keep it true instead: package web's TestOpenAPIRoutes
 // fails on a route the node serves that the contract lacks (and on a
-// contract path nothing serves), and TestOpenAPIErrorCodes here fails when
+// contract path nothing serves); TestOpenAPIErrorCodes here fails when
 // web/kit's error table answers a code the contract's ErrorCode enum
-// lacks, and package conform checks the traffic of the node and
-// end-to-end tests against it.
+// lacks; the handler packages' TestContractShapes compare each body's
+// schema with its Go type, field by field (conform.Shape); and every node
+// the node and end-to-end tests start checks each exchange it answers
+// against the contract (package conform, internal/nodetest).
 package openapi
 
 import (

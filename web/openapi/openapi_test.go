@@ -72,3 +72,31 @@ func TestOpenAPIDocumentValid(t *testing.T) {
 		t.Fatalf("invalid: %v", err)
 	}
 }
+
+// TestOpenAPIRequestIDs: every answer of every operation declares the
+// X-Request-ID header, required (the node sets it on every answer), and
+// 429 and 503 answers Retry-After.
+func TestOpenAPIRequestIDs(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, r := range op.Responses.Map() {
+				n++
+				h := r.Value.Headers
+				if id := h["X-Request-ID"]; id == nil || !id.Value.Required {
+					t.Errorf("%s %s %s: no required X-Request-ID header", method, path, status)
+				}
+				if ra := h["Retry-After"]; (status == "429" || status == "503") && (ra == nil || !ra.Value.Required) {
+					t.Errorf("%s %s %s: no required Retry-After header", method, path, status)
+				}
+			}
+		}
+	}
+	if n < 300 {
+		t.Fatalf("%d answers in the contract: the walk is broken", n)
+	}
+}

@@ -104,6 +104,12 @@ func (s *Pages) putPageDraft(c *fiber.Ctx) error {
 	return c.JSON(pageView(&saved))
 }
 
+// publishJSON is the optional body of POST
+// /admin/events/{id}/page/publish.
+type publishJSON struct {
+	DraftSHA256 string `json:"draft_sha256"`
+}
+
 // publishPage answers POST /admin/events/{id}/page/publish: the draft
 // becomes the live page. An optional body {"draft_sha256": ...} publishes
 // only the draft that was previewed (409 conflict if it changed since).
@@ -111,9 +117,7 @@ func (s *Pages) putPageDraft(c *fiber.Ctx) error {
 // node renders it at its next refresh.
 func (s *Pages) publishPage(c *fiber.Ctx) error {
 	id := strings.Clone(c.Params("id"))
-	var in struct {
-		DraftSHA256 string `json:"draft_sha256"`
-	}
+	var in publishJSON
 	if body := bytes.TrimSpace(c.Body()); len(body) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.DisallowUnknownFields()

@@ -33,16 +33,24 @@ func (s *API) listAccounts(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"accounts": out})
 }
 
+// newAccountJSON is the body of POST /admin/accounts.
+type newAccountJSON struct {
+	Name     string     `json:"name"`
+	Role     staff.Role `json:"role"`
+	Password string     `json:"password"`
+}
+
+// roleJSON is the body of PUT /admin/accounts/{name}.
+type roleJSON struct {
+	Role staff.Role `json:"role"`
+}
+
 // createAccount answers POST /admin/accounts {"name", "role", "password"}.
 func (s *API) createAccount(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
-	var in struct {
-		Name     string     `json:"name"`
-		Role     staff.Role `json:"role"`
-		Password string     `json:"password"`
-	}
+	var in newAccountJSON
 	if err := kit.DecodeStrict(c, "account", &in); err != nil {
 		return err
 	}
@@ -73,9 +81,7 @@ func (s *API) setAccountRole(c *fiber.Ctx) error {
 	if err := s.accountsOrUnavailable(); err != nil {
 		return err
 	}
-	var in struct {
-		Role staff.Role `json:"role"`
-	}
+	var in roleJSON
 	if err := kit.DecodeStrict(c, "account", &in); err != nil {
 		return err
 	}

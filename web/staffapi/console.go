@@ -25,6 +25,14 @@ type consoleSessionJSON struct {
 	Role    string `json:"role"`
 }
 
+// signInJSON is the body of POST /admin/session: an account's name and
+// password, or the admin token.
+type signInJSON struct {
+	Token    string `json:"token"`
+	Name     string `json:"name"`
+	Password string `json:"password"`
+}
+
 // signIn exchanges the admin token, or an account's name and password, for
 // a console session cookie.
 func (s *API) signIn(c *fiber.Ctx) error {
@@ -34,11 +42,7 @@ func (s *API) signIn(c *fiber.Ctx) error {
 	if !strings.HasPrefix(c.Get(fiber.HeaderContentType), fiber.MIMEApplicationJSON) {
 		return kit.BadRequest("sign in with a JSON body {\"name\": ..., \"password\": ...} or {\"token\": ...}")
 	}
-	var in struct {
-		Token    string `json:"token"`
-		Name     string `json:"name"`
-		Password string `json:"password"`
-	}
+	var in signInJSON
 	dec := json.NewDecoder(bytes.NewReader(c.Body()))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
