@@ -132,10 +132,16 @@ test("a claim through 503 keeps one Idempotency-Key and takes one unit", {skip, 
   const {admission_token: token} = await c.waitForTurn();
   await admin("POST", "/events/claim/pause");
   const claimed = c.claim(token);
-  while (retries.length < 2) await new Promise((ok) => setTimeout(ok, 50));
+  // Bounded waits that name what was sent: a hang says what it saw.
+  const seen = () => JSON.stringify({calls: rec.calls, retries});
+  for (const end = Date.now() + 60_000; retries.length < 2; await new Promise((ok) => setTimeout(ok, 50))) {
+    assert.ok(Date.now() < end, "no second retry of the paused claim in 60 s: " + seen());
+  }
   assert.ok(store.get("anteroom_claim_key_claim"), "the key is not stored while the claim is pending");
   await admin("POST", "/events/claim/resume");
-  const res = await claimed;
+  let stuck;
+  const res = await Promise.race([claimed, new Promise((_, no) => { stuck = setTimeout(() => no(new Error("the claim did not end 90 s after the resume: " + seen())), 90_000); })]);
+  clearTimeout(stuck);
   assert.equal(res.status, 201, JSON.stringify(res));
   assert.ok(res.body.claim_id);
   const claims = rec.calls.filter((x) => x.path.endsWith("/claim"));
