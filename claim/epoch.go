@@ -79,7 +79,11 @@ func (p *Publisher) PublishGrant(ctx context.Context, ev, id string, payload []b
 	}
 	epoch := epochOf(payload)
 	if v := p.view.Load(); v != nil {
-		first, err := v.firstAfter(ctx, p.stream.get, ev, epoch, seq, viewWait)
+		wait := viewWait
+		if p.viewWait > 0 {
+			wait = p.viewWait
+		}
+		first, err := v.firstAfter(ctx, p.stream.get, ev, epoch, seq, wait)
 		if err == nil {
 			return judged(id, seq, first)
 		}

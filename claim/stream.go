@@ -83,6 +83,7 @@ type Publisher struct {
 	view    atomic.Pointer[markerView] // set while Follow runs
 
 	holdView func(jetstream.Msg) // a test's hook into the view's deliveries
+	viewWait time.Duration       // a test's bound instead of viewWait, when set
 }
 
 // NewPublisher returns a Publisher on js.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,13 +27,22 @@ type markerView struct {
 	from uint64
 	hold func(jetstream.Msg) // a test's hook, before each delivery is recorded
 
-	mu      sync.Mutex
-	upTo    uint64
-	moved   chan struct{}       // closed and replaced when upTo advances while waiting
-	waiting bool                // a grant waits on moved
-	stale   bool                // a wait timed out and upTo has not moved since
-	markers map[string][]uint64 // event → its markers in (from, upTo], ascending
-	past    map[pastKey]uint64  // first marker in (epoch, from], 0 for none
+	// delivering counts deliveries in progress. The ordered consumer
+	// records a message as delivered before its handler runs, and a
+	// consumer it recreates (missed heartbeats, a reconnect) starts after
+	// that message on another goroutine: a second delivery while one is
+	// in progress may overtake a marker that is not recorded yet.
+	delivering atomic.Int32
+
+	mu       sync.Mutex
+	broken   chan struct{} // closed when the view lost its order: judge nothing from it
+	consumer string        // the ordered consumer's name at the first delivery
+	upTo     uint64
+	moved    chan struct{}       // closed and replaced when upTo advances while waiting
+	waiting  bool                // a grant waits on moved
+	stale    bool                // a wait timed out and upTo has not moved since
+	markers  map[string][]uint64 // event → its markers in (from, upTo], ascending
+	past     map[pastKey]uint64  // first marker in (epoch, from], 0 for none
 }
 
 type pastKey struct {
@@ -60,8 +70,7 @@ func followView(ctx context.Context, js jetstream.JetStream, hold func(jetstream
 	if err != nil {
 		return fmt.Errorf("marker view: %w", err)
 	}
-	v := &markerView{from: info.State.LastSeq, hold: hold, upTo: info.State.LastSeq, moved: make(chan struct{}),
-		markers: map[string][]uint64{}, past: map[pastKey]uint64{}}
+	v := newMarkerView(info.State.LastSeq, hold)
 	c, err := js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{Subject("*", KindGranted), EpochSubject("*")},
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
@@ -82,23 +91,69 @@ func followView(ctx context.Context, js jetstream.JetStream, hold func(jetstream
 		return nil
 	case <-cc.Closed():
 		return errors.New("marker view: the consumer stopped")
+	case <-v.broken:
+		return errors.New("marker view: a delivery overtook another (the consumer was recreated); starting again")
+	}
+}
+
+// newMarkerView is a view that starts after stream sequence from.
+func newMarkerView(from uint64, hold func(jetstream.Msg)) *markerView {
+	return &markerView{from: from, hold: hold, upTo: from, moved: make(chan struct{}), broken: make(chan struct{}),
+		markers: map[string][]uint64{}, past: map[pastKey]uint64{}}
+}
+
+// breakLocked marks the view as out of order: every grant waiting on it and
+// every later one reads the stream instead, and followView starts a new
+// view. v.mu must be held.
+func (v *markerView) breakLocked() {
+	select {
+	case <-v.broken:
+	default:
+		close(v.broken)
+	}
+}
+
+func (v *markerView) isBroken() bool {
+	select {
+	case <-v.broken:
+		return true
+	default:
+		return false
 	}
 }
 
 // deliver records one delivered message.
+//
+// Deliveries must come one at a time, in order, from one consumer: a
+// delivery that starts while another is in progress, comes from a
+// recreated consumer or is not past upTo breaks the view
+// (a marker in flight could be overtaken and never recorded), and grants
+// are judged by reading the stream until a new view starts.
 func (v *markerView) deliver(m jetstream.Msg) {
+	overlapped := v.delivering.Add(1) > 1
+	defer v.delivering.Add(-1)
 	if v.hold != nil {
 		v.hold(m)
 	}
 	md, err := m.Metadata()
-	if err != nil {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if err != nil || overlapped || v.isBroken() {
+		v.breakLocked()
+		return
+	}
+	if v.consumer == "" {
+		v.consumer = md.Consumer
+	} else if md.Consumer != v.consumer {
+		// The client recreated the consumer: its first delivery may have
+		// overtaken the old consumer's last, still in a handler.
+		v.breakLocked()
 		return
 	}
 	seq := md.Sequence.Stream
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	if seq <= v.upTo {
-		return // a redelivery after the consumer was recreated
+		v.breakLocked() // out of order: what came between may be missing
+		return
 	}
 	if ev, ok := strings.CutPrefix(m.Subject(), EpochSubject("")); ok {
 		v.markers[ev] = append(v.markers[ev], seq)
@@ -121,8 +176,8 @@ func (v *markerView) firstAfter(ctx context.Context, st func(context.Context) (j
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	v.mu.Lock()
-	for v.upTo < seq {
-		if v.stale {
+	for v.upTo < seq || v.isBroken() {
+		if v.stale || v.isBroken() {
 			v.mu.Unlock()
 			return 0, errViewBehind // stalled: no grant waits for it until it moves
 		}
@@ -131,6 +186,7 @@ func (v *markerView) firstAfter(ctx context.Context, st func(context.Context) (j
 		v.mu.Unlock()
 		select {
 		case <-moved:
+		case <-v.broken:
 		case <-timer.C:
 			v.mu.Lock()
 			v.stale = v.upTo < seq

@@ -139,6 +139,10 @@ func TestFenceViewR3(t *testing.T) {
 	if err := p.PublishGrant(ctx, ev, "0-void", grantPayload(ev, "0-void", 0)); !errors.Is(err, ErrSuperseded) {
 		t.Fatalf("grant of epoch 0 after marker %d: %v, want ErrSuperseded", old, err)
 	}
+	// A loaded machine may stall the view past viewWait, which reads the
+	// stream by design: the count of reads is only a fair test when the
+	// wait cannot run out.
+	p.viewWait = time.Minute
 	before := api.reads(t)
 	const n = 200
 	var wg sync.WaitGroup
@@ -153,9 +157,13 @@ func TestFenceViewR3(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if got := api.reads(t) - before; got != 0 {
-		t.Errorf("%d grants of the current epoch made %d reads of the stream, want none", n, got)
+	// At most one read: the markers up to the view's start are read once
+	// per (event, epoch) and kept, when a view (re)started after the
+	// grants' epoch; never one per grant.
+	if got := api.reads(t) - before; got > 1 {
+		t.Errorf("%d grants of the current epoch made %d reads of the stream, want at most one", n, got)
 	}
+	p.viewWait = 0
 
 	// The marker lands between the grant's decision (epoch old) and its
 	// store, and the view delivers it only after the grant's PubAck.
