@@ -154,7 +154,8 @@ type Message struct {
 // ttl is how long the push service may hold the message (the admission
 // window: a notice later than it is useless). A subscription the push
 // service no longer knows (404, 410) is forgotten too. The error of a
-// failed attempt is retryable.
+// failed attempt is retryable, as is the error of a call made while
+// another call sends the same place's notice (one sender at a time).
 func (s *Service) Notify(ctx context.Context, ev string, shard int, seq int64, ttl time.Duration) error {
 	key := subKey(ev, place(shard, seq))
 	raw, err := s.rdb.Get(ctx, key).Bytes()
@@ -164,6 +165,19 @@ func (s *Service) Notify(ctx context.Context, ev string, shard int, seq int64, t
 	if err != nil {
 		return fmt.Errorf("push %s: %w", ev, err)
 	}
+	// One sender per place at a time: two copies of the your_turn event
+	// handled at once would both read the subscription and both send. The
+	// other copy is retried later and finds the subscription gone (sent)
+	// or the lock free (the send failed).
+	lock := key + ":sending"
+	took, err := s.rdb.SetNX(ctx, lock, 1, s.cfg.Timeout+5*time.Second).Result()
+	if err != nil {
+		return fmt.Errorf("push %s: %w", ev, err)
+	}
+	if !took {
+		return fmt.Errorf("push %s: another copy of this notice is being sent", ev)
+	}
+	defer s.rdb.Del(context.WithoutCancel(ctx), lock)
 	var sub Subscription
 	if err := json.Unmarshal(raw, &sub); err != nil || s.cfg.Endpoints.Check(&sub) != nil {
 		// Saved under other settings (a host since removed): not sent.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +217,38 @@ func TestNewRefusesBadSettings(t *testing.T) {
 		if _, err := push.New(nil, cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestNotifyConcurrentCopiesSendOnce: copies of one your_turn event handled
+// at once (the push deliverer's workers, a redelivery) send one notice;
+// the others are told to retry and then find nothing to send. Before the
+// fix each copy read the subscription and sent (lifecycle's
+// TestPushDelivererRetriesThenOnce saw three requests in a CI run).
+func TestNotifyConcurrentCopiesSendOnce(t *testing.T) {
+	svc, stub, _ := newService(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := svc.Save(ctx, "drop", -1, 7, subJSON(t, stub.Subscription()), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	const copies = 8
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range copies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_ = svc.Notify(ctx, "drop", -1, 7, time.Minute) // an error: retried later
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := len(stub.Messages()); n != 1 {
+		t.Fatalf("%d copies at once sent %d notices, want 1", copies, n)
+	}
+	if err := svc.Notify(ctx, "drop", -1, 7, time.Minute); err != nil || len(stub.Messages()) != 1 {
+		t.Errorf("a retry after the copies: %v, %d notices; want nothing more sent", err, len(stub.Messages()))
 	}
 }
