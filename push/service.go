@@ -178,6 +178,14 @@ func (s *Service) Notify(ctx context.Context, ev string, shard int, seq int64, t
 		return fmt.Errorf("push %s: another copy of this notice is being sent", ev)
 	}
 	defer s.rdb.Del(context.WithoutCancel(ctx), lock)
+	// Read again under the lock: a copy that sent meanwhile forgot it.
+	raw, err = s.rdb.Get(ctx, key).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("push %s: %w", ev, err)
+	}
 	var sub Subscription
 	if err := json.Unmarshal(raw, &sub); err != nil || s.cfg.Endpoints.Check(&sub) != nil {
 		// Saved under other settings (a host since removed): not sent.
