@@ -158,12 +158,10 @@ type Message struct {
 // another call sends the same place's notice (one sender at a time).
 func (s *Service) Notify(ctx context.Context, ev string, shard int, seq int64, ttl time.Duration) error {
 	key := subKey(ev, place(shard, seq))
-	raw, err := s.rdb.Get(ctx, key).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil
-	}
-	if err != nil {
+	if n, err := s.rdb.Exists(ctx, key).Result(); err != nil {
 		return fmt.Errorf("push %s: %w", ev, err)
+	} else if n == 0 {
+		return nil // most places have no subscription: no lock taken
 	}
 	// One sender per place at a time: two copies of the your_turn event
 	// handled at once would both read the subscription and both send. The
@@ -179,7 +177,7 @@ func (s *Service) Notify(ctx context.Context, ev string, shard int, seq int64, t
 	}
 	defer s.rdb.Del(context.WithoutCancel(ctx), lock)
 	// Read again under the lock: a copy that sent meanwhile forgot it.
-	raw, err = s.rdb.Get(ctx, key).Bytes()
+	raw, err := s.rdb.Get(ctx, key).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return nil
 	}
