@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,4 +201,20 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// waitLog waits until the Worker's log holds every one of parts: workerd's
+// log reaches the test through a pipe, a moment after the answer it
+// explains.
+func (w *cfWorker) waitLog(t *testing.T, what string, parts ...string) {
+	t.Helper()
+	testenv.Eventually(t, "the Worker's log "+what, 10*time.Second, func() error {
+		log := w.log.String()
+		for _, p := range parts {
+			if !strings.Contains(log, p) {
+				return fmt.Errorf("no %q in:\n%s", p, log)
+			}
+		}
+		return nil
+	})
 }

@@ -299,9 +299,7 @@ func TestCloudflareWorker(t *testing.T) {
 		}
 		return nil
 	})
-	if log := w.log.String(); !strings.Contains(log, "cannot fetch the JWKS "+jwks.proxy.URL) || !strings.Contains(log, "HTTP 503") {
-		t.Errorf("the Worker's log does not say the JWKS fetch failed:\n%s", log)
-	}
+	w.waitLog(t, "says the JWKS fetch failed", "cannot fetch the JWKS "+jwks.proxy.URL, "HTTP 503")
 	jwks.down.Store(false)
 	t.Logf("main Worker checks done %v after the test started", time.Since(start).Round(time.Millisecond))
 
@@ -332,9 +330,7 @@ func TestCloudflareWorker(t *testing.T) {
 		if users, _, _ := shop.seen(); len(users) != len(served) {
 			t.Errorf("the shop saw %d requests, want still %d", len(users), len(served))
 		}
-		if log := w.log.String(); !strings.Contains(log, "cannot fetch the JWKS http://"+closed) || !strings.Contains(log, "fail closed") {
-			t.Errorf("the Worker's log does not say why it failed closed:\n%s", log)
-		}
+		w.waitLog(t, "says why it failed closed", "cannot fetch the JWKS http://"+closed, "fail closed")
 		// The waiting room's paths pass through, without the client's
 		// X-User-ID or X-Forwarded-For: X-Forwarded-For is the visitor's
 		// address (CF-Connecting-IP), X-Forwarded-Host the host asked for
@@ -370,9 +366,7 @@ func TestCloudflareWorker(t *testing.T) {
 			}
 			return nil
 		})
-		if log := w.log.String(); !strings.Contains(log, "still using the keys fetched") || !strings.Contains(log, "dropped its keys: admitted visitors get 503 (fail closed)") {
-			t.Errorf("the Worker's log does not tell the stale keys, then failing closed:\n%s", log)
-		}
+		w.waitLog(t, "tells the stale keys, then failing closed", "still using the keys fetched", "dropped its keys: admitted visitors get 503 (fail closed)")
 		front.down.Store(false)
 		testenv.Eventually(t, "admitted again once the JWKS is back", 30*time.Second, func() error {
 			if code := get(); code != http.StatusOK {
@@ -402,9 +396,7 @@ func TestCloudflareWorker(t *testing.T) {
 				t.Errorf("EVENT not an event id: %d, want 503 (fail closed)", resp.StatusCode)
 			}
 		}
-		if log := w.log.String(); !strings.Contains(log, `misconfigured (EVENT "Drop!" is not an event id)`) {
-			t.Errorf("the Worker's log does not name the wrong setting:\n%s", log)
-		}
+		w.waitLog(t, "names the wrong setting", `misconfigured (EVENT "Drop!" is not an event id)`)
 	})
 	t.Logf("done %v after the test started", time.Since(start).Round(time.Millisecond))
 }
