@@ -41,11 +41,14 @@ func r3Stream(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 // apiCounter counts JetStream API requests by kind, seen by a plain
 // subscriber on $JS.API.> (requests reach every subscriber). Connected to
 // the publisher's server, it has seen every request the publisher made
-// before its own round trip (reads flushes).
+// before its own round trip: reads flushes, then counts what the
+// subscription's channel holds (a Flush does not wait for an async
+// handler, which undercounted reads under load).
 type apiCounter struct {
 	mu sync.Mutex
 	n  map[string]int
 	nc *nats.Conn
+	ch chan *nats.Msg
 }
 
 func countAPI(t *testing.T, url string) *apiCounter {
@@ -55,18 +58,8 @@ func countAPI(t *testing.T, url string) *apiCounter {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	c := &apiCounter{n: map[string]int{}, nc: nc}
-	if _, err := nc.Subscribe("$JS.API.>", func(m *nats.Msg) {
-		kind := strings.TrimPrefix(m.Subject, "$JS.API.")
-		if strings.HasPrefix(kind, "DIRECT.GET") {
-			kind = "DIRECT.GET"
-		} else if i := strings.LastIndex(kind, "."+StreamName); i >= 0 {
-			kind = kind[:i]
-		}
-		c.mu.Lock()
-		c.n[kind]++
-		c.mu.Unlock()
-	}); err != nil {
+	c := &apiCounter{n: map[string]int{}, nc: nc, ch: make(chan *nats.Msg, 1<<16)}
+	if _, err := nc.ChanSubscribe("$JS.API.>", c.ch); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
@@ -79,14 +72,28 @@ func countAPI(t *testing.T, url string) *apiCounter {
 func (c *apiCounter) reads(t *testing.T) int {
 	t.Helper()
 	// A round trip on the counting connection: every request sent before
-	// it by the other connection has reached the subscriber too (one
-	// server, routes in order), or is counted a moment later.
+	// it by the other connection has reached the channel (one server,
+	// routes in order).
 	if err := c.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n["STREAM.MSG.GET"] + c.n["DIRECT.GET"]
+	for {
+		select {
+		case m := <-c.ch:
+			kind := strings.TrimPrefix(m.Subject, "$JS.API.")
+			if strings.HasPrefix(kind, "DIRECT.GET") {
+				kind = "DIRECT.GET"
+			} else if i := strings.LastIndex(kind, "."+StreamName); i >= 0 {
+				kind = kind[:i]
+			}
+			c.n[kind]++
+			continue
+		default:
+		}
+		return c.n["STREAM.MSG.GET"] + c.n["DIRECT.GET"]
+	}
 }
 
 // grantPayload is a granted event of claim id in epoch.
