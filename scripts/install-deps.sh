@@ -107,48 +107,40 @@ else
 	esac
 fi
 
-# axe-core for the browser tests' accessibility checks: npm ci installs
-# exactly the locked version, and only when it is not there yet.
-AXE_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/internal/e2e/testdata/axe"
-if [ -f "$AXE_DIR/node_modules/axe-core/axe.min.js" ]; then
-	log "axe-core: present in $AXE_DIR/node_modules"
-elif have_cmd npm; then
-	log "npm ci --prefix $AXE_DIR (axe-core)"
-	npm ci --prefix "$AXE_DIR" --no-audit --no-fund --ignore-scripts
-elif [ "${CI:-}" = "true" ]; then
-	log "no npm: cannot install axe-core"
-	exit 1
-fi
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
+# npm_ci DIR WHAT FILE... installs the npm package in DIR with npm ci
+# (exactly its locked versions; --ignore-scripts loses nothing: workerd's
+# binary is an npm package of its own) unless every FILE under
+# DIR/node_modules is already there. WHAT names it in the log.
+npm_ci() {
+	local dir="$1" what="$2" f
+	shift 2
+	for f in "$@"; do
+		if [ ! -f "$dir/node_modules/$f" ]; then
+			if have_cmd npm; then
+				log "npm ci --prefix $dir ($what)"
+				npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts
+			elif [ "${CI:-}" = "true" ]; then
+				log "no npm: cannot install $what"
+				exit 1
+			fi
+			return
+		fi
+	done
+	log "$what: present in $dir/node_modules"
+}
+
+# axe-core: the browser tests' accessibility checks.
+AXE_DIR="$ROOT/internal/e2e/testdata/axe"
+npm_ci "$AXE_DIR" axe-core axe-core/axe.min.js
 # The Cloudflare Worker package's dev dependencies (miniflare with its
-# workerd binary, TypeScript, the Workers types) for internal/node
-# TestCloudflareWorker: npm ci installs exactly the locked versions, and
-# only when they are not there yet. workerd's binary comes as an npm
-# package of its own (@cloudflare/workerd-linux-64), so --ignore-scripts
-# loses nothing.
-WORKER_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/deploy/gateway/cloudflare-worker"
-if [ -f "$WORKER_DIR/node_modules/miniflare/package.json" ] && [ -f "$WORKER_DIR/node_modules/typescript/package.json" ]; then
-	log "miniflare: present in $WORKER_DIR/node_modules"
-elif have_cmd npm; then
-	log "npm ci --prefix $WORKER_DIR (miniflare, TypeScript)"
-	npm ci --prefix "$WORKER_DIR" --no-audit --no-fund --ignore-scripts
-elif [ "${CI:-}" = "true" ]; then
-	log "no npm: cannot install miniflare"
-	exit 1
-fi
-
-# TypeScript for the JavaScript client package (@anteroom/client): npm ci
-# installs the locked version, only when it is not there yet.
-JS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/pages/js/anteroom"
-if [ -f "$JS_DIR/node_modules/typescript/bin/tsc" ]; then
-	log "typescript: present in $JS_DIR/node_modules"
-elif have_cmd npm; then
-	log "npm ci --prefix $JS_DIR (typescript)"
-	npm ci --prefix "$JS_DIR" --no-audit --no-fund --ignore-scripts
-elif [ "${CI:-}" = "true" ]; then
-	log "no npm: cannot install the JavaScript client package's typescript"
-	exit 1
-fi
+# workerd binary, TypeScript, the Workers types): TestCloudflareWorker.
+WORKER_DIR="$ROOT/deploy/gateway/cloudflare-worker"
+npm_ci "$WORKER_DIR" "miniflare, TypeScript" miniflare/package.json typescript/package.json
+# TypeScript for the JavaScript client package (@anteroom/client).
+JS_DIR="$ROOT/web/pages/js/anteroom"
+npm_ci "$JS_DIR" "the JavaScript client's TypeScript" typescript/bin/tsc
 
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
