@@ -1,4 +1,4 @@
--- advance.lua v11: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v12: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -90,8 +90,13 @@
 -- records the id without a hold. Without max_active nothing is capped and
 -- the queue's own failover limit applies (see package queue).
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
--- health held (0/1), health generation, c, held log length, then the
--- log's entries from ARGV[17] (at most 4096; "-q" as -q)}.
+-- health held (0/1), health generation, c, held log length, the log's
+-- epoch, then the log's entries from ARGV[17] (at most 4096; "-q" as -q)}.
+-- The epoch names the server the log was read on (with max_active: the
+-- first 52 bits of replid(), 0 without one): a promoted replica's log may
+-- differ from the old primary's past what it copied, and grow back past a
+-- node's offset before the node reads again, so a node whose copy was read
+-- on another server reads the log again from its start.
 local frontier, counter, window, presence, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local activeset, tallies, claimedbits, finishedbits, healthhash = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local latereqs, readmitted, heldlog = KEYS[11], KEYS[12], KEYS[13]
@@ -134,8 +139,10 @@ if ARGV[14] == '1' and hs[1] == '1' then
   hold = true
 end
 local fence, id = tonumber(st[11] or '0'), st[10]
+local epoch = 0
 if maxactive > 0 then
   local cur = replid()
+  epoch = tonumber(string.sub(cur, 1, 13), 16) or 0
   if cur ~= '' and id ~= cur then
     if id then fence = math.max(fence, now + ttl + grace) end
     id = cur
@@ -316,7 +323,7 @@ if now < start then last = 0 end
 redis.call('HSET', frontier, 'b', string.format('%.6f', b), 'n', n, 'c', c, 't', last,
   'f', string.format('%.6f', f), 'h', h, 'g', bound, 'a', a, 'p', p)
 if id then redis.call('HSET', frontier, 'r', id, 'rh', fence) end
-local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), c, redis.call('LLEN', heldlog)}
+local reply = {math.floor(f * 1000), joined, w, now, n, active, tonumber(health[1]), tonumber(health[2]), c, redis.call('LLEN', heldlog), epoch}
 for _, e in ipairs(redis.call('LRANGE', heldlog, logfrom, logfrom + 4095)) do
   table.insert(reply, tonumber(e))
 end

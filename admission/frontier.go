@@ -221,6 +221,12 @@ type Reading struct {
 	// counted back.
 	HeldLen int64
 	HeldLog []int64
+	// HeldEpoch names the server the held log was read on (with
+	// MaxActive: the first 52 bits of its replication id; 0 when unknown).
+	// A copy of the log read on another server is read again from its
+	// start: after a failover the promoted server's log may differ from
+	// the old primary's past what it copied, at any length.
+	HeldEpoch int64
 }
 
 // Advance moves event ev's frontier by rate × time since the last advance
@@ -274,7 +280,7 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if err != nil {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, err)
 	}
-	if len(res) < 10 {
+	if len(res) < 11 {
 		return Reading{}, fmt.Errorf("advance %s: unexpected reply %v", ev, res)
 	}
 	return Reading{
@@ -289,7 +295,8 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		HealthGen:    res[7],
 		Checked:      res[8],
 		HeldLen:      res[9],
-		HeldLog:      res[10:],
+		HeldEpoch:    res[10],
+		HeldLog:      res[11:],
 	}, nil
 }
 

@@ -11,14 +11,17 @@ import (
 // than max_active) but waits until the frontier's step lets them in,
 // oldest request first, within the rate and the caps. The step logs every
 // position it holds and lets in; each node tails that log on its tick
-// into a heldSet, so status still answers without Redis.
+// into a heldSet, so status still answers without Redis. After a Redis
+// failover the node reads the log again from its start.
 
-// heldSet is one node's copy of an event's held positions and its offset
-// in the held log. Safe for concurrent use.
+// heldSet is one node's copy of an event's held positions, its offset in
+// the held log and the log's epoch (the server it was read on). Safe for
+// concurrent use.
 type heldSet struct {
-	mu   sync.RWMutex
-	next int64
-	set  map[int64]struct{}
+	mu    sync.RWMutex
+	next  int64
+	epoch int64
+	set   map[int64]struct{}
 }
 
 // heldOf returns event ev's held set, made on first use.
@@ -37,19 +40,24 @@ func (h *heldSet) offset() int64 {
 }
 
 // apply adds the log's entries read from offset from (q holds position q,
-// -q lets it in) to the set; length is the log's length. A log shorter
-// than the offset was lost (a Redis failover): the set starts again from
-// the log's beginning. Entries read from an offset another refresh moved
-// past are already in.
-func (h *heldSet) apply(from, length int64, entries []int64) {
+// -q lets it in) to the set; length is the log's length and epoch names
+// the server it was read on (admission.Reading.HeldEpoch). A log read on
+// another server than the set's (a Redis failover: the promoted server's
+// log may differ from the one read past what it copied, and may have grown
+// back past the offset) or shorter than the offset (lost) is read again
+// from its beginning: the set starts again. Entries read from an offset
+// another refresh moved past are already in.
+func (h *heldSet) apply(from, epoch, length int64, entries []int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.next != from {
 		return
 	}
-	if length < from {
-		h.next, h.set = 0, map[int64]struct{}{}
-		return
+	if epoch != h.epoch || length < from {
+		h.next, h.epoch, h.set = 0, epoch, map[int64]struct{}{}
+		if from > 0 {
+			return // the entries read are from another log's offset
+		}
 	}
 	for _, e := range entries {
 		if e > 0 {

@@ -133,7 +133,7 @@ func (s *Snapshots) Refresh(ctx context.Context) error {
 
 // merge publishes fresh views over the current ones. Views are never
 // dropped, so a refresh that listed ids before an event was created cannot
-// hide it; a newer view is never replaced by an older one.
+// hide it; a newer view is never replaced by an older one (replaces).
 func (s *Snapshots) merge(fresh map[string]*admission.Sale) {
 	for {
 		old := s.view.Load()
@@ -142,7 +142,7 @@ func (s *Snapshots) merge(fresh map[string]*admission.Sale) {
 			next[k] = v
 		}
 		for k, v := range fresh {
-			if cur, ok := next[k]; !ok || !v.ServerTime.Before(cur.ServerTime) {
+			if cur, ok := next[k]; !ok || replaces(v, cur) {
 				next[k] = v
 			}
 		}
@@ -150,6 +150,22 @@ func (s *Snapshots) merge(fresh map[string]*admission.Sale) {
 			return
 		}
 	}
+}
+
+// replaces reports whether a tick's view v may replace the published view
+// cur. The configuration decides first: every save increases its version
+// (event.Store.Put), so a view built from an older one — a tick that read
+// the configuration just before a save whose Reload has published it —
+// never replaces one built from a newer one, whatever their readings' Redis
+// times: a save holds from its 200 on. An older version read later by
+// Redis TIME is what the store has now (a failover lost the newer save),
+// so it replaces the lost one. Views of one configuration are ordered by
+// their readings.
+func replaces(v, cur *admission.Sale) bool {
+	if v.Config.Version != cur.Config.Version {
+		return v.Config.Version > cur.Config.Version || v.ConfigAt.After(cur.ConfigAt)
+	}
+	return !v.ServerTime.Before(cur.ServerTime)
 }
 
 // Run refreshes every interval until ctx is done. Errors go to onErr. From

@@ -63,7 +63,7 @@ func (s *Snapshots) step(ctx context.Context, id string, prev *admission.Sale) (
 		s.putBack(&s.late, id, step.Late, nil)
 		return nil, err
 	}
-	held.apply(step.HeldFrom, r.HeldLen, r.HeldLog)
+	held.apply(step.HeldFrom, r.HeldEpoch, r.HeldLen, r.HeldLog)
 	r.HeldLog = nil // applied; the view need not keep it
 	heldBehind := held.behind(r.HeldLen)
 	lanes, err := s.stepLanes(ctx, &cfg, plan.Lanes, plan.SoldOut, prev)
