@@ -42,13 +42,30 @@
 // its last moments may be missing on the promoted replica
 // (min-replicas-to-write bounds how many):
 //
-//   - The sequence counter stands where the replica had it. People whose
-//     joins were lost keep their signed tickets, which carry their seq, and
-//     so their places; the next joiners are given those same sequence
-//     numbers again. Two people then share a position and are admitted
-//     together: the known limit, counted by the soak ("positions given
-//     twice across a failover", bench/SOAK.md). Nothing is sold twice:
-//     stock has its own fence and rebuild (package claim).
+//   - The sequence counter may stand where the replica had it, below
+//     sequence numbers whose people keep signed tickets. join.lua fences
+//     each counter (failover.go): it records the replication id the
+//     counter is kept on and its pace (the most sequence numbers given in
+//     one second), and the first join on another id (a promoted replica,
+//     a server restored from an older copy, a slot migration) moves the
+//     counter past max(counter, the caller's highest) by that pace times
+//     FailoverSpan + 1 s: the old primary writes alone for at most
+//     deploy/redis's min-replicas-max-lag plus a second. Every Joiner
+//     also reports, with each join, the highest sequence number it has
+//     seen of that counter, and the counter never stands below a report:
+//     every ticket a live node handed out stays below it, whatever the
+//     pace. A queue with no fence on a promoted server (born in the lost
+//     writes) moves as at a pace of one a second. No sequence number is
+//     given twice, so no position is (the tests: TestJoinAfterLaggingFailover).
+//     The bound's limit: a node that died with tickets it never reported,
+//     after a burst faster than any second the promoted copy recorded.
+//     The jump leaves unheld sequence numbers: in the window they are
+//     positions nobody holds (π stays a bijection of 1..W, W frozen from
+//     the moved counter), after it positions nobody holds; either way the
+//     frontier counts them joined and credits them as no-shows after the
+//     grace. A safety-net room's counter (admission/enter.lua) is not
+//     fenced yet. Nothing is sold twice: stock has its own fence and
+//     rebuild (package claim).
 //   - A frozen window size W whose write was lost is frozen again by the
 //     first join, shard read or frontier step on the promoted primary,
 //     from its own counter.

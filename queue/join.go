@@ -68,13 +68,14 @@ type Joiner struct {
 	join  *redis.Script
 	read  *redis.Script
 	batch *joinBatcher // nil: one round trip per join
+	highs *highs
 }
 
 // NewJoiner returns a Joiner on rdb.
 func NewJoiner(rdb Scripter) *Joiner {
-	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), read: luascript.New(readShardLua)}
+	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), read: luascript.New(readShardLua), highs: newHighs()}
 	if p, ok := rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
-		j.batch = &joinBatcher{rdb: rdb, script: j.join, pipe: p.Pipeline, slots: joinPipelines}
+		j.batch = &joinBatcher{rdb: rdb, script: j.join, pipe: p.Pipeline, slots: joinPipelines, highs: j.highs}
 	}
 	return j
 }
@@ -125,7 +126,7 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 	if j.batch != nil {
 		err = j.batch.run(ctx, c)
 	} else {
-		runGroup(ctx, j.rdb, j.join, []*joinCall{c})
+		runGroup(ctx, j.rdb, j.join, j.highs, []*joinCall{c})
 	}
 	if err == nil {
 		err = c.err

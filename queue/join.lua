@@ -1,4 +1,4 @@
--- join.lua v5: give each of n users one sequence number in an event's queue,
+-- join.lua v6: give each of n users one sequence number in an event's queue,
 -- or in one join shard of a queue spread over S > 1 shards (see Order),
 -- exactly as n calls for one user each, run one after another at one
 -- instant, would (concurrent joins share a call: see joinBatcher).
@@ -6,12 +6,14 @@
 -- seconds list of a join shard: one "second:first seq" entry per second
 -- (since the queue opened) in which someone joined the shard after its
 -- window froze, oldest first (named but unused when ARGV[4] is not 1);
--- KEYS[3+i] user i's hash bucket (user -> packed entry).
+-- KEYS[4] the counter's failover fence (a hash, below), KEYS[4+i] user i's
+-- hash bucket (user -> packed entry).
 -- All keys share one hash tag: the event's, the lane's or the join shard's.
 -- ARGV[1] queue opens, ARGV[2] window end, ARGV[3] join end (unix ms),
 -- ARGV[4] 1 for a join shard, ARGV[5] the Redis TIME (unix ms) until
 -- which the caller's view of these instants may act (0: no bound; see
--- event.MaxViewAge), ARGV[5+i] user i.
+-- event.MaxViewAge), ARGV[6] the highest seq of this counter the caller
+-- has seen (0: none), ARGV[7] the failover span (ms), ARGV[7+i] user i.
 -- Packed entry: seq * 2^22 + seconds since the queue opened, so a repeated
 -- join rebuilds the very same ticket from one small integer. The seconds
 -- hold 2^22 - 1 (48.5 days): on one slot, where the position is seq, a
@@ -25,7 +27,23 @@
 -- of the sale), -1 the user's bucket could not be read (seq is Redis's
 -- error). W (a shard's W_s) is -1 while
 -- the window is open.
-local counter, window, seconds = KEYS[1], KEYS[2], KEYS[3]
+-- The failover fence: no seq is given twice across a Redis failover. A
+-- promoted replica may have lost the last INCRs of the old primary, whose
+-- people keep their tickets. KEYS[4] records r, the replication id
+-- (replid()) the counter is kept on, and the counter's pace: s, the last
+-- second (Redis TIME) in which a seq was given, s0 the counter at its
+-- start, pk the most seqs given in one second. A call that finds another r
+-- runs on a copy that may have lost writes: the counter moves past
+-- max(counter, ARGV[6]) by ceil(max(pk, 1) * (ARGV[7] / 1000 + 1)), the
+-- most seqs the recorded pace gives within the span the old primary may
+-- have written alone (the replication lag limit, queue.FailoverSpan), and
+-- the new r is recorded. A caller's ARGV[6] raises the counter at every
+-- call, so every ticket a node has seen stays below the counter. A fence
+-- without r is a new queue's (or an older version's): it records r, and
+-- moves the counter as for a failover at the least pace (pk = 1) only on
+-- a promoted server (INFO's second_repl_offset set), where the queue may
+-- have been born in the lost writes.
+local counter, window, seconds, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sharded = ARGV[4] == '1'
 local now = now_ms()
 local opens, wend, jend = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -35,11 +53,35 @@ if viewend > 0 and now >= viewend then
   -- A staff save may have moved these instants since the view was read:
   -- freeze nothing, place nobody (event.LockMargin keeps a fresh view clear).
   local out = {}
-  for i = 6, #ARGV do
+  for i = 8, #ARGV do
     out[#out + 1], out[#out + 2], out[#out + 3], out[#out + 4] = 4, 0, 0, -1
   end
   return out
 end
+
+local n = tonumber(redis.call('GET', counter) or '0')
+local fs = redis.call('HMGET', fence, 'r', 's', 's0', 'pk')
+local pk = tonumber(fs[4] or '0')
+-- The server's replication id, and whether it took over another
+-- primary's history (a promoted replica keeps it as second_repl_offset).
+local id, promoted = '', false
+local ok, info = pcall(redis.call, 'INFO', 'replication')
+if ok and type(info) == 'string' then
+  id = string.match(info, 'master_replid:(%w+)') or ''
+  promoted = (tonumber(string.match(info, 'second_repl_offset:(%-?%d+)') or '-1') or -1) >= 0
+end
+local high = tonumber(ARGV[6])
+local moved = math.max(n, high)
+if id ~= '' and fs[1] ~= id and (fs[1] or promoted) then
+  moved = moved + math.ceil(math.max(pk, 1) * (tonumber(ARGV[7]) / 1000 + 1))
+end
+local raised = moved > n
+if raised then
+  n = moved
+  redis.call('SET', counter, string.format('%.0f', n))
+end
+if id ~= '' and fs[1] ~= id then redis.call('HSET', fence, 'r', id) end
+local n0 = n -- the counter before this call gives any seq
 
 local w = redis.call('GET', window)
 if not w and now >= wend then
@@ -56,8 +98,8 @@ local function reply(code, seq, joined)
   out[k + 1], out[k + 2], out[k + 3], out[k + 4] = code, seq, joined, w
 end
 
-for i = 6, #ARGV do
-  local user, bucket = ARGV[i], KEYS[i - 2]
+for i = 8, #ARGV do
+  local user, bucket = ARGV[i], KEYS[i - 3]
   local packed = redis.pcall('HGET', bucket, user)
   if type(packed) == 'table' and packed.err then
     reply(-1, packed.err, 0)
@@ -71,6 +113,7 @@ for i = 6, #ARGV do
     reply(3, 0, 0)
   else
     local seq = redis.call('INCR', counter)
+    n = seq
     local r = math.min(rel, 4194303)
     if sharded and w >= 0 then
       -- A later joiner of a shard: the seconds list says where each
@@ -90,5 +133,19 @@ for i = 6, #ARGV do
     redis.call('HSET', bucket, user, string.format('%.0f', seq * 4194304 + r))
     reply(0, seq, base + r)
   end
+end
+if n > n0 then
+  -- The pace: seqs given in this second (Redis TIME).
+  local sec = math.floor(now / 1000)
+  local s, s0 = tonumber(fs[2] or '-1'), tonumber(fs[3] or '0')
+  if s ~= sec or raised or s0 > n0 then s, s0 = sec, n0 end
+  redis.call('HSET', fence, 's', s, 's0', string.format('%.0f', s0), 'pk', math.max(pk, n - s0))
+end
+if n > n0 then
+  -- The pace: seqs given in this second (Redis TIME).
+  local sec = math.floor(now / 1000)
+  local s, s0 = tonumber(fs[2] or '-1'), tonumber(fs[3] or '0')
+  if s ~= sec or raised or s0 > n0 then s, s0 = sec, n0 end
+  redis.call('HSET', fence, 's', s, 's0', string.format('%.0f', s0), 'pk', math.max(pk, n - s0))
 end
 return out

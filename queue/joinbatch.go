@@ -41,6 +41,7 @@ type joinBatcher struct {
 	rdb    Scripter
 	script *redis.Script
 	pipe   func() redis.Pipeliner
+	highs  *highs
 
 	mu       sync.Mutex
 	queue    []*joinCall
@@ -175,13 +176,13 @@ func (b *joinBatcher) send(ctx context.Context, batch []*joinCall) {
 	defer cancel()
 	groups := groupCalls(batch)
 	if len(groups) == 1 {
-		runGroup(bctx, b.rdb, b.script, groups[0])
+		runGroup(bctx, b.rdb, b.script, b.highs, groups[0])
 		return
 	}
 	pipe := b.pipe()
 	cmds := make([]*redis.Cmd, len(groups))
 	for i, g := range groups {
-		keys, args := groupArgs(g)
+		keys, args := groupArgs(b.highs, g)
 		cmds[i] = b.script.EvalSha(bctx, pipe, keys, args...)
 	}
 	_, _ = pipe.Exec(bctx) // errors are per command, below
@@ -189,10 +190,10 @@ func (b *joinBatcher) send(ctx context.Context, batch []*joinCall) {
 		if err := cmds[i].Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			// A server that has not seen the script yet (a restart, a
 			// new master): Run loads it.
-			runGroup(bctx, b.rdb, b.script, g)
+			runGroup(bctx, b.rdb, b.script, b.highs, g)
 			continue
 		}
-		storeReplies(cmds[i], g)
+		storeReplies(b.highs, cmds[i], g)
 	}
 }
 
@@ -215,21 +216,23 @@ next:
 
 // runGroup joins the users of calls, which share a group, in one script
 // call of its own and stores each call's reply.
-func runGroup(ctx context.Context, rdb Scripter, script *redis.Script, calls []*joinCall) {
-	keys, args := groupArgs(calls)
-	storeReplies(script.Run(ctx, rdb, keys, args...), calls)
+func runGroup(ctx context.Context, rdb Scripter, script *redis.Script, hs *highs, calls []*joinCall) {
+	keys, args := groupArgs(hs, calls)
+	storeReplies(hs, script.Run(ctx, rdb, keys, args...), calls)
 }
 
-// groupArgs returns join.lua's keys and arguments for calls.
-func groupArgs(calls []*joinCall) ([]string, []any) {
+// groupArgs returns join.lua's keys and arguments for calls, with the
+// highest seq of their counter hs has seen.
+func groupArgs(hs *highs, calls []*joinCall) ([]string, []any) {
 	g := calls[0].group
 	sharded := 0
 	if g.sharded {
 		sharded = 1
 	}
-	keys := queueKeys(g.tag, len(calls))
-	args := make([]any, 5, 5+len(calls))
+	keys := append(queueKeys(g.tag, 1+len(calls)), fenceKey(g.tag))
+	args := make([]any, 7, 7+len(calls))
 	args[0], args[1], args[2], args[3], args[4] = g.opens, g.windowEnd, g.joinEnd, sharded, g.until
+	args[5], args[6] = hs.get(g.tag), FailoverSpan.Milliseconds()
 	for _, c := range calls {
 		keys = append(keys, c.bucket)
 		args = append(args, c.user)
@@ -238,8 +241,9 @@ func groupArgs(calls []*joinCall) ([]string, []any) {
 }
 
 // storeReplies hands each of calls its four entries of cmd's reply, or
-// cmd's error.
-func storeReplies(cmd *redis.Cmd, calls []*joinCall) {
+// cmd's error, and records the highest seq given in hs before any call
+// returns its ticket.
+func storeReplies(hs *highs, cmd *redis.Cmd, calls []*joinCall) {
 	res, err := cmd.Slice()
 	if err == nil && len(res) != 4*len(calls) {
 		err = fmt.Errorf("join.lua answered %d values for %d users", len(res), len(calls))
@@ -250,6 +254,9 @@ func storeReplies(cmd *redis.Cmd, calls []*joinCall) {
 			continue
 		}
 		c.reply, c.err = parseReply(res[4*i : 4*i+4])
+		if c.err == nil && (c.reply.code == 0 || c.reply.code == 1) {
+			hs.see(c.group.tag, c.reply.seq)
+		}
 	}
 }
 

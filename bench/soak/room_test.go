@@ -165,9 +165,10 @@ func (r *room) admitted(user, token string) {
 	}
 	slices.Sort(who)
 	if holding > roomActive+roomSlack && len(positions) <= roomActive+roomSlack && r.h.promotedWithin(iat.Add(-5*time.Minute)) {
-		// The known limit (docs/operate.md, "What a Redis failover does"):
-		// joins lost with the old primary, their sequence numbers given
-		// again, two people on one position, counted once.
+		// The room's known limit (docs/operate.md, "What a Redis failover
+		// does"): its counter (admission/enter.lua) is not fenced like
+		// join.lua's, so a room entry lost with the old primary may have
+		// its sequence number given again, two people on one position.
 		r.sharedOverMax++
 		return
 	}

@@ -201,9 +201,6 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	}
 	fmt.Printf("  answers: %s\n", h.tally())
 	h.mu.Lock()
-	fmt.Printf("  positions given twice across a failover that lost the first join: %d\n", h.lostJoins)
-	h.mu.Unlock()
-	h.mu.Lock()
 	for _, o := range h.ops {
 		if o.Kind == "audit" || (o.Kind == "staff" && strings.HasPrefix(o.Note, "sale ")) {
 			fmt.Printf("  %s\n", o.Note)

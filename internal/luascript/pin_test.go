@@ -52,7 +52,7 @@ var pins = map[string]struct {
 	"limit/bucket.lua":         {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":      {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":        {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
-	"queue/join.lua":           {5, "19989c4df060c0deee8e88ab3b7a62f4866ae9c2"},
+	"queue/join.lua":           {6, "e807dcac8be25852b04e313406efa10ad464521e"},
 	"queue/readshard.lua":      {3, "0ccd05d17c3476bd7a0ae2f8264240987cd3cba3"},
 }
 
