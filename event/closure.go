@@ -11,8 +11,11 @@ import (
 // queue: people keep joining and wait, and admission resumes where it
 // stopped. A closed room turns everyone away:
 //
-//   - joins (and pass redemptions) are refused with 503 closed and a
-//     Retry-After (the seconds until Until, or DefaultClosedRetry);
+//   - every way in — a join, the basic page's join form, a pass
+//     redemption, a lane invite, a safety-net room's join or gate — is
+//     refused (503 closed and a Retry-After: the seconds until Until, or
+//     DefaultClosedRetry; the gate sends to the waiting page) and changes
+//     nothing; each asks CheckOpen first;
 //   - people already queued keep their ticket and their place: status
 //     answers the state closed (no admission token), and after reopening
 //     they carry on where they were;
@@ -72,8 +75,11 @@ func (c *Config) IsClosed() bool { return c.Closed != nil }
 
 // CheckOpen returns nil unless staff closed the room, and then a
 // *ClosedError (errors.Is ErrClosed) whose RetryAfter runs to the
-// announced end at now, or DefaultClosedRetry. Joining, claiming and the
-// gate call it; status answers closed instead (admission.DecidePlace).
+// announced end at now, or DefaultClosedRetry. It is the one rule every
+// way in asks before it changes anything (web/shopper's door.go: both
+// joins, and so passes, lane invites and rooms; the gate; the basic
+// lobby), and turnstile.Admit and Authorize ask it for every admission
+// minted or spent; status answers closed instead (admission.DecidePlace).
 func (c *Config) CheckOpen(now time.Time) error {
 	if c.Closed == nil {
 		return nil

@@ -125,7 +125,7 @@ func measuredRate(prev *admission.Sale, r admission.Reading, cfg *event.Config) 
 	rate := prev.Rate
 	if dt := r.ServerTime.Sub(prev.ServerTime).Seconds(); dt > 0 && r.Frontier >= prev.Frontier && prev.Config.Version > 0 {
 		inst := (r.Frontier - prev.Frontier) / dt
-		if r.Frontier < float64(r.Joined) && !cfg.Paused && !cfg.IsClosed() && !r.HealthHeld {
+		if r.Frontier < float64(r.Joined) && !heldBy(r, cfg) {
 			// Only a queue with people still waiting measures the rate.
 			rate = 0.8*prev.Rate + 0.2*inst
 		}
@@ -136,7 +136,15 @@ func measuredRate(prev *admission.Sale, r admission.Reading, cfg *event.Config) 
 // waiting is true when reading r of a queue of sale cfg measures its rate:
 // people are still waiting and admission is not held.
 func waiting(r admission.Reading, cfg *event.Config, soldOut bool) bool {
-	return r.Frontier < float64(r.Joined) && !cfg.Paused && !r.HealthHeld && !soldOut
+	return r.Frontier < float64(r.Joined) && !heldBy(r, cfg) && !soldOut
+}
+
+// heldBy reports whether admission was held at reading r of sale cfg —
+// paused, closed by staff (event.Closure) or held for the shop's health —
+// so that the frontier standing still measures no rate: the rate and pace
+// of before are kept through the hold.
+func heldBy(r admission.Reading, cfg *event.Config) bool {
+	return cfg.Paused || cfg.IsClosed() || r.HealthHeld
 }
 
 // stepLanes takes the steps of every lane of cfg (StepFor's, after the

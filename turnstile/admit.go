@@ -61,7 +61,9 @@ var ErrUncounted = errors.New("turnstile: the admission could not be counted")
 // sale's admission_ttl_seconds, and records what the kind calls for. It
 // returns the signed token and its claims, or the issuer's error (nothing
 // is then recorded), or ErrUncounted (wrapping Redis's error: the token
-// must not be handed out).
+// must not be handed out). In a room staff closed it mints nothing, of
+// any kind: the *event.ClosedError of cfg.CheckOpen, the rule every way
+// in asks first (web/shopper's door.go), held here for every admission.
 //
 // What each kind records, and why they differ:
 //
@@ -112,6 +114,9 @@ var ErrUncounted = errors.New("turnstile: the admission could not be counted")
 //     package a Pass was not counted: a bug, fixed with
 //     TestOpsMetricsCountPassTokens.
 func (t *Turnstile) Admit(ctx context.Context, cfg *event.Config, e Entry, now time.Time) (string, tokens.Admission, error) {
+	if err := cfg.CheckOpen(now); err != nil {
+		return "", tokens.Admission{}, err // staff closed the room: no kind admits
+	}
 	switch e.Kind {
 	case Queue, Room:
 	case Pass:

@@ -102,6 +102,26 @@ func TestAdmitRefusal(t *testing.T) {
 	}
 }
 
+// TestAdmitClosed: in a room staff closed no kind of admission is minted
+// (an *event.ClosedError), recorded or counted, whatever way in asked:
+// the turnstile holds the closure for every admission, behind the
+// handlers' own check (web/shopper's door.go).
+func TestAdmitClosed(t *testing.T) {
+	for _, kind := range []turnstile.Kind{turnstile.Queue, turnstile.Room, turnstile.Pass} {
+		view := &fakeView{}
+		var n counter
+		ts := turnstile.New(newIssuer(t), view, n.issued)
+		cfg := &event.Config{ID: "drop", AdmissionTTLSeconds: 60, MaxActive: 5, Closed: &event.Closure{}}
+		tok, _, err := ts.Admit(context.Background(), cfg, turnstile.Entry{Kind: kind, User: "bob", Pos: 1}, at)
+		if !errors.Is(err, event.ErrClosed) || tok != "" {
+			t.Fatalf("%v in a closed room: Admit = %q, %v; want event.ErrClosed", kind, tok, err)
+		}
+		if len(view.marks) != 0 || len(n.n) != 0 {
+			t.Errorf("%v: an admission in a closed room recorded %+v and counted %v", kind, view.marks, n.n)
+		}
+	}
+}
+
 // TestAdmitUncounted: under max_active, an admission Redis could not count
 // is not handed out (ErrUncounted, wrapping Redis's error): nothing is
 // recorded or counted. A pass, outside max_active's count, needs no Redis.

@@ -17,6 +17,9 @@
 //     the gate renewing an admission past half its life).
 //   - Pass: a bypass pass was redeemed on join.
 //
+// None is minted while staff have the room closed (event.Config.CheckOpen,
+// which every way in asks first).
+//
 // # Who may claim
 //
 // The answer is this package together with the edge in front of it and

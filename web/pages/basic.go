@@ -221,12 +221,32 @@ func basicView(d *basicData, cfg *event.Config, v shopper.BasicView, now time.Ti
 		d.Msg = &basicMsg{Kind: v.State, Class: "bad", Text: t(v.State)}
 		if v.State == string(admission.Closed) {
 			d.Msg.Class = "info"
+			if cfg.IsClosed() { // by staff, for now: not the sale's end
+				d.Msg = closureMsg(t, cfg)
+			}
 		}
 	}
 	if p := v.Problem; p != nil {
 		d.Msg = problemMsg(t, p)
+		if p.Code == "closed" && cfg.IsClosed() {
+			d.Msg = closureMsg(t, cfg)
+		}
 		d.CanJoin, d.Claim = false, false
 	}
+}
+
+// closureMsg is the message box of a room staff closed (event.Closure),
+// as the room page shows it: their message, or the catalog's roomClosed,
+// and when they expect to reopen.
+func closureMsg(t func(string, ...string) string, cfg *event.Config) *basicMsg {
+	m := &basicMsg{Kind: string(admission.Closed), Class: "info", Text: cfg.Closed.Message}
+	if m.Text == "" {
+		m.Text = t("roomClosed")
+	}
+	if u := cfg.Closed.Until; u != nil {
+		m.Sub = t("roomClosedUntil", "t", clockUTC(*u))
+	}
+	return m
 }
 
 // problemMsg is the message box of a refusal: the catalog's words for

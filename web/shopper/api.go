@@ -181,7 +181,7 @@ func (s *API) Mount(ev fiber.Router, earlyBird fiber.Handler) {
 	// polls of waiting users are most of the traffic.
 	ev.Get("/status", s.status)
 	ev.Get("/", s.publicEvent)
-	ev.Post("/join", earlyBird, s.join) // early birds never reach Redis
+	ev.Post("/join", earlyBird, s.open, s.join) // early birds never reach Redis; a closed room lets nobody in (door.go)
 	ev.Post("/claim", earlyBird, s.claim)
 	ev.Get("/claims/:claim_id", s.lookupClaim)
 	ev.Get("/claims", s.listClaims)

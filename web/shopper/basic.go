@@ -3,6 +3,7 @@ package shopper
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -22,7 +23,10 @@ import (
 //   - the page is a status poll: the edge's status limits and ticket check
 //     (Guard.Poll) and decide, the same decision and the same admission
 //     (turnstile.Admit, Kind Queue) from the node's view, no Redis;
-//   - the join form runs join's defences (Guard.Join) and enqueue; a sale
+//   - the join form is a way in behind open, as join is (door.go: a
+//     room staff closed refuses it with the closed page, and the lobby
+//     shows the closure instead of the form), then runs join's defences
+//     (Guard.Join) and enqueue; a sale
 //     that asks for a proof of work, a captcha or an invite, which need the
 //     page's script, refuses it with a page that says so;
 //   - the claim form spends the admission cookie through spend
@@ -97,7 +101,7 @@ func BasicPath(ev string) string { return "/e/" + ev + "/basic" }
 func (s *API) MountBasic(app fiber.Router, loadSale, earlyBird fiber.Handler) {
 	g := app.Group("/e/:id/basic", s.basicErrors, loadSale)
 	g.Get("/", s.basicPage)
-	g.Post("/join", earlyBird, s.basicJoin)
+	g.Post("/join", earlyBird, s.open, s.basicJoin) // a closed room lets nobody in (door.go)
 	g.Post("/claim", earlyBird, s.basicClaim)
 	// A form's address opened by hand (a bookmark, a reload turned into
 	// a GET) leads to the page.
@@ -157,16 +161,28 @@ func (s *API) basicPage(c *fiber.Ctx) error {
 		v.Refresh = max(a.ExpiresAt.Sub(now)-30*time.Second, 5*time.Second)
 	case admission.Prequeue, admission.Waiting, admission.Paused:
 		v.Refresh = d.PollAfter
+	case admission.Closed:
+		if d.ByStaff { // the place is kept: look again at the poll's pace
+			v.Refresh = d.PollAfter
+		}
 	}
 	return s.deps.Basic.Basic(c, sale, v)
 }
 
 // basicLobby renders the page of a visitor who has not joined: the join
 // form while joining is open (the visitor is named now, so the form token
-// can be bound to them), else when the sale opens.
+// can be bound to them), else when the sale opens; while staff have the
+// room closed, the closure (State Closed) and no form, which open
+// (door.go) would refuse, looking again at the closure's Retry-After,
+// at most every admission.MaxPoll.
 func (s *API) basicLobby(c *fiber.Ctx, sale *admission.Sale, now time.Time) error {
 	cfg := &sale.Config
 	var v BasicView
+	var closed *event.ClosedError
+	if errors.As(cfg.CheckOpen(now), &closed) {
+		v.State, v.Refresh = string(admission.Closed), min(closed.RetryAfter, admission.MaxPoll)
+		return s.deps.Basic.Basic(c, sale, v)
+	}
 	switch cfg.PhaseAt(now, sale.SoldOut) {
 	case event.Upcoming:
 		v.Refresh = min(max(cfg.PrequeueOpensAt.Sub(now), admission.MinPoll), admission.MaxPoll)

@@ -87,7 +87,7 @@ func (s *API) gate(c *fiber.Ctx) error {
 	ev := sale.Config.ID
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	now := s.now()
-	if sale.Config.IsClosed() {
+	if sale.Config.CheckOpen(now) != nil {
 		// Closed by staff: everyone, admitted or not, to the waiting
 		// page, which says so (event.Closure).
 		c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
