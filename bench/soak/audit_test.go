@@ -145,5 +145,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 			h.violateNow(ev, "Redis after the sale: %d held, remaining %d, supply %d", held, tot.Remaining, supply)
 		}
 	}
+	ss.checkStaffAudit(ctx, ev)
+	ss.checkPushes(ev)
 	h.note("audit", "sale %s: %d granted on the stream (%d late copies), %d released, %d held of supply %d, %d acknowledged to clients, %d orders", ev, len(grants), copies, len(released), live, supply, len(acked), len(orders))
 }

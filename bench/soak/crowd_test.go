@@ -33,6 +33,7 @@ type crowd struct {
 	urls    []string
 	client  *http.Client
 	invites *tokens.Invites // signs lane invites with the deployment's ticket secret
+	pushes  *pushes         // the Web Push subscriptions the crowd made
 	wg      sync.WaitGroup
 	n       int
 }
@@ -65,6 +66,10 @@ type shopper struct {
 	// secret, when set, is the sale's shop secret: the shop finishes the
 	// shopper's checkout session when they are done.
 	secret string
+	// basic shoppers use the basic page (no JavaScript) and its forms
+	// (basicpage_test.go); push ones subscribe to Web Push once they
+	// joined (push_test.go).
+	basic, push bool
 }
 
 // arrive starts n shoppers on sale with plans drawn from rnd; st (nil for
@@ -95,6 +100,16 @@ func (c *crowd) arrive(ctx context.Context, sale string, n int, st *saleState, r
 				s.lane = laneName
 				s.invite = c.invites.SignLane(sale, s.id, laneName, time.Now().Add(time.Hour))
 			}
+		}
+		switch r := rnd.Float64(); {
+		case s.lane == "" && r < 0.08:
+			s.basic = true
+		case s.lane == "" && s.abandon == 0 && r < 0.18 && c.pushes != nil:
+			s.push = true
+		}
+		if s.basic {
+			c.wg.Go(func() { c.playBasic(ctx, s) })
+			continue
 		}
 		c.wg.Go(func() { c.play(ctx, s) })
 	}
@@ -203,6 +218,9 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 			token = a.reply.Join.AdmissionToken
 		case a.Status == http.StatusOK:
 			ticket = a.reply.Join.Ticket
+			if s.push {
+				c.subscribe(ctx, s, ticket)
+			}
 			if lane := a.reply.Join.Lane; lane != strings.TrimPrefix(s.lane, "pass") {
 				c.h.violateNow(s.sale, "%s joined with an invite for lane %q and was put in lane %q", s.id, s.lane, lane)
 			}
@@ -232,6 +250,11 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		switch {
 		case a.Status == http.StatusOK && a.State == "admitted":
 			token = a.reply.Place.AdmissionToken
+		case a.Status == http.StatusOK && a.State == "closed" && a.reply.Place.ClosedByStaff:
+			// Staff closed the room for a while: ask again later.
+			if !wait.Sleep(ctx, pollAfter(a)) {
+				return
+			}
 		case a.Status == http.StatusOK && (a.State == "sold_out" || a.State == "closed" || a.State == "not_selected"):
 			return
 		case a.Status == http.StatusOK:

@@ -99,14 +99,11 @@ var allFaults = []fault{
 		f.h.note("fault", "worker restarted")
 		return f.s.startWorker()
 	}},
-	{"staff-pause", "staff", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
-		ev := f.sales.current()
-		if err := f.staff(rnd, http.MethodPost, "/admin/events/"+ev+"/pause", nil, http.StatusOK); err != nil {
-			return err
-		}
-		wait.Sleep(ctx, dur(rnd, time.Second, 5*time.Second))
-		return f.staff(rnd, http.MethodPost, "/admin/events/"+ev+"/resume", nil, http.StatusOK)
-	}},
+	// Staff pause or close the current sale for a few seconds
+	// (holds_test.go): nothing is admitted or sold meanwhile.
+	{"staff-pause", "staff", 2, holdFault("paused", "/pause", "/resume")},
+	{"staff-close", "staff", 2, holdFault("closed", "/close", "/reopen")},
+	{"staff-release", "staff", 2, staffRelease},
 	{"staff-rate", "staff", 2, func(ctx context.Context, f *faults, rnd *rand.Rand) error {
 		ev := f.sales.current()
 		rate := float64(2 + rnd.IntN(9))

@@ -80,6 +80,11 @@ type history struct {
 	// answered before one may be lost (asynchronous replication), though
 	// never their sequence numbers given again.
 	promotions []time.Time
+	// holds are the spans staff held each sale (holds_test.go).
+	holds map[string][]hold
+	// staffReleases are the claims staff released, answered 200, by sale
+	// (release_test.go).
+	staffReleases map[string][]op
 }
 
 // promoted records a replica's promotion.
@@ -175,7 +180,7 @@ func (h *history) setSupply(ev string, n int64) {
 }
 
 func newHistory() *history {
-	return &history{found: make(chan violation, 1), sales: map[string]*saleBook{}}
+	return &history{found: make(chan violation, 1), sales: map[string]*saleBook{}, holds: map[string][]hold{}, staffReleases: map[string][]op{}}
 }
 
 // open starts the account of a sale.
@@ -216,32 +221,14 @@ func (h *history) record(o op) {
 	if b == nil || o.Err != "" {
 		return
 	}
-	if o.Status >= 500 && !(o.Status == http.StatusServiceUnavailable && o.Retry && (o.Code == "degraded" || o.Code == "paused")) {
-		h.violate(o, "a 5xx other than 503 degraded/paused with Retry-After: %d %s on %s", o.Status, o.Code, o.Kind)
+	if o.Status >= 500 && !(o.Status == http.StatusServiceUnavailable && o.Retry && (o.Code == "degraded" || o.Code == "paused" || o.Code == "closed")) {
+		h.violate(o, "a 5xx other than 503 degraded/paused/closed with Retry-After: %d %s on %s", o.Status, o.Code, o.Kind)
 	}
+	h.checkHold(o)
 	switch o.Kind {
 	case "join":
 		if o.Status == http.StatusOK && o.Pos > 0 && o.Lane != "pass" {
-			// Positions count within a lane; every pass holder shares one.
-			lp := fmt.Sprintf("%s/%d", o.Lane, o.Pos)
-			if u, ok := b.posUser[lp]; ok && u != o.User {
-				// No exception across a failover either: join.lua's fence
-				// moves a promoted counter past every seq the old primary
-				// may have given (package queue, "What a Redis failover
-				// does"), so a join lost with it keeps its position alone.
-				across := ""
-				if h.promotedBetween(b.posAt[lp], o.At) {
-					across = " across a failover"
-				}
-				h.violate(o, "position %d (lane %q) given to %s and to %s%s", o.Pos, o.Lane, u, o.User, across)
-			}
-			if _, ok := b.posAt[lp]; !ok {
-				b.posAt[lp] = o.At
-			}
-			if p, ok := b.userPos[o.User]; ok && p != o.Pos {
-				h.violate(o, "%s joined twice with positions %d and %d", o.User, p, o.Pos)
-			}
-			b.posUser[lp], b.userPos[o.User] = o.User, o.Pos
+			h.placed(o, b)
 		}
 	case "finish":
 		if o.Status == http.StatusOK {
@@ -250,6 +237,10 @@ func (h *history) record(o op) {
 			delete(b.active, o.User)
 		}
 	case "status":
+		if o.Pos > 0 && o.Lane == "" && o.Note == basicNote {
+			// The basic page shows the place its join form took.
+			h.placed(o, b)
+		}
 		if o.State == "admitted" && o.Lane == "" {
 			if _, ok := b.inCheckout[o.User]; !ok && !b.finished[o.User] {
 				b.inCheckout[o.User] = o.At
@@ -317,6 +308,32 @@ func (h *history) record(o op) {
 			delete(b.held[o.User], o.ClaimID)
 		}
 	}
+}
+
+// placed checks the position o tells its user: no one else's in the
+// lane (but the documented exception), and the user's only one; h.mu is
+// held.
+func (h *history) placed(o op, b *saleBook) {
+	// Positions count within a lane; every pass holder shares one.
+	lp := fmt.Sprintf("%s/%d", o.Lane, o.Pos)
+	if u, ok := b.posUser[lp]; ok && u != o.User {
+		// No exception across a failover either: join.lua's fence moves a
+		// promoted counter past every seq the old primary may have given
+		// (package queue, "What a Redis failover does"), so a join lost
+		// with it keeps its position alone.
+		across := ""
+		if h.promotedBetween(b.posAt[lp], o.At) {
+			across = " across a failover"
+		}
+		h.violate(o, "position %d (lane %q) given to %s and to %s%s", o.Pos, o.Lane, u, o.User, across)
+	}
+	if _, ok := b.posAt[lp]; !ok {
+		b.posAt[lp] = o.At
+	}
+	if p, ok := b.userPos[o.User]; ok && p != o.Pos {
+		h.violate(o, "%s joined twice with positions %d and %d", o.User, p, o.Pos)
+	}
+	b.posUser[lp], b.userPos[o.User] = o.User, o.Pos
 }
 
 // refusedSince reports whether a claim of sale ev was answered 503 paused

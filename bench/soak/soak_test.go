@@ -105,6 +105,7 @@ func runSoak(t *testing.T, r soakRun) *violation {
 		t.Fatal(err)
 	}
 	c := newCrowd(h, s.urls(), invites)
+	c.pushes = &pushes{key: s.pushKey}
 	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}, plan: r.plan}
 	f := &faults{s: s, h: h, sales: ss, busy: map[string]bool{}, counts: map[string]int{}}
 	ss.f = f
@@ -213,6 +214,18 @@ func runSoak(t *testing.T, r soakRun) *violation {
 		fmt.Printf("  sale %s: at most %d people held an unused admission at once (max_active %d)\n", ev, b.maxActiveSeen, b.maxActive)
 	}
 	h.mu.Unlock()
+	subscribed, notified, twice, tolerated := c.pushes.summary()
+	fmt.Printf("  web push: %d subscriptions, %d notified, %d notified more than once (each across a fault: %d)\n", subscribed, notified, twice, tolerated)
+	h.mu.Lock()
+	holds, releases := 0, 0
+	for _, hs := range h.holds {
+		holds += len(hs)
+	}
+	for _, rs := range h.staffReleases {
+		releases += len(rs)
+	}
+	h.mu.Unlock()
+	fmt.Printf("  staff: %d pauses and closures held, %d claims released by staff\n", holds, releases)
 	rm.mu.Lock()
 	fmt.Printf("  safety-net room: %d admissions (%d above max_active only through positions shared after a failover lost joins)\n", len(rm.issued), rm.sharedOverMax)
 	rm.mu.Unlock()

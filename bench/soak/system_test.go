@@ -42,6 +42,10 @@ type system struct {
 	addrs   [nodes]string
 	procs   [nodes]*testenv.Proc
 	worker  *testenv.Proc
+	// push are the nodes' Web Push settings, pushKey its VAPID public key
+	// (push_test.go).
+	push    []string
+	pushKey string
 }
 
 // adminClient is the soak's own HTTP client for reads it makes beside
@@ -68,6 +72,9 @@ func startSystem(t *testing.T, onCluster bool, bin string) *system {
 		t.Fatal(err)
 	}
 	s := &system{t: t, dp: dp}
+	if s.push, s.pushKey, err = pushSettings(dp.Dir); err != nil {
+		t.Fatal(err)
+	}
 	if onCluster {
 		s.cluster = testenv.StartRedisCluster(t, 3)
 		s.rdb = s.cluster.Client(t)
@@ -126,7 +133,7 @@ func (s *system) urls() []string {
 func (s *system) startNode(i int, env ...string) error {
 	p, err := s.dp.Spawn(fmt.Sprintf("node-%d", i), append([]string{
 		"ANTEROOM_ADDR=" + s.addrs[i], s.redisSetting("redis://" + s.proxies[i].addr() + "/0"),
-		"ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, env...), "serve")
+		"ANTEROOM_NATS_URL=" + s.nats.URL(), "ANTEROOM_STREAM_REPLICAS=3"}, append(s.push, env...)...), "serve")
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,8 @@ type Message struct {
 	Subject, TTL, Urgency string
 	// Err says why the request was refused (answered 400 or 401).
 	Err error
+	// At is when the request arrived.
+	At time.Time
 }
 
 // Stub is a push service on loopback for one browser's subscription.
@@ -113,7 +115,7 @@ func (s *Stub) Messages() []Message {
 
 func (s *Stub) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8192))
-	m := Message{TTL: r.Header.Get("TTL"), Urgency: r.Header.Get("Urgency")}
+	m := Message{TTL: r.Header.Get("TTL"), Urgency: r.Header.Get("Urgency"), At: time.Now()}
 	sub, err := s.checkVAPID(r.Header.Get("Authorization"))
 	m.Subject = sub
 	status := http.StatusUnauthorized
