@@ -57,16 +57,20 @@ type Entered struct {
 // the frontier as others leave. A user with an entry still waiting or
 // still active gets it back; one whose admission expired gets a new
 // entry. It returns queue.ErrNotOpen before Opens, queue.ErrClosed from
-// Ends, and ErrFull for AdmitOnly when it cannot admit.
+// Ends, and ErrFull for AdmitOnly when it cannot admit. No position is
+// given twice across a Redis failover: Enter reports the highest position
+// the room's counter gave this node, and the counter keeps the queue's
+// failover fence (see package queue, "What a Redis failover does").
 func (f *Frontier) Enter(ctx context.Context, ev string, e Entrance) (Entered, error) {
 	k := queue.KeysFor(ev)
 	userKey := queue.UserKey(ev, "")
 	if e.User != "" {
 		userKey = queue.UserKey(ev, e.User)
 	}
-	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), activeKey(ev), userKey, bucketKey(ev)}
+	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), activeKey(ev), userKey, bucketKey(ev), k.Fence}
 	res, err := f.enter.Run(ctx, f.rdb, keys, e.User, e.Opens.UnixMilli(), e.Ends.UnixMilli(), e.Rate,
-		max(e.MaxActive, 1), e.AdmissionTTL.Milliseconds(), bit(e.Paused), bit(e.AdmitOnly), e.NoShowGrace.Milliseconds()).Int64Slice()
+		max(e.MaxActive, 1), e.AdmissionTTL.Milliseconds(), bit(e.Paused), bit(e.AdmitOnly), e.NoShowGrace.Milliseconds(),
+		f.highs.High(k.Seq), queue.FailoverSpan.Milliseconds()).Int64Slice()
 	if err != nil {
 		return Entered{}, fmt.Errorf("enter %s: %w", ev, err)
 	}
@@ -74,6 +78,9 @@ func (f *Frontier) Enter(ctx context.Context, ev string, e Entrance) (Entered, e
 		return Entered{}, fmt.Errorf("enter %s: unexpected reply %v", ev, res)
 	}
 	out := Entered{Entry: queue.Entry{Seq: res[1], JoinedAt: time.Unix(res[2], 0)}, Active: res[3]}
+	if res[0] == 0 || res[0] == 1 || res[0] == 4 || res[0] == 5 {
+		f.highs.See(k.Seq, res[1])
+	}
 	switch res[0] {
 	case 0:
 		out.Admitted = true

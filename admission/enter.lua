@@ -1,4 +1,4 @@
--- enter.lua v3: a safety-net room's join, and its gate's admit-at-once. One
+-- enter.lua v4: a safety-net room's join, and its gate's admit-at-once. One
 -- step: admit at once while nobody waits, fewer than max_active people are
 -- active and the rate allows; otherwise queue first come first served (or,
 -- for the gate, refuse: it keeps no queue entry).
@@ -9,13 +9,16 @@
 -- KEYS[4] presence bitmap, KEYS[5] active set (position -> admission
 -- deadline, unix ms), KEYS[6] the user's entry hash shard (join.lua's
 -- packing), KEYS[7] instant-admission bucket hash: k = credit, kt = last
--- call (unix ms), kf = admitted people (F - no-shows) at the last call.
+-- call (unix ms), kf = admitted people (F - no-shows) at the last call,
+-- KEYS[8] the counter's failover fence (join.lua's: seq_fence).
 -- All keys share the event's hash tag.
 -- ARGV[1] user ('' for the gate: no entry is read or kept), ARGV[2] room
 -- opens = starts_at (unix ms), ARGV[3] ends_at (unix ms), ARGV[4] rate per
 -- second, ARGV[5] max_active, ARGV[6] admission TTL (ms), ARGV[7] 1 when
 -- paused (nobody is admitted at once), ARGV[8] 1 to admit only (the gate),
--- ARGV[9] the no-show grace (ms; missing: 0).
+-- ARGV[9] the no-show grace (ms; missing: 0), ARGV[10] the highest seq
+-- of this counter the caller has seen (0: none), ARGV[11] the failover
+-- span (ms).
 --
 -- Active = admitted and not yet present (F - n - p, within their grace) +
 -- present with an unexpired admission (the active set), as advance.lua
@@ -40,8 +43,14 @@
 -- still valid: the room is held (as paused: nobody is admitted at once)
 -- until rh = now + TTL + grace, when every admission the lost writes
 -- counted has expired. A hash without r (an older version's, or a new
--- room) records the id without a hold.
+-- room) records the id without a hold. The counter keeps the queue's own
+-- fence (seq_fence, internal/luascript's seqfence.lua): on a promoted
+-- replica it moves past max(counter, ARGV[10]) by what its recorded pace
+-- gives in ARGV[11], so no position is given twice; the positions it
+-- skips are nobody's, or lost entrances' (the tick admits them, and they
+-- are no-shows unless their people come).
 local frontier, counter, window, presence, activeset, users, instant = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local seqfence = KEYS[8]
 local now = now_ms()
 local user, opens, ends = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local rate, maxactive, ttl = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -59,6 +68,8 @@ local active = redis.call('ZCOUNT', activeset, '(' .. now, '+inf')
 local packed = false
 if user ~= '' then packed = redis.call('HGET', users, user) end
 local bk = redis.call('HMGET', instant, 'k', 'kt', 'kf')
+-- The counter's fence reads it (and the fence), then writes.
+local fenced, counted = seq_fence(counter, seqfence, tonumber(ARGV[10] or '0'), tonumber(ARGV[11] or '0'))
 local f, n = tonumber(st[1] or '0'), tonumber(st[2] or '0')
 local p, checked = tonumber(st[3] or '-1'), tonumber(st[4] or '0')
 if p < 0 then p = redis.call('BITCOUNT', presence) end
@@ -71,8 +82,10 @@ end
 if now < fence then held = true end
 
 -- Nobody joins before opens, so W freezes at what joined by then (0):
--- every position is its sequence number.
+-- every position is its sequence number. (The counter as read, before
+-- the fence moved it.)
 if not w then redis.call('SET', window, tostring(joined)) end
+joined = counted
 
 local function stamp(seq)
   local rel = math.min(math.floor((now - opens) / 1000), 4194303)
@@ -106,6 +119,7 @@ elseif only then
   return {6, 0, 0, active}
 end
 local seq = redis.call('INCR', counter)
+seq_paced(fenced, seq, now)
 local rel, entry = stamp(seq)
 if user ~= '' then redis.call('HSET', users, user, entry) end
 if code == 0 then

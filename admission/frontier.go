@@ -107,12 +107,16 @@ type Frontier struct {
 	sessions *redis.Script
 	activate *redis.Script
 	shards   *queue.Joiner
+	// highs is the highest position each room counter gave this node
+	// (Enter reports it: enter.lua's failover fence).
+	highs *queue.Highs
 }
 
 // NewFrontier returns a Frontier on rdb.
 func NewFrontier(rdb redis.Scripter) *Frontier {
 	return &Frontier{rdb: rdb, advance: luascript.New(advanceLua), enter: luascript.New(enterLua), finish: luascript.New(finishLua),
-		sessions: luascript.New(sessionsLua), activate: luascript.New(activateLua), shards: queue.NewJoiner(rdb)}
+		sessions: luascript.New(sessionsLua), activate: luascript.New(activateLua), shards: queue.NewJoiner(rdb),
+		highs: queue.NewHighs()}
 }
 
 // Step is one advance of one event's frontier.

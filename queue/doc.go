@@ -55,17 +55,22 @@
 //     seen of that counter, and the counter never stands below a report:
 //     every ticket a live node handed out stays below it, whatever the
 //     pace. A queue with no fence on a promoted server (born in the lost
-//     writes) moves as at a pace of one a second. No sequence number is
-//     given twice, so no position is (the tests: TestJoinAfterLaggingFailover).
+//     writes) moves as at a pace of one a second; a promoted server whose
+//     fence names another id than the one it followed moves twice as far
+//     (its old primary took a new id, as a primary does when its first
+//     replica attaches, and moved past its own fence in the lost writes).
+//     No sequence number is given twice, so no position is (the tests:
+//     TestJoinAfterLaggingFailover, TestJoinAfterLaggingFailoverAttachedLate).
 //     The bound's limit: a node that died with tickets it never reported,
 //     after a burst faster than any second the promoted copy recorded.
 //     The jump leaves unheld sequence numbers: in the window they are
 //     positions nobody holds (π stays a bijection of 1..W, W frozen from
 //     the moved counter), after it positions nobody holds; either way the
 //     frontier counts them joined and credits them as no-shows after the
-//     grace. A safety-net room's counter (admission/enter.lua) is not
-//     fenced yet. Nothing is sold twice: stock has its own fence and
-//     rebuild (package claim).
+//     grace. A safety-net room's counter (admission/enter.lua) keeps the
+//     same fence (internal/luascript's seqfence.lua), reported by its
+//     node's admission.Frontier. Nothing is sold twice: stock has its own
+//     fence and rebuild (package claim).
 //   - A frozen window size W whose write was lost is frozen again by the
 //     first join, shard read or frontier step on the promoted primary,
 //     from its own counter.

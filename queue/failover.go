@@ -15,33 +15,36 @@ import (
 const FailoverSpan = 11 * time.Second
 
 // fenceKey names the failover fence of the queue under key prefix tag: the
-// replication id its counter is kept on and the counter's pace (join.lua).
+// replication id its counter is kept on and the counter's pace (join.lua,
+// admission's enter.lua; internal/luascript's seqfence.lua).
 func fenceKey(tag string) string { return tag + "sf" }
 
-// highs is a Joiner's record of the highest sequence number each counter
-// (by hash tag) has given it, new or existing. Each join reports its
-// counter's to join.lua, which keeps the counter at or above it: every
-// ticket this node handed out stays below the counter, whatever a Redis
-// failover lost. Safe for concurrent use; one entry per queue joined.
-type highs struct {
+// Highs is a node's record of the highest sequence number each counter
+// (by name: a Joiner's by hash tag) has given it, new or existing. Each
+// join reports its counter's to the script (join.lua, admission's
+// enter.lua), which keeps the counter at or above it: every ticket this
+// node handed out stays below the counter, whatever a Redis failover
+// lost. Safe for concurrent use; one entry per counter.
+type Highs struct {
 	mu  sync.Mutex
 	seq map[string]int64
 }
 
-func newHighs() *highs { return &highs{seq: make(map[string]int64)} }
+// NewHighs returns an empty record.
+func NewHighs() *Highs { return &Highs{seq: make(map[string]int64)} }
 
-// get returns the highest seq tag's counter has given (0: none).
-func (h *highs) get(tag string) int64 {
+// High returns the highest seq the counter has given (0: none).
+func (h *Highs) High(counter string) int64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.seq[tag]
+	return h.seq[counter]
 }
 
-// see records that tag's counter gave seq.
-func (h *highs) see(tag string, seq int64) {
+// See records that the counter gave seq.
+func (h *Highs) See(counter string, seq int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if seq > h.seq[tag] {
-		h.seq[tag] = seq
+	if seq > h.seq[counter] {
+		h.seq[counter] = seq
 	}
 }

@@ -26,11 +26,17 @@ type laggingFailover struct {
 
 func startLaggingFailover(t *testing.T) *laggingFailover {
 	t.Helper()
-	primary := testenv.StartRedis(t)
-	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
-	f := &laggingFailover{primary: primary, replica: replica}
+	f := startPrimary(t)
+	f.attach(t)
+	return f
+}
+
+// startPrimary starts the primary alone; attach starts its replica.
+func startPrimary(t *testing.T) *laggingFailover {
+	t.Helper()
+	f := &laggingFailover{primary: testenv.StartRedis(t)}
 	var addr atomic.Value
-	addr.Store(primary.Addr())
+	addr.Store(f.primary.Addr())
 	f.follow = redis.NewClient(&redis.Options{
 		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -39,8 +45,14 @@ func startLaggingFailover(t *testing.T) *laggingFailover {
 		MaxRetries: 5,
 	})
 	t.Cleanup(func() { _ = f.follow.Close() })
-	f.onPromote = func() { addr.Store(replica.Addr()) }
+	f.onPromote = func() { addr.Store(f.replica.Addr()) }
 	return f
+}
+
+// attach starts the primary's replica.
+func (f *laggingFailover) attach(t *testing.T) {
+	t.Helper()
+	f.replica = testenv.StartRedis(t, testenv.WithReplicaOf(f.primary.Addr()))
 }
 
 // lag waits until the replica has every write so far, then stops it
@@ -173,5 +185,36 @@ func TestJoinAfterLaggingFailoverReported(t *testing.T) {
 	b := queue.NewJoiner(f.replica.Client(t))
 	for i := range 5 {
 		tk.join(t, ctx, b, "rep", fmt.Sprint("v", i), times)
+	}
+}
+
+// TestJoinAfterLaggingFailoverAttachedLate: the primary takes a new
+// replication id when its first replica attaches, after the first joins,
+// so its next join moves the counter past the fence: a move the lagging
+// replica never copies. The promoted replica, whose fence was copied from
+// before that id, must move past the old primary's move too.
+//
+// It failed before seqfence.lua moved such a counter twice as far: "v0 was
+// given seq 40 (lane 0, shard 0), the seq of u3's ticket".
+func TestJoinAfterLaggingFailoverAttachedLate(t *testing.T) {
+	now := time.Now()
+	times := queue.Times{Opens: now.Add(-time.Minute), WindowEnd: now.Add(time.Hour), JoinEnd: now.Add(2 * time.Hour)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := startPrimary(t)
+	tk := tickets{}
+	a := queue.NewJoiner(f.follow)
+	for i := range 3 {
+		tk.join(t, ctx, a, "late", fmt.Sprint("u", i), times)
+	}
+	f.attach(t)
+	f.lag(t, ctx)
+	for i := 3; i < 10; i++ { // answered by the primary alone
+		tk.join(t, ctx, a, "late", fmt.Sprint("u", i), times)
+	}
+	f.promote(t, ctx)
+	b := queue.NewJoiner(f.replica.Client(t)) // another node
+	for i := range 10 {
+		tk.join(t, ctx, b, "late", fmt.Sprint("v", i), times)
 	}
 }

@@ -68,12 +68,12 @@ type Joiner struct {
 	join  *redis.Script
 	read  *redis.Script
 	batch *joinBatcher // nil: one round trip per join
-	highs *highs
+	highs *Highs
 }
 
 // NewJoiner returns a Joiner on rdb.
 func NewJoiner(rdb Scripter) *Joiner {
-	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), read: luascript.New(readShardLua), highs: newHighs()}
+	j := &Joiner{rdb: rdb, join: luascript.New(joinLua), read: luascript.New(readShardLua), highs: NewHighs()}
 	if p, ok := rdb.(interface{ Pipeline() redis.Pipeliner }); ok {
 		j.batch = &joinBatcher{rdb: rdb, script: j.join, pipe: p.Pipeline, slots: joinPipelines, highs: j.highs}
 	}
@@ -154,9 +154,6 @@ func untilMillis(t time.Time) int64 {
 	return max(t.UnixMilli(), 1)
 }
 
-func seqKey(ev string) string    { return "ar:{" + ev + "}:seq" }
-func windowKey(ev string) string { return "ar:{" + ev + "}:w" }
-
 func userKey(ev, user string) string { return userKeyIn("ar:{"+ev+"}:", user) }
 
 // userKeyIn names the user hash bucket of user under key prefix tag.
@@ -176,11 +173,13 @@ func userHash(user string) uint32 {
 }
 
 // Keys names the keys the admission frontier shares with the queue, so the
-// frontier script can read the count of joiners and freeze W in one slot.
-type Keys struct{ Seq, Window string }
+// frontier script can read the count of joiners and freeze W in one slot;
+// Fence is the counter's failover fence, for a script that gives seqs
+// (admission's enter.lua).
+type Keys struct{ Seq, Window, Fence string }
 
 // KeysFor returns the queue keys of event ev.
-func KeysFor(ev string) Keys { return Keys{Seq: seqKey(ev), Window: windowKey(ev)} }
+func KeysFor(ev string) Keys { return KeysForLane(ev, 0) }
 
 // UserKey names the hash that holds user's entry in event ev's queue (on
 // one slot, JoinShards = 1), packed as join.lua packs it, for scripts of

@@ -1,4 +1,4 @@
--- join.lua v6: give each of n users one sequence number in an event's queue,
+-- join.lua v7: give each of n users one sequence number in an event's queue,
 -- or in one join shard of a queue spread over S > 1 shards (see Order),
 -- exactly as n calls for one user each, run one after another at one
 -- instant, would (concurrent joins share a call: see joinBatcher).
@@ -27,22 +27,10 @@
 -- of the sale), -1 the user's bucket could not be read (seq is Redis's
 -- error). W (a shard's W_s) is -1 while
 -- the window is open.
--- The failover fence: no seq is given twice across a Redis failover. A
--- promoted replica may have lost the last INCRs of the old primary, whose
--- people keep their tickets. KEYS[4] records r, the replication id
--- (replid()) the counter is kept on, and the counter's pace: s, the last
--- second (Redis TIME) in which a seq was given, s0 the counter at its
--- start, pk the most seqs given in one second. A call that finds another r
--- runs on a copy that may have lost writes: the counter moves past
--- max(counter, ARGV[6]) by ceil(max(pk, 1) * (ARGV[7] / 1000 + 1)), the
--- most seqs the recorded pace gives within the span the old primary may
--- have written alone (the replication lag limit, queue.FailoverSpan), and
--- the new r is recorded. A caller's ARGV[6] raises the counter at every
--- call, so every ticket a node has seen stays below the counter. A fence
--- without r is a new queue's (or an older version's): it records r, and
--- moves the counter as for a failover at the least pace (pk = 1) only on
--- a promoted server (INFO's second_repl_offset set), where the queue may
--- have been born in the lost writes.
+-- The failover fence: no seq is given twice across a Redis failover.
+-- KEYS[4] keeps the counter's fence (seq_fence, internal/luascript's
+-- seqfence.lua): on a promoted replica the counter moves past
+-- max(counter, ARGV[6]) by what its recorded pace gives in ARGV[7].
 local counter, window, seconds, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local sharded = ARGV[4] == '1'
 local now = now_ms()
@@ -59,29 +47,7 @@ if viewend > 0 and now >= viewend then
   return out
 end
 
-local n = tonumber(redis.call('GET', counter) or '0')
-local fs = redis.call('HMGET', fence, 'r', 's', 's0', 'pk')
-local pk = tonumber(fs[4] or '0')
--- The server's replication id, and whether it took over another
--- primary's history (a promoted replica keeps it as second_repl_offset).
-local id, promoted = '', false
-local ok, info = pcall(redis.call, 'INFO', 'replication')
-if ok and type(info) == 'string' then
-  id = string.match(info, 'master_replid:(%w+)') or ''
-  promoted = (tonumber(string.match(info, 'second_repl_offset:(%-?%d+)') or '-1') or -1) >= 0
-end
-local high = tonumber(ARGV[6])
-local moved = math.max(n, high)
-if id ~= '' and fs[1] ~= id and (fs[1] or promoted) then
-  moved = moved + math.ceil(math.max(pk, 1) * (tonumber(ARGV[7]) / 1000 + 1))
-end
-local raised = moved > n
-if raised then
-  n = moved
-  redis.call('SET', counter, string.format('%.0f', n))
-end
-if id ~= '' and fs[1] ~= id then redis.call('HSET', fence, 'r', id) end
-local n0 = n -- the counter before this call gives any seq
+local fenced, n = seq_fence(counter, fence, tonumber(ARGV[6]), tonumber(ARGV[7]))
 
 local w = redis.call('GET', window)
 if not w and now >= wend then
@@ -134,18 +100,5 @@ for i = 8, #ARGV do
     reply(0, seq, base + r)
   end
 end
-if n > n0 then
-  -- The pace: seqs given in this second (Redis TIME).
-  local sec = math.floor(now / 1000)
-  local s, s0 = tonumber(fs[2] or '-1'), tonumber(fs[3] or '0')
-  if s ~= sec or raised or s0 > n0 then s, s0 = sec, n0 end
-  redis.call('HSET', fence, 's', s, 's0', string.format('%.0f', s0), 'pk', math.max(pk, n - s0))
-end
-if n > n0 then
-  -- The pace: seqs given in this second (Redis TIME).
-  local sec = math.floor(now / 1000)
-  local s, s0 = tonumber(fs[2] or '-1'), tonumber(fs[3] or '0')
-  if s ~= sec or raised or s0 > n0 then s, s0 = sec, n0 end
-  redis.call('HSET', fence, 's', s, 's0', string.format('%.0f', s0), 'pk', math.max(pk, n - s0))
-end
+seq_paced(fenced, n, now)
 return out

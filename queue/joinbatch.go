@@ -41,7 +41,7 @@ type joinBatcher struct {
 	rdb    Scripter
 	script *redis.Script
 	pipe   func() redis.Pipeliner
-	highs  *highs
+	highs  *Highs
 
 	mu       sync.Mutex
 	queue    []*joinCall
@@ -216,14 +216,14 @@ next:
 
 // runGroup joins the users of calls, which share a group, in one script
 // call of its own and stores each call's reply.
-func runGroup(ctx context.Context, rdb Scripter, script *redis.Script, hs *highs, calls []*joinCall) {
+func runGroup(ctx context.Context, rdb Scripter, script *redis.Script, hs *Highs, calls []*joinCall) {
 	keys, args := groupArgs(hs, calls)
 	storeReplies(hs, script.Run(ctx, rdb, keys, args...), calls)
 }
 
 // groupArgs returns join.lua's keys and arguments for calls, with the
 // highest seq of their counter hs has seen.
-func groupArgs(hs *highs, calls []*joinCall) ([]string, []any) {
+func groupArgs(hs *Highs, calls []*joinCall) ([]string, []any) {
 	g := calls[0].group
 	sharded := 0
 	if g.sharded {
@@ -232,7 +232,7 @@ func groupArgs(hs *highs, calls []*joinCall) ([]string, []any) {
 	keys := append(queueKeys(g.tag, 1+len(calls)), fenceKey(g.tag))
 	args := make([]any, 7, 7+len(calls))
 	args[0], args[1], args[2], args[3], args[4] = g.opens, g.windowEnd, g.joinEnd, sharded, g.until
-	args[5], args[6] = hs.get(g.tag), FailoverSpan.Milliseconds()
+	args[5], args[6] = hs.High(g.tag), FailoverSpan.Milliseconds()
 	for _, c := range calls {
 		keys = append(keys, c.bucket)
 		args = append(args, c.user)
@@ -243,7 +243,7 @@ func groupArgs(hs *highs, calls []*joinCall) ([]string, []any) {
 // storeReplies hands each of calls its four entries of cmd's reply, or
 // cmd's error, and records the highest seq given in hs before any call
 // returns its ticket.
-func storeReplies(hs *highs, cmd *redis.Cmd, calls []*joinCall) {
+func storeReplies(hs *Highs, cmd *redis.Cmd, calls []*joinCall) {
 	res, err := cmd.Slice()
 	if err == nil && len(res) != 4*len(calls) {
 		err = fmt.Errorf("join.lua answered %d values for %d users", len(res), len(calls))
@@ -255,7 +255,7 @@ func storeReplies(hs *highs, cmd *redis.Cmd, calls []*joinCall) {
 		}
 		c.reply, c.err = parseReply(res[4*i : 4*i+4])
 		if c.err == nil && (c.reply.code == 0 || c.reply.code == 1) {
-			hs.see(c.group.tag, c.reply.seq)
+			hs.See(c.group.tag, c.reply.seq)
 		}
 	}
 }

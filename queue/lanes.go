@@ -41,5 +41,5 @@ func LaneTag(ev string, lane int) string {
 // lane 0).
 func KeysForLane(ev string, lane int) Keys {
 	t := LaneTag(ev, lane)
-	return Keys{Seq: t + "seq", Window: t + "w"}
+	return Keys{Seq: t + "seq", Window: t + "w", Fence: fenceKey(t)}
 }

@@ -19,7 +19,7 @@ func TestLaneTag(t *testing.T) {
 			t.Errorf("LaneTag(%q, %d) = %q, want %q", tt.ev, tt.lane, got, tt.want)
 		}
 	}
-	if got, want := KeysForLane("sale", 2), (Keys{Seq: "ar:{sale}:l:2:seq", Window: "ar:{sale}:l:2:w"}); got != want {
+	if got, want := KeysForLane("sale", 2), (Keys{Seq: "ar:{sale}:l:2:seq", Window: "ar:{sale}:l:2:w", Fence: "ar:{sale}:l:2:sf"}); got != want {
 		t.Errorf("KeysForLane(sale, 2) = %+v, want %+v", got, want)
 	}
 	if got, want := KeysForLane("sale", 0), KeysFor("sale"); got != want {

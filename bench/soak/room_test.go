@@ -44,11 +44,8 @@ type room struct {
 	mu     sync.Mutex
 	held   map[string]span // user → their latest admission's lifetime, by the node's clock
 	issued []time.Time     // every admission's issue instant, in order of arrival
-	// sharedOverMax counts admissions above max_active only because
-	// people shared positions after a failover lost joins.
-	sharedOverMax int
-	n             int
-	wg            sync.WaitGroup
+	n      int
+	wg     sync.WaitGroup
 }
 
 // span is an admission's lifetime (the token's iat and exp) and position.
@@ -164,13 +161,11 @@ func (r *room) admitted(user, token string) {
 		}
 	}
 	slices.Sort(who)
-	if holding > roomActive+roomSlack && len(positions) <= roomActive+roomSlack && r.h.promotedWithin(iat.Add(-5*time.Minute)) {
-		// The room's known limit (docs/operate.md, "What a Redis failover
-		// does"): its counter (admission/enter.lua) is not fenced like
-		// join.lua's, so a room entry lost with the old primary may have
-		// its sequence number given again, two people on one position.
-		r.sharedOverMax++
-		return
+	// No position is given twice, not across a failover either (enter.lua's
+	// counter fence; docs/operate.md, "What a Redis failover does").
+	if len(positions) < holding {
+		r.h.violateNow(roomID, "people share a position of the safety-net room at %s: %s",
+			iat.Format("15:04:05"), strings.Join(who, ", "))
 	}
 	// Tokens carry whole seconds: an admission issued within the same
 	// second as another's end may overlap it by up to a second.

@@ -1,7 +1,8 @@
 // Package luascript builds anteroom's Redis Lua scripts: each is the shared
 // prelude (now_ms and replid, prelude.lua) followed by the script's own
 // text, so a helper is written once and every script reads Redis TIME the
-// same way.
+// same way. A script that calls seq_fence, the failover fence of a
+// sequence counter (seqfence.lua), gets it between the two.
 //
 // Every script's first line names it and its version
 // ("-- claim.lua v2: ..."); TestScriptsPinned pins each script's SHA1, so a
@@ -17,6 +18,7 @@ package luascript
 
 import (
 	_ "embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,9 +26,17 @@ import (
 //go:embed prelude.lua
 var prelude string
 
+//go:embed seqfence.lua
+var seqFence string
+
 // Source returns the text Redis runs for a script whose own text is body:
-// the prelude, then body.
-func Source(body string) string { return prelude + body }
+// the prelude, seqfence.lua when body calls seq_fence, then body.
+func Source(body string) string {
+	if strings.Contains(body, "seq_fence(") {
+		return prelude + seqFence + body
+	}
+	return prelude + body
+}
 
 // New returns the script of body (see Source), run with EVALSHA and loaded
 // on NOSCRIPT.
