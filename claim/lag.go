@@ -86,7 +86,16 @@ func watchOrders(ctx context.Context, kv jetstream.KeyValue, ev string) (map[str
 	out := map[string]Status{}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The watch's consumer is created under wctx, which it then lives
+	// by: a creation that takes longer than a try is cut short here.
+	slow := time.AfterFunc(jsretry.Try, cancel)
 	w, err := kv.Watch(wctx, ev+".*", jetstream.IgnoreDeletes())
+	if !slow.Stop() && ctx.Err() == nil {
+		if err == nil {
+			w.Stop()
+		}
+		return nil, fmt.Errorf("orders of %s: the watch took over %v to start: %w", ev, jsretry.Try, nats.ErrTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("orders of %s: %w", ev, err)
 	}
