@@ -11,7 +11,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/anteroom/anteroom/internal/jsretry"
 )
+
+// stream looks the order stream up, through a leader election.
+func stream(ctx context.Context, js jetstream.JetStream) (jetstream.Stream, error) {
+	return jsretry.Value(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, StreamName) })
+}
 
 // ErrSuperseded means a grant was decided on a Redis server whose stock a
 // rebuild has since replaced (a partitioned old primary, or a publish that
@@ -29,7 +36,9 @@ func EpochSubject(ev string) string { return "anteroom.epochs." + ev }
 // firstMarkerAfter returns the stream sequence of event ev's first epoch
 // marker after sequence epoch, or 0 when there is none.
 func firstMarkerAfter(ctx context.Context, st jetstream.Stream, ev string, epoch uint64) (uint64, error) {
-	m, err := st.GetMsg(ctx, epoch+1, jetstream.WithGetMsgSubject(EpochSubject(ev)))
+	m, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return st.GetMsg(ctx, epoch+1, jetstream.WithGetMsgSubject(EpochSubject(ev)))
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -59,7 +68,7 @@ func (h *streamHandle) get(ctx context.Context) (jetstream.Stream, error) {
 	if h.st != nil {
 		return h.st, nil
 	}
-	st, err := h.js.Stream(ctx, StreamName)
+	st, err := stream(ctx, h.js)
 	if err != nil {
 		return nil, fmt.Errorf("order stream: %w", err)
 	}
@@ -151,12 +160,18 @@ type marker struct {
 }
 
 // publishMarker publishes an epoch marker for event ev and returns its
-// stream sequence.
+// stream sequence. It is sent again through a leader election: every try
+// carries the same Nats-Msg-Id, so the stream stores one marker, and a
+// try after a lost acknowledgement is answered with the stored one's
+// sequence (the retries end well within DuplicateWindow).
 func publishMarker(ctx context.Context, js jetstream.JetStream, ev string, at time.Time) (uint64, error) {
 	raw, _ := json.Marshal(marker{Event: ev, At: at.UTC()}) // a plain struct: cannot fail
-	msg := &nats.Msg{Subject: EpochSubject(ev), Data: raw, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, ev+":epoch:"+strconv.FormatInt(at.UnixNano(), 10))
-	ack, err := js.PublishMsg(ctx, msg)
+	id := ev + ":epoch:" + strconv.FormatInt(at.UnixNano(), 10)
+	ack, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.PubAck, error) {
+		msg := &nats.Msg{Subject: EpochSubject(ev), Data: raw, Header: nats.Header{}}
+		msg.Header.Set(jetstream.MsgIDHeader, id)
+		return js.PublishMsg(ctx, msg)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("epoch marker of %s: %w", ev, err)
 	}
@@ -197,7 +212,7 @@ func CountedEvents(ctx context.Context, js jetstream.JetStream, ev string) ([]Or
 	if err != nil {
 		return nil, err
 	}
-	st, err := js.Stream(ctx, StreamName)
+	st, err := stream(ctx, js)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ev, err)
 	}

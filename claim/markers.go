@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/anteroom/anteroom/internal/jsretry"
 )
 
 // markerLanes coalesce the publisher's reads of an event's latest epoch
@@ -80,7 +82,9 @@ func (l *markerLanes) read(ctx context.Context, ev string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	m, err := st.GetLastMsgForSubject(ctx, EpochSubject(ev))
+	m, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.RawStreamMsg, error) {
+		return st.GetLastMsgForSubject(ctx, EpochSubject(ev))
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}

@@ -187,7 +187,7 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	if err != nil {
 		return nil, err
 	}
-	st, err := r.js.Stream(ctx, StreamName)
+	st, err := stream(ctx, r.js)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild %s: %w", cfg.ID, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	sleep "github.com/anteroom/anteroom/internal/wait"
+	"github.com/anteroom/anteroom/internal/jsretry"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -64,9 +64,14 @@ func DirectGets() StreamOption {
 // DuplicateWindow is how long JetStream remembers a Nats-Msg-Id.
 const DuplicateWindow = 2 * time.Minute
 
-// EnsureStream creates or updates the order stream.
+// EnsureStream creates or updates the order stream, through a leader
+// election (internal/jsretry).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int, opts ...StreamOption) error {
-	if _, err := js.CreateOrUpdateStream(ctx, StreamConfig(replicas, opts...)); err != nil {
+	err := jsretry.Do(ctx, func(ctx context.Context) error {
+		_, err := js.CreateOrUpdateStream(ctx, StreamConfig(replicas, opts...))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("order stream: %w", err)
 	}
 	return nil
@@ -94,7 +99,8 @@ func NewPublisher(js jetstream.JetStream) *Publisher {
 
 // Publish sends payload with Nats-Msg-Id = id to subject and returns once
 // JetStream has stored it (or recognised it as a duplicate). Errors wrap
-// ErrUnavailable.
+// ErrUnavailable. It sends once: a claim's client retries with the same
+// idempotency key (the same Nats-Msg-Id), and the outbox republishes.
 func (p *Publisher) Publish(ctx context.Context, subject, id string, payload []byte) error {
 	_, err := p.publish(ctx, subject, id, payload)
 	return err
@@ -151,7 +157,8 @@ func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs,
 
 // ReadEvents returns the order events of event ev of the given kinds
 // ("granted", "released"; none means both) on the stream, in stream order,
-// duplicates included.
+// duplicates included. It rides out a leader election (internal/jsretry):
+// a fetch that failed resumes after the last event read.
 func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ...Kind) ([]OrderEvent, error) {
 	if len(kinds) == 0 {
 		kinds = []Kind{KindGranted, KindReleased}
@@ -161,60 +168,79 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ..
 		subjects[i] = Subject(ev, k)
 	}
 	var c jetstream.Consumer
-	var info *jetstream.ConsumerInfo
-	var err error
-	// While a NATS cluster elects its JetStream meta leader the API has
-	// no responder for a moment: ask again, for up to five seconds.
-	for try := 0; ; try++ {
-		c, err = js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects})
-		if err == nil {
-			info, err = c.Info(ctx)
+	info, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+		var err error
+		// A fetch recreates the consumer: a few tries there (nats.go
+		// would try forever, ctx unseen), then the loop below retries.
+		c, err = js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, MaxResetAttempts: 2})
+		if err != nil {
+			return nil, err
 		}
-		if err == nil || !errors.Is(err, nats.ErrNoResponders) || try >= 25 || !sleep.Sleep(ctx, 200*time.Millisecond) {
-			break
-		}
-	}
+		return c.Info(ctx)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ev, err)
 	}
 	pending := int(info.NumPending)
 	out := make([]OrderEvent, 0, pending)
+	var retry *jsretry.Retry
 	for len(out) < pending {
+		// Each fetch (re)creates the ordered consumer after the last
+		// event delivered, so a failed one is simply asked again.
 		batch, err := c.Fetch(min(pending-len(out), 1000), jetstream.FetchMaxWait(2*time.Second))
-		if err != nil {
-			return out, fmt.Errorf("read %s: %w", ev, err)
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			var oe OrderEvent
-			if err := json.Unmarshal(m.Data(), &oe); err != nil {
-				return out, fmt.Errorf("read %s: message %s: %w", ev, m.Headers().Get(jetstream.MsgIDHeader), err)
+		if err == nil {
+			n, ferr := fetched(batch, &out)
+			if ferr != nil {
+				return out, fmt.Errorf("read %s: %w", ev, ferr)
 			}
-			if md, err := m.Metadata(); err == nil {
-				oe.Seq = md.Sequence.Stream
+			err = batch.Error()
+			if n > 0 && (err == nil || errors.Is(err, nats.ErrTimeout)) {
+				retry = nil
+				continue
 			}
-			out = append(out, oe)
+			if err == nil || errors.Is(err, nats.ErrTimeout) {
+				err = fmt.Errorf("%d of %d messages before the stream stopped answering: %w", len(out), pending, nats.ErrTimeout)
+			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+		if retry == nil {
+			retry = jsretry.Start()
+		}
+		if !retry.Again(ctx, err) {
 			return out, fmt.Errorf("read %s: %w", ev, err)
-		}
-		if n == 0 {
-			return out, fmt.Errorf("read %s: %d of %d messages before the stream stopped answering", ev, len(out), pending)
 		}
 	}
 	return out, nil
+}
+
+// fetched appends the order events of batch to out and returns how many
+// messages it held.
+func fetched(batch jetstream.MessageBatch, out *[]OrderEvent) (int, error) {
+	n := 0
+	for m := range batch.Messages() {
+		n++
+		var oe OrderEvent
+		if err := json.Unmarshal(m.Data(), &oe); err != nil {
+			return n, fmt.Errorf("message %s: %w", m.Headers().Get(jetstream.MsgIDHeader), err)
+		}
+		if md, err := m.Metadata(); err == nil {
+			oe.Seq = md.Sequence.Stream
+		}
+		*out = append(*out, oe)
+	}
+	return n, nil
 }
 
 // subjectCounts returns how many granted and released events of event ev
 // the stream holds, duplicates included, from the stream's subject index
 // (one request, no message is read).
 func subjectCounts(ctx context.Context, js jetstream.JetStream, ev string) (granted, released int64, err error) {
-	st, err := js.Stream(ctx, StreamName)
-	if err != nil {
-		return 0, 0, fmt.Errorf("stream: %w", err)
-	}
-	info, err := st.Info(ctx, jetstream.WithSubjectFilter(Subject(ev, "*")))
+	info, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
+		st, err := js.Stream(ctx, StreamName)
+		if err != nil {
+			return nil, err
+		}
+		return st.Info(ctx, jetstream.WithSubjectFilter(Subject(ev, "*")))
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("stream info: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/anteroom/anteroom/internal/jsretry"
 )
 
 // markerView is a publisher's local view of the epoch markers, so that the
@@ -62,20 +64,24 @@ const maxPast = 4096
 // ctx ends; ready is called once it is started. hold, when not nil, runs
 // before each delivery is recorded (a test's hook).
 func followView(ctx context.Context, js jetstream.JetStream, hold func(jetstream.Msg), ready func(*markerView)) error {
-	st, err := js.Stream(ctx, StreamName)
-	if err != nil {
-		return fmt.Errorf("marker view: %w", err)
-	}
-	info, err := st.Info(ctx)
+	info, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
+		st, err := js.Stream(ctx, StreamName)
+		if err != nil {
+			return nil, err
+		}
+		return st.Info(ctx)
+	})
 	if err != nil {
 		return fmt.Errorf("marker view: %w", err)
 	}
 	v := newMarkerView(info.State.LastSeq, hold)
-	c, err := js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{Subject("*", KindGranted), EpochSubject("*")},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    v.from + 1,
-		HeadersOnly:    true,
+	c, err := jsretry.Value(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{Subject("*", KindGranted), EpochSubject("*")},
+			DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:    v.from + 1,
+			HeadersOnly:    true,
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("marker view: %w", err)

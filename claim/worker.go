@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/anteroom/anteroom/internal/jsretry"
 )
 
 // OrdersBucket is the JetStream key-value bucket in which the order worker
@@ -86,17 +88,21 @@ func NewWorker(ctx context.Context, store *Store, js jetstream.JetStream, cfg Wo
 	if cfg.OnError == nil {
 		cfg.OnError = func(error) {}
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: OrdersBucket, Description: "anteroom orders, one per claim", History: 1,
-		Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+	kv, err := jsretry.Value(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: OrdersBucket, Description: "anteroom orders, one per claim", History: 1,
+			Storage: jetstream.FileStorage, Replicas: cfg.Replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("orders bucket: %w", err)
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
-		Durable: WorkerConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait,
-		DeliverPolicy: jetstream.DeliverAllPolicy, MaxAckPending: 4 * cfg.Concurrency,
-		FilterSubject: "anteroom.orders.>", Replicas: cfg.Replicas,
+	cons, err := jsretry.Value(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return js.CreateOrUpdateConsumer(ctx, StreamName, jetstream.ConsumerConfig{
+			Durable: WorkerConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait,
+			DeliverPolicy: jetstream.DeliverAllPolicy, MaxAckPending: 4 * cfg.Concurrency,
+			FilterSubject: "anteroom.orders.>", Replicas: cfg.Replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("order consumer: %w", err)
@@ -271,8 +277,10 @@ func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 	return fmt.Errorf("order %s changed concurrently", key)
 }
 
+// order reads the order at key. (The worker's writes are conditional
+// and not retried here: a handle that fails is redelivered.)
 func (w *Worker) order(ctx context.Context, key string) (Order, uint64, error) {
-	e, err := w.kv.Get(ctx, key)
+	e, err := jsretry.Value(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return w.kv.Get(ctx, key) })
 	if err != nil {
 		return Order{}, 0, err
 	}

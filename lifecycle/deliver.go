@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/jsretry"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 )
@@ -116,7 +117,9 @@ func deliveries(m jetstream.Msg) int {
 // lifecycle stream, up to workers at once, until ctx is done; then it
 // waits for the handles in flight. what names the consumer in errors.
 func consume(ctx context.Context, js jetstream.JetStream, what string, cc jetstream.ConsumerConfig, workers int, handle func(context.Context, jetstream.Msg)) error {
-	c, err := js.CreateOrUpdateConsumer(ctx, StreamName, cc)
+	c, err := jsretry.Value(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+		return js.CreateOrUpdateConsumer(ctx, StreamName, cc)
+	})
 	if err != nil {
 		return fmt.Errorf("%s consumer: %w", what, err)
 	}

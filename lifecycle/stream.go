@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/anteroom/anteroom/internal/jsretry"
 )
 
 // StreamName is the JetStream stream of lifecycle events, next to the
@@ -22,16 +24,20 @@ func Subject(ev, typ string) string { return "anteroom.lifecycle." + ev + "." + 
 const DuplicateWindow = 2 * time.Minute
 
 // EnsureStream creates or updates the lifecycle stream: limits retention,
-// kept 30 days, duplicates rejected within DuplicateWindow.
+// kept 30 days, duplicates rejected within DuplicateWindow; through a
+// leader election (internal/jsretry).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:       StreamName,
-		Subjects:   []string{"anteroom.lifecycle.>"},
-		Retention:  jetstream.LimitsPolicy,
-		Storage:    jetstream.FileStorage,
-		MaxAge:     30 * 24 * time.Hour,
-		Duplicates: DuplicateWindow,
-		Replicas:   max(replicas, 1),
+	err := jsretry.Do(ctx, func(ctx context.Context) error {
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:       StreamName,
+			Subjects:   []string{"anteroom.lifecycle.>"},
+			Retention:  jetstream.LimitsPolicy,
+			Storage:    jetstream.FileStorage,
+			MaxAge:     30 * 24 * time.Hour,
+			Duplicates: DuplicateWindow,
+			Replicas:   max(replicas, 1),
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("lifecycle stream: %w", err)

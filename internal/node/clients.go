@@ -10,6 +10,7 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/jsretry"
 )
 
 // Clients are a deployment's Redis and JetStream, for the commands that
@@ -39,7 +40,7 @@ func Connect(ctx context.Context, cfg Config) (*Clients, error) {
 	}
 	js, err := jetstream.New(back.nc, jetstream.WithPublishAsyncMaxPending(8192))
 	if err == nil {
-		_, err = js.Stream(ctx, claim.StreamName)
+		_, err = jsretry.Value(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, claim.StreamName) })
 	}
 	if err != nil {
 		back.close()

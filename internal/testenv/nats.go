@@ -51,6 +51,14 @@ func (c *natsConfig) options() *server.Options {
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = c.clusterPort
 		o.Routes = c.routes
+		// A system user for the cluster's own requests (a meta leader
+		// step-down); every other client connects without credentials
+		// to the global account, as before.
+		sys := server.NewAccount(server.DEFAULT_SYSTEM_ACCOUNT)
+		o.Accounts = []*server.Account{sys}
+		o.SystemAccount = sys.Name
+		o.Users = []*server.User{{Username: natsSystemUser, Password: natsSystemPassword, Account: sys}, {Username: natsAppUser}}
+		o.NoAuthUser = natsAppUser
 	}
 	return o
 }

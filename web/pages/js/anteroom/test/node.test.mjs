@@ -132,9 +132,16 @@ test("a claim through 503 keeps one Idempotency-Key and takes one unit", {skip, 
   const {admission_token: token} = await c.waitForTurn();
   await admin("POST", "/events/claim/pause");
   const claimed = c.claim(token);
-  // Bounded waits that name what was sent: a hang says what it saw.
+  // Bounded waits that name what was sent: a hang says what it saw. A
+  // claim answered while the sale is paused fails at once: the node did
+  // not hold the pause it had answered (a tick in progress that read the
+  // configuration before the pause replaced the paused view; see
+  // TestSaveHoldsOverATickInProgress in sale).
   const seen = () => JSON.stringify({calls: rec.calls, retries});
+  let answered = false;
+  claimed.then(() => { answered = true; }, () => { answered = true; });
   for (const end = Date.now() + 60_000; retries.length < 2; await new Promise((ok) => setTimeout(ok, 50))) {
+    assert.ok(!answered, "the claim was answered while the sale was paused: " + seen());
     assert.ok(Date.now() < end, "no second retry of the paused claim in 60 s: " + seen());
   }
   assert.ok(store.get("anteroom_claim_key_claim"), "the key is not stored while the claim is pending");
@@ -183,7 +190,12 @@ test("an aborted claim keeps its key for the next try", {skip, timeout}, async (
   await admin("POST", "/events/abort/pause");
   const ctl = new AbortController();
   const claimed = c.claim(token, {signal: ctl.signal});
-  while (retries.length < 1) await new Promise((ok) => setTimeout(ok, 50));
+  let answered = false;
+  claimed.then(() => { answered = true; }, () => { answered = true; });
+  for (const end = Date.now() + 60_000; retries.length < 1; await new Promise((ok) => setTimeout(ok, 50))) {
+    assert.ok(!answered, "the claim was answered while the sale was paused: " + JSON.stringify(rec.calls));
+    assert.ok(Date.now() < end, "no retry of the paused claim in 60 s: " + JSON.stringify(rec.calls));
+  }
   ctl.abort(new Error("shopper left"));
   await assert.rejects(claimed, /shopper left/);
   const key = rec.calls.find((x) => x.path.endsWith("/claim")).key;
