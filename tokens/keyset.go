@@ -20,12 +20,16 @@ import (
 // Names inside a key directory.
 const (
 	activeFile     = "active"
+	nextFile       = "next"
 	pemSuffix      = ".pem"
 	inactiveSuffix = ".inactive"
 )
 
 // KeySet is the set of Ed25519 keys that sign and verify admission tokens:
-// several keys, exactly one active signer. Every node of a deployment opens
+// several keys, exactly one active signer, at most one next key (published,
+// not signing yet), and retiring keys (published, no longer signing, until
+// their last token has expired). See [KeySet.PublishNext] for the stages
+// of a rotation without a gap. Every node of a deployment opens
 // the same directory (a shared volume, or a mounted secret), so all of them
 // verify with the same keys and sign with the same active key. A read-only
 // directory (a Kubernetes Secret volume: its ..data entries are skipped like
@@ -39,6 +43,10 @@ const (
 //	                 thumbprint of its public key (43 base64url characters);
 //	                 a file whose name does not match its key is an error.
 //	active           the kid of the signer, one line.
+//	next             the kid of the next key, then the RFC 3339 time it was
+//	                 added, one line each. Written by PublishNext (never
+//	                 overwritten), removed by Promote. A next file naming the
+//	                 active key (a crash inside Promote) is ignored.
 //	<kid>.inactive   RFC 3339 time at which <kid> stopped being the active
 //	                 signer, one line. Written by Rotate for the key it
 //	                 replaces; Retire counts a key's age from it.
@@ -74,6 +82,8 @@ type KeySet struct {
 // keySnapshot is one immutable view of the directory.
 type keySnapshot struct {
 	active   string
+	next     string    // "" = none
+	nextAt   time.Time // when next was published
 	signer   ed25519.PrivateKey
 	pubs     map[string]ed25519.PublicKey
 	verify   map[string]*verifyKey // per kid, precomputed from pubs
@@ -181,6 +191,10 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 		return nil, fmt.Errorf("tokens: read active key: %w", err)
 	}
 	active := strings.TrimSpace(string(data))
+	next, nextAt, err := readNext(dir)
+	if err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: read key directory: %w", err)
@@ -227,6 +241,12 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 	snap.signer = privs[snap.active]
 	if snap.signer == nil {
 		return nil, fmt.Errorf("tokens: active key %q has no %s file in %s", snap.active, pemSuffix, dir)
+	}
+	if next != "" && next != active {
+		if _, ok := privs[next]; !ok {
+			return nil, fmt.Errorf("tokens: next key %q has no %s file in %s", next, pemSuffix, dir)
+		}
+		snap.next, snap.nextAt = next, nextAt
 	}
 	for kid := range snap.pubs {
 		if kid != snap.active {
