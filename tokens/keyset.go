@@ -34,7 +34,7 @@ const (
 // verify with the same keys and sign with the same active key. A read-only
 // directory (a Kubernetes Secret volume: its ..data entries are skipped like
 // any dot file) works for OpenKeyDir and Reload once it holds an active key;
-// Rotate and Retire need write access.
+// PublishNext, Promote, Rotate and Retire need write access.
 //
 // # Directory format
 //
@@ -48,7 +48,7 @@ const (
 //	                 overwritten), removed by Promote. A next file naming the
 //	                 active key (a crash inside Promote) is ignored.
 //	<kid>.inactive   RFC 3339 time at which <kid> stopped being the active
-//	                 signer, one line. Written by Rotate for the key it
+//	                 signer, one line. Written by Promote for the key it
 //	                 replaces; Retire counts a key's age from it.
 //	.tmp-*           temporary files, ignored.
 //
@@ -56,17 +56,18 @@ const (
 // on another node sees either the old or the new content. A new key file is
 // complete before active names it. The directory is created with mode 0700.
 //
-// A non-active key without an .inactive record (a crash inside Rotate, or two
-// nodes rotating at the same instant) is not removed by the first Retire
+// A key neither active nor next without an .inactive record (a crash
+// inside PublishNext or Promote) is not removed by the first Retire
 // that sees it: that Retire records "inactive since now" instead, which is
 // the safe bound.
 //
 // # Concurrency
 //
 // Readers (Issuer.Issue, Issuer.Verify, JWKS) load an immutable snapshot
-// through an atomic pointer and never block. Rotate, Retire and Reload build
-// a new snapshot from the directory and swap it in; they are serialized
-// within the process. A node sees another node's Rotate after its own
+// through an atomic pointer and never block. PublishNext, Promote, Rotate,
+// Retire and Reload build a new snapshot from the directory and swap it in;
+// they are serialized within the process, and PublishNext across processes
+// (one next key at a time). A node sees another node's change after its own
 // Reload, so call Reload periodically (every few seconds) and pick a
 // Retire maxTokenAge that covers the longest token lifetime plus that reload
 // interval plus the verification leeway.
@@ -75,7 +76,7 @@ const (
 // [OpenKeyDir].
 type KeySet struct {
 	dir  string
-	mu   sync.Mutex // serializes Rotate, Retire and Reload
+	mu   sync.Mutex // serializes the changes and Reload
 	snap atomic.Pointer[keySnapshot]
 }
 
