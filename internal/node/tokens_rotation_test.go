@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/web"
 )
 
 // TestKeyRotationEndToEnd rotates and retires the signing keys of a
@@ -42,6 +44,12 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 	carol := nodetest.AdmitUser(t, n, "rot", "carol")
 	if kidOf(t, alice) != oldKid {
 		t.Fatalf("alice's token kid %s, want %s", kidOf(t, alice), oldKid)
+	}
+
+	// The JWKS advertises the cache age `keys promote` waits for.
+	jw := nodetest.Call(t, http.MethodGet, n.URL()+web.JWKSPath, nil, nil)
+	if cc, want := jw.Header.Get("Cache-Control"), fmt.Sprintf("public, max-age=%d", int(web.JWKSMaxAge/time.Second)); cc != want {
+		t.Errorf("JWKS Cache-Control %q, want %q (web.JWKSMaxAge)", cc, want)
 	}
 
 	// Stage 1: the next key is published; the node keeps signing with
