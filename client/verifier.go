@@ -45,8 +45,10 @@ type VerifierConfig struct {
 	Refresh time.Duration
 	// MinRefetch is the least time between two fetches of the key set,
 	// so tokens of unknown kids cannot make the Verifier hammer the node.
-	// It is also how long a token of a key rotated in just after a fetch
-	// may be refused before the Verifier fetches the new set.
+	// A staged rotation (`anteroom keys rotate`, then `promote`) publishes
+	// a key 300 s before it signs, so with Refresh at most that no token
+	// waits for this; a key made the signer at once may be refused for up
+	// to MinRefetch after a fetch.
 	//
 	// Default: 5s
 	MinRefetch time.Duration

@@ -216,6 +216,10 @@ const (
 	// MaxJoinShards bounds JoinShards; a status answer costs O(S).
 	MaxJoinShards = 256
 	MaxRate       = 1_000_000
+	// MaxAdmissionTTLSeconds bounds AdmissionTTLSeconds: no admission
+	// token lives longer, which is what a retired signing key waits for
+	// (`anteroom keys retire`).
+	MaxAdmissionTTLSeconds = 3600
 	// MaxShardedSpan bounds how long a queue of join shards (JoinShards >
 	// 1) takes joins, from prequeue_opens_at to JoinEnd: a join shard
 	// orders its later joiners by their arrival second, which its user
@@ -341,8 +345,8 @@ func (c *Config) Validate() error {
 		return bad("max_active must not be negative")
 	case c.NoShowGraceSeconds < 2 || c.NoShowGraceSeconds > 600:
 		return bad("no_show_grace_seconds must be between 2 and 600")
-	case c.AdmissionTTLSeconds < 10 || c.AdmissionTTLSeconds > 3600:
-		return bad("admission_ttl_seconds must be between 10 and 3600")
+	case c.AdmissionTTLSeconds < 10 || c.AdmissionTTLSeconds > MaxAdmissionTTLSeconds:
+		return bad("admission_ttl_seconds must be between 10 and %d", MaxAdmissionTTLSeconds)
 	case c.ClaimTTLSeconds < 10 || c.ClaimTTLSeconds > 7*86400:
 		return bad("claim_ttl_seconds must be between 10 and 604800")
 	case c.Buckets < 1 || c.Buckets > MaxBuckets:

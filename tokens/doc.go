@@ -16,8 +16,9 @@
 //     verifier accepts: the Ed25519 signature is always checked, and no
 //     shared secret or MAC can stand in for it.
 //   - [KeySet] is a directory of Ed25519 keys shared by every node: one active
-//     signer, older keys kept for verification until [KeySet.Retire] removes
-//     them.
+//     signer, a next key published before it signs ([KeySet.PublishNext],
+//     [KeySet.Promote]), older keys kept for verification until
+//     [KeySet.Retire] removes them.
 //   - [UserVerifier] checks a shop's user tokens (RS256, ES256 or EdDSA) and
 //     [Visitors] signs anonymous visitor ids.
 //

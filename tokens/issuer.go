@@ -28,6 +28,9 @@ const (
 	DefaultIssuer = "anteroom"
 	// DefaultAudience is their aud when none is set.
 	DefaultAudience = "anteroom-claim"
+	// DefaultLeeway is the clock skew tolerated on exp, nbf and iat when
+	// none is set.
+	DefaultLeeway = 5 * time.Second
 )
 
 // IssuerConfig configures an [Issuer]. The zero value gives the defaults.
@@ -81,7 +84,7 @@ func NewIssuer(keys *KeySet, cfg IssuerConfig) *Issuer {
 	}
 	switch {
 	case i.leeway == 0:
-		i.leeway = 5 * time.Second
+		i.leeway = DefaultLeeway
 	case i.leeway < 0:
 		i.leeway = 0
 	}

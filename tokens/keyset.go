@@ -20,17 +20,21 @@ import (
 // Names inside a key directory.
 const (
 	activeFile     = "active"
+	nextFile       = "next"
 	pemSuffix      = ".pem"
 	inactiveSuffix = ".inactive"
 )
 
 // KeySet is the set of Ed25519 keys that sign and verify admission tokens:
-// several keys, exactly one active signer. Every node of a deployment opens
+// several keys, exactly one active signer, at most one next key (published,
+// not signing yet), and retiring keys (published, no longer signing, until
+// their last token has expired). See [KeySet.PublishNext] for the stages
+// of a rotation without a gap. Every node of a deployment opens
 // the same directory (a shared volume, or a mounted secret), so all of them
 // verify with the same keys and sign with the same active key. A read-only
 // directory (a Kubernetes Secret volume: its ..data entries are skipped like
 // any dot file) works for OpenKeyDir and Reload once it holds an active key;
-// Rotate and Retire need write access.
+// PublishNext, Promote, Rotate and Retire need write access.
 //
 // # Directory format
 //
@@ -39,8 +43,12 @@ const (
 //	                 thumbprint of its public key (43 base64url characters);
 //	                 a file whose name does not match its key is an error.
 //	active           the kid of the signer, one line.
+//	next             the kid of the next key, then the RFC 3339 time it was
+//	                 added, one line each. Written by PublishNext (never
+//	                 overwritten), removed by Promote. A next file naming the
+//	                 active key (a crash inside Promote) is ignored.
 //	<kid>.inactive   RFC 3339 time at which <kid> stopped being the active
-//	                 signer, one line. Written by Rotate for the key it
+//	                 signer, one line. Written by Promote for the key it
 //	                 replaces; Retire counts a key's age from it.
 //	.tmp-*           temporary files, ignored.
 //
@@ -48,17 +56,18 @@ const (
 // on another node sees either the old or the new content. A new key file is
 // complete before active names it. The directory is created with mode 0700.
 //
-// A non-active key without an .inactive record (a crash inside Rotate, or two
-// nodes rotating at the same instant) is not removed by the first Retire
+// A key neither active nor next without an .inactive record (a crash
+// inside PublishNext or Promote) is not removed by the first Retire
 // that sees it: that Retire records "inactive since now" instead, which is
 // the safe bound.
 //
 // # Concurrency
 //
 // Readers (Issuer.Issue, Issuer.Verify, JWKS) load an immutable snapshot
-// through an atomic pointer and never block. Rotate, Retire and Reload build
-// a new snapshot from the directory and swap it in; they are serialized
-// within the process. A node sees another node's Rotate after its own
+// through an atomic pointer and never block. PublishNext, Promote, Rotate,
+// Retire and Reload build a new snapshot from the directory and swap it in;
+// they are serialized within the process, and PublishNext across processes
+// (one next key at a time). A node sees another node's change after its own
 // Reload, so call Reload periodically (every few seconds) and pick a
 // Retire maxTokenAge that covers the longest token lifetime plus that reload
 // interval plus the verification leeway.
@@ -67,13 +76,15 @@ const (
 // [OpenKeyDir].
 type KeySet struct {
 	dir  string
-	mu   sync.Mutex // serializes Rotate, Retire and Reload
+	mu   sync.Mutex // serializes the changes and Reload
 	snap atomic.Pointer[keySnapshot]
 }
 
 // keySnapshot is one immutable view of the directory.
 type keySnapshot struct {
 	active   string
+	next     string    // "" = none
+	nextAt   time.Time // when next was published
 	signer   ed25519.PrivateKey
 	pubs     map[string]ed25519.PublicKey
 	verify   map[string]*verifyKey // per kid, precomputed from pubs
@@ -181,6 +192,10 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 		return nil, fmt.Errorf("tokens: read active key: %w", err)
 	}
 	active := strings.TrimSpace(string(data))
+	next, nextAt, err := readNext(dir)
+	if err != nil {
+		return nil, err
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tokens: read key directory: %w", err)
@@ -227,6 +242,12 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 	snap.signer = privs[snap.active]
 	if snap.signer == nil {
 		return nil, fmt.Errorf("tokens: active key %q has no %s file in %s", snap.active, pemSuffix, dir)
+	}
+	if next != "" && next != active {
+		if _, ok := privs[next]; !ok {
+			return nil, fmt.Errorf("tokens: next key %q has no %s file in %s", next, pemSuffix, dir)
+		}
+		snap.next, snap.nextAt = next, nextAt
 	}
 	for kid := range snap.pubs {
 		if kid != snap.active {

@@ -10,45 +10,41 @@ import (
 	"time"
 )
 
-// Rotate adds a new key to the directory and makes it the active signer,
-// recording now as the moment the previous active key stopped signing. It
-// returns the new kid. The previous key stays in the set, so tokens it
-// signed keep verifying until [KeySet.Retire] removes it.
+// Rotate makes a new key the active signer at once, recording now as the
+// moment the previous active key stopped signing, and returns the new
+// kid: stages 1 and 2 of a rotation with no wait between them (a next key
+// already published is promoted instead of a new one). The previous key
+// stays in the set, so tokens it signed keep verifying until
+// [KeySet.Retire] removes it.
 //
-// Rotate first reloads the directory, so the key it deactivates is the one
-// active for the whole deployment, not a stale local view. Other nodes start
-// signing with the new key after their next [KeySet.Reload].
-//
-// Gateways that cache the JWKS reject tokens with the new kid until they
-// refetch it; rotate well before it is needed, not during a sale.
+// Gateways that cached the JWKS refuse tokens of the new kid until they
+// fetch it again: use Rotate only when the active key must stop signing
+// now (it leaked); otherwise run [KeySet.PublishNext] and, after the
+// JWKS cache age, [KeySet.Promote]. Rotate reloads the directory first;
+// other nodes sign with the new key after their next [KeySet.Reload].
 func (k *KeySet) Rotate(now time.Time) (kid string, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err := k.reloadLocked(); err != nil {
 		return "", err
 	}
-	old := k.snap.Load().active
-	kid, err = generateKey(k.dir)
-	if err != nil {
-		return "", err
+	if k.snap.Load().next == "" {
+		if _, err := k.publishNextLocked(now); err != nil {
+			return "", err
+		}
 	}
-	stamp := []byte(now.UTC().Format(time.RFC3339Nano) + "\n")
-	if err := writeFileAtomic(k.dir, old+inactiveSuffix, stamp, 0o600, false); err != nil {
-		return "", fmt.Errorf("tokens: record inactive key: %w", err)
-	}
-	if err := writeFileAtomic(k.dir, activeFile, []byte(kid+"\n"), 0o600, false); err != nil {
-		return "", fmt.Errorf("tokens: write active key: %w", err)
-	}
-	return kid, k.reloadLocked()
+	kid, _, err = k.promoteLocked(now, 0)
+	return kid, err
 }
 
-// Retire removes from the directory every non-active key that stopped
+// Retire (stage 3) removes from the directory every retiring key that stopped
 // signing more than maxTokenAge before now, and returns their kids, sorted.
 // Tokens signed by a removed key fail verification with [ErrInvalid] from
 // then on, so maxTokenAge must cover the longest admission token lifetime,
 // the verification leeway and the interval at which nodes Reload.
 //
-// A non-active key with no record of when it stopped signing is kept and
+// The active and the next key are never removed. A retiring key with no
+// record of when it stopped signing is kept and
 // stamped with now, so it is removed by a later Retire. Retire reloads the
 // directory first; other nodes drop the removed keys on their next Reload.
 // maxTokenAge must be positive.
@@ -63,10 +59,7 @@ func (k *KeySet) Retire(now time.Time, maxTokenAge time.Duration) ([]string, err
 	}
 	snap := k.snap.Load()
 	var removed []string
-	for _, kid := range snap.kids {
-		if kid == snap.active {
-			continue
-		}
+	for _, kid := range snap.retiringKids() {
 		since, ok := snap.inactive[kid]
 		if !ok {
 			stamp := []byte(now.UTC().Format(time.RFC3339Nano) + "\n")

@@ -25,6 +25,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -471,7 +472,7 @@ func (s *Server) ready(c *fiber.Ctx) error {
 
 func (s *Server) jwks(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "application/jwk-set+json")
-	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	c.Set(fiber.HeaderCacheControl, "public, max-age="+strconv.Itoa(int(JWKSMaxAge/time.Second)))
 	return c.Send(s.deps.JWKS())
 }
 

@@ -2,6 +2,7 @@ package web
 
 import (
 	"strings"
+	"time"
 
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
@@ -9,6 +10,13 @@ import (
 
 // JWKSPath is where the admission token public keys are served.
 const JWKSPath = "/.well-known/jwks.json"
+
+// JWKSMaxAge is how long the JWKS answer lets HTTP caches (a CDN, a
+// gateway honouring Cache-Control) keep it: its Cache-Control max-age,
+// with no stale-while-revalidate. A key rotation publishes the next key at
+// least this long (plus the nodes' key reload) before signing with it
+// (`anteroom keys promote`), so no cache still holds a set without it.
+const JWKSMaxAge = 300 * time.Second
 
 // discoveryJSON is the subset of OpenID Provider Metadata (OpenID Connect
 // Discovery 1.0, section 3) that lets a gateway or a JOSE library find the

@@ -12,29 +12,63 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/push"
 	"github.com/anteroom/anteroom/tokens"
+	"github.com/anteroom/anteroom/web"
 )
 
-const keysUsage = `usage: anteroom keys <rotate|retire|list|vapid> [flags]
+const keysUsage = `usage: anteroom keys <rotate|promote|retire|list|vapid> [flags]
 
 Manage the admission signing key directory shared by all nodes
 (ANTEROOM_SIGNING_KEYS, default DATA_DIR/keys). Nodes re-read it every
 ANTEROOM_KEY_RELOAD (10s).
 
-  rotate                 add a key and make it the signer; old keys keep verifying
-  retire -max-age D      remove keys that stopped signing more than D ago
-  list                   show the keys, the active one first
+A rotation runs in three stages, so that no gateway refuses a valid token:
+
+  rotate                 1. publish a next key in the JWKS; nodes keep signing
+                         with the active key
+  promote                2. make the next key the signer; refused, naming the
+                         time left, until the JWKS cache age (5m) + the key
+                         reload + 5s have passed since rotate. The old key is
+                         retiring: it verifies its tokens, signs no more
+  retire                 3. remove retiring keys that stopped signing more than
+                         -max-age ago; refused, naming the time left, while
+                         their tokens may be valid. Default -max-age: the
+                         longest admission TTL (1h) + the key reload + 5s
+  list                   show the keys and their stages
+  promote -now           a new signer at once, for a leaked key: gateways refuse
+                         its tokens until they fetch the JWKS again (up to
+                         their refetch interval)
   vapid -out FILE        write a new Web Push VAPID private key to FILE (mode
                          0600, never overwritten) and print its public key;
                          give FILE to every node as ANTEROOM_PUSH_VAPID_KEY
-
-Rotate well before a sale (gateways cache the JWKS). Retire with a max-age of
-at least the longest admission_ttl_seconds + the key reload interval + 5s of
-leeway: tokens signed by a retired key are refused from the next reload on.
 `
 
-// keys runs `anteroom keys`: rotation, retirement and listing of the
+// fetchMargin covers a JWKS fetch under way while a key is published, and
+// clock skew between the operator's machine and the nodes.
+const fetchMargin = 5 * time.Second
+
+// keysCmd is one `anteroom keys` run on a key directory.
+type keysCmd struct {
+	dir    string
+	now    time.Time
+	reload time.Duration // the nodes' key reload interval
+	stdout io.Writer
+}
+
+// promoteWait is how long after rotate a next key may sign: by then every
+// node publishes it and no cache holds a JWKS without it.
+func (c keysCmd) promoteWait() time.Duration { return web.JWKSMaxAge + c.reload + fetchMargin }
+
+// retireAge is the default -max-age: by then no token of a retiring key is
+// valid anywhere, its last node having stopped signing one reload after
+// promote.
+func (c keysCmd) retireAge() time.Duration {
+	return event.MaxAdmissionTTLSeconds*time.Second + c.reload + tokens.DefaultLeeway
+}
+
+// keys runs `anteroom keys`: the stages of a rotation, and listing, of the
 // admission signing keys. now is the clock recorded in the directory.
 func keys(args []string, getenv func(string) string, now func() time.Time, stdout, stderr io.Writer) error {
 	switch {
@@ -50,18 +84,26 @@ func keys(args []string, getenv func(string) string, now func() time.Time, stdou
 	flags.SetOutput(stderr)
 	dataDir := flags.String("data-dir", envSetting(getenv, "data-dir"), "data directory (ANTEROOM_DATA_DIR)")
 	dir := flags.String("signing-keys", envSetting(getenv, "signing-keys"), "signing key directory; empty: DATA_DIR/keys (ANTEROOM_SIGNING_KEYS)")
+	reload, err := time.ParseDuration(envSetting(getenv, "key-reload"))
+	if err != nil || reload <= 0 {
+		return fmt.Errorf("keys: ANTEROOM_KEY_RELOAD %q: want a positive duration such as 10s", envSetting(getenv, "key-reload"))
+	}
 	var maxAge *time.Duration
 	var out *string
+	var atOnce *bool
 	switch cmd {
 	case "vapid":
 		out = flags.String("out", "", "file to write the VAPID private key to (required; must not exist)")
 	case "rotate", "list":
+	case "promote":
+		atOnce = flags.Bool("now", false, "make a new key the signer at once, for a leaked key (gateways refuse its tokens until they fetch the JWKS again)")
 	case "retire":
-		maxAge = flags.Duration("max-age", 0, "remove keys that stopped signing longer ago than this (required; ≥ longest admission TTL + reload interval + leeway)")
+		maxAge = flags.Duration("max-age", 0, "remove keys that stopped signing longer ago than this; default: the longest admission TTL + key reload + leeway")
 	default:
 		fmt.Fprint(stderr, keysUsage)
 		return fmt.Errorf("keys: unknown subcommand %q", cmd)
 	}
+	flags.DurationVar(&reload, "key-reload", reload, "the nodes' key reload interval (ANTEROOM_KEY_RELOAD)")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -71,19 +113,28 @@ func keys(args []string, getenv func(string) string, now func() time.Time, stdou
 	if out != nil {
 		return writeVAPIDKey(*out, stdout)
 	}
+	if reload <= 0 {
+		return fmt.Errorf("keys %s: -key-reload must be positive", cmd)
+	}
 	if *dir == "" {
 		*dir = filepath.Join(*dataDir, "keys")
 	}
+	c := keysCmd{dir: *dir, now: now(), reload: reload, stdout: stdout}
 	switch cmd {
 	case "rotate":
-		return rotateKeys(*dir, now(), stdout)
+		return c.rotate()
+	case "promote":
+		return c.promote(*atOnce)
 	case "retire":
-		if *maxAge <= 0 {
-			return errors.New("keys retire: -max-age is required and must be positive, e.g. -max-age 15m")
+		switch {
+		case *maxAge < 0:
+			return errors.New("keys retire: -max-age must be positive, e.g. -max-age 1h15s")
+		case *maxAge == 0:
+			*maxAge = c.retireAge()
 		}
-		return retireKeys(*dir, now(), *maxAge, stdout)
+		return c.retire(*maxAge)
 	}
-	return listKeys(*dir, stdout)
+	return c.list()
 }
 
 // openExisting opens a key directory that must already hold an active key,
@@ -98,67 +149,113 @@ func openExisting(dir string) (*tokens.KeySet, error) {
 	return tokens.OpenKeyDir(dir)
 }
 
-func rotateKeys(dir string, now time.Time, stdout io.Writer) error {
-	if _, err := os.Stat(filepath.Join(dir, "active")); errors.Is(err, fs.ErrNotExist) {
-		ks, err := tokens.OpenKeyDir(dir)
+// when prints an instant and how far it is from now.
+func (c keysCmd) when(t time.Time) string {
+	s := t.UTC().Format(time.RFC3339)
+	if d := t.Sub(c.now); d > 0 {
+		s += " (in " + d.Round(time.Second).String() + ")"
+	}
+	return s
+}
+
+func (c keysCmd) rotate() error {
+	if _, err := os.Stat(filepath.Join(c.dir, "active")); errors.Is(err, fs.ErrNotExist) {
+		ks, err := tokens.OpenKeyDir(c.dir)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "created %s with its first key\nactive %s\n", dir, ks.Active())
+		fmt.Fprintf(c.stdout, "created %s with its first key\nactive %s\n", c.dir, ks.Active())
 		return nil
 	}
-	ks, err := openExisting(dir)
+	ks, err := openExisting(c.dir)
+	if err != nil {
+		return err
+	}
+	kid, err := ks.PublishNext(c.now)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "next %s\npublished in the JWKS from the nodes' next reload; they keep signing with %s\npromote it from %s: anteroom keys promote\n",
+		kid, ks.Active(), c.when(c.now.Add(c.promoteWait())))
+	return nil
+}
+
+func (c keysCmd) promote(atOnce bool) error {
+	ks, err := openExisting(c.dir)
 	if err != nil {
 		return err
 	}
 	old := ks.Active()
-	kid, err := ks.Rotate(now)
+	var kid string
+	if atOnce {
+		kid, err = ks.Rotate(c.now)
+	} else {
+		kid, _, err = ks.Promote(c.now, c.promoteWait())
+	}
+	if errors.Is(err, tokens.ErrNoNext) {
+		return errors.New("keys promote: no next key: run anteroom keys rotate first (or promote -now for a leaked key)")
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "active %s\nprevious %s now only verifies; retire it once its tokens have expired\n", kid, old)
+	fmt.Fprintf(c.stdout, "active %s (nodes sign with it from their next reload)\nretiring %s: it verifies its tokens until retired; retire it from %s: anteroom keys retire\n",
+		kid, old, c.when(c.now.Add(c.retireAge())))
 	return nil
 }
 
-func retireKeys(dir string, now time.Time, maxAge time.Duration, stdout io.Writer) error {
-	ks, err := openExisting(dir)
+func (c keysCmd) retire(maxAge time.Duration) error {
+	ks, err := openExisting(c.dir)
 	if err != nil {
 		return err
 	}
-	removed, err := ks.Retire(now, maxAge)
+	removed, err := ks.Retire(c.now, maxAge)
 	for _, kid := range removed {
-		fmt.Fprintf(stdout, "retired %s\n", kid)
+		fmt.Fprintf(c.stdout, "retired %s\n", kid)
 	}
 	if err != nil {
 		return err
+	}
+	var waiting []string
+	for _, st := range ks.States() {
+		if st.Stage == tokens.StageRetiring {
+			at := st.Since.Add(maxAge)
+			waiting = append(waiting, fmt.Sprintf("%s may still have valid tokens until %s (time left %s)", st.Kid, at.UTC().Format(time.RFC3339), at.Sub(c.now).Round(time.Second)))
+		}
+	}
+	if len(removed) == 0 && len(waiting) > 0 {
+		return fmt.Errorf("keys retire: %w: %s", tokens.ErrTooSoon, strings.Join(waiting, "; "))
+	}
+	for _, w := range waiting {
+		fmt.Fprintf(c.stdout, "kept %s\n", w)
 	}
 	if len(removed) == 0 {
-		fmt.Fprintln(stdout, "nothing to retire")
+		fmt.Fprintln(c.stdout, "nothing to retire")
 	}
-	fmt.Fprintf(stdout, "%d key(s) left, active %s\n", len(ks.Kids()), ks.Active())
+	fmt.Fprintf(c.stdout, "%d key(s) left, active %s\n", len(ks.Kids()), ks.Active())
 	return nil
 }
 
-func listKeys(dir string, stdout io.Writer) error {
-	ks, err := openExisting(dir)
+func (c keysCmd) list() error {
+	ks, err := openExisting(c.dir)
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KID\tSTATE\tINACTIVE SINCE")
-	active := ks.Active()
-	for _, kid := range ks.Kids() {
-		if kid == active {
-			fmt.Fprintf(tw, "%s\tactive\t-\n", kid)
-			continue
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KID\tSTAGE\tSINCE\tNEXT STEP")
+	for _, st := range ks.States() {
+		since, step := "-", "-"
+		if !st.Since.IsZero() {
+			since = st.Since.UTC().Format(time.RFC3339)
 		}
-		// <kid>.inactive records when the key stopped signing (see
-		// tokens.KeySet); a missing record is stamped by the next retire.
-		since := "unknown"
-		if b, err := os.ReadFile(filepath.Join(dir, kid+".inactive")); err == nil {
-			since = strings.TrimSpace(string(b))
+		switch {
+		case st.Stage == tokens.StageNext:
+			step = "promote from " + c.when(st.Since.Add(c.promoteWait()))
+		case st.Stage == tokens.StageRetiring && st.Since.IsZero():
+			step = "retire stamps it, then waits " + c.retireAge().String()
+		case st.Stage == tokens.StageRetiring:
+			step = "retire from " + c.when(st.Since.Add(c.retireAge()))
 		}
-		fmt.Fprintf(tw, "%s\tverify-only\t%s\n", kid, since)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Kid, st.Stage, since, step)
 	}
 	return tw.Flush()
 }

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,10 +13,13 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/web"
 )
 
 // TestKeyRotationEndToEnd rotates and retires the signing keys of a
-// running node with the `anteroom keys` command, as an operator would: a
+// running node with the `anteroom keys` command, as an operator would
+// (rotate publishes the next key, promote -now makes it the signer, retire
+// is refused while the old key's tokens may be valid): a
 // token signed before the rotation keeps working until its key is retired,
 // the JWKS lists both keys in between, and after retirement the old key
 // is gone and its tokens are refused with 401 without touching the stock.
@@ -42,16 +46,46 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 		t.Fatalf("alice's token kid %s, want %s", kidOf(t, alice), oldKid)
 	}
 
+	// The JWKS advertises the cache age `keys promote` waits for.
+	jw := nodetest.Call(t, http.MethodGet, n.URL()+web.JWKSPath, nil, nil)
+	if cc, want := jw.Header.Get("Cache-Control"), fmt.Sprintf("public, max-age=%d", int(web.JWKSMaxAge/time.Second)); cc != want {
+		t.Errorf("JWKS Cache-Control %q, want %q (web.JWKSMaxAge)", cc, want)
+	}
+
+	// Stage 1: the next key is published; the node keeps signing with
+	// the old one.
 	out := anteroomCmd(t, bin, "keys", "rotate", "-signing-keys", keyDir)
-	newKid, _, _ := strings.Cut(strings.TrimPrefix(out, "active "), "\n")
-	if len(newKid) != 43 || newKid == oldKid || !strings.Contains(out, "previous "+oldKid) {
+	newKid, _, _ := strings.Cut(strings.TrimPrefix(out, "next "), "\n")
+	if len(newKid) != 43 || newKid == oldKid || !strings.Contains(out, "keep signing with "+oldKid) || !strings.Contains(out, "promote it from ") {
 		t.Fatalf("keys rotate printed %q", out)
+	}
+	nodetest.WaitFor(t, "the node to publish the next key", 5*time.Second, func() bool {
+		return slices.Equal(jwksOf(t, n), []string{oldKid, newKid})
+	})
+	if dave := nodetest.AdmitUser(t, n, "rot", "dave"); kidOf(t, dave) != oldKid {
+		t.Errorf("a token signed while the next key is published has kid %s, want the active %s", kidOf(t, dave), oldKid)
+	}
+	list := anteroomCmd(t, bin, "keys", "list", "-signing-keys", keyDir)
+	if !strings.Contains(list, oldKid+"  active") || !strings.Contains(list, newKid+"  next") {
+		t.Errorf("keys list:\n%s", list)
+	}
+	// Stage 2 is refused before the JWKS cache age has passed, naming
+	// the time left; -now (a leaked key) promotes at once.
+	if out := anteroomFails(t, bin, "keys", "promote", "-signing-keys", keyDir); !strings.Contains(out, "time left") {
+		t.Errorf("keys promote right after rotate: %q, want a refusal naming the time left", out)
+	}
+	if out := anteroomFails(t, bin, "keys", "rotate", "-signing-keys", keyDir); !strings.Contains(out, "already published") {
+		t.Errorf("keys rotate with a next key: %q, want a refusal", out)
+	}
+	out = anteroomCmd(t, bin, "keys", "promote", "-now", "-signing-keys", keyDir)
+	if !strings.HasPrefix(out, "active "+newKid) || !strings.Contains(out, "retiring "+oldKid) {
+		t.Fatalf("keys promote -now printed %q", out)
 	}
 	nodetest.WaitFor(t, "the node to reload the rotated keys", 5*time.Second, func() bool {
 		return slices.Equal(jwksOf(t, n), []string{newKid, oldKid})
 	})
-	list := anteroomCmd(t, bin, "keys", "list", "-signing-keys", keyDir)
-	if !strings.Contains(list, newKid+"  active") || !strings.Contains(list, oldKid+"  verify-only") {
+	list = anteroomCmd(t, bin, "keys", "list", "-signing-keys", keyDir)
+	if !strings.Contains(list, newKid+"  active") || !strings.Contains(list, oldKid+"  retiring") {
 		t.Errorf("keys list:\n%s", list)
 	}
 
@@ -66,8 +100,8 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 
 	// Mistakes an operator can make are refused and change nothing.
 	for _, args := range [][]string{
-		{"keys", "retire", "-signing-keys", keyDir},
 		{"keys", "retire", "-signing-keys", keyDir, "-max-age", "-1s"},
+		{"keys", "promote", "-signing-keys", keyDir},
 		{"keys", "list", "-signing-keys", keyDir + "-typo"},
 		{"keys", "retire", "-signing-keys", keyDir + "-typo", "-max-age", "1ms"},
 		{"keys", "rotate", "-signing-keys", keyDir, "extra"},
@@ -82,9 +116,15 @@ func TestKeyRotationEndToEnd(t *testing.T) {
 		t.Fatalf("JWKS after refused commands: %v", kids)
 	}
 
-	// A max-age covering the tokens keeps the old key.
-	if out := anteroomCmd(t, bin, "keys", "retire", "-signing-keys", keyDir, "-max-age", "1h"); !strings.Contains(out, "nothing to retire") {
-		t.Errorf("keys retire -max-age 1h printed %q", out)
+	// A max-age covering the tokens keeps the old key: refused, naming
+	// the time left; so is the default (the longest admission TTL).
+	for _, args := range [][]string{
+		{"keys", "retire", "-signing-keys", keyDir, "-max-age", "1h"},
+		{"keys", "retire", "-signing-keys", keyDir},
+	} {
+		if out := anteroomFails(t, bin, args...); !strings.Contains(out, oldKid+" may still have valid tokens") || !strings.Contains(out, "time left") {
+			t.Errorf("anteroom %s: %q, want a refusal naming the time left", strings.Join(args, " "), out)
+		}
 	}
 	// A tiny one removes it (tests only: in production the max-age is at
 	// least the longest admission TTL + reload interval + leeway).
