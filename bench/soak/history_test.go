@@ -440,13 +440,21 @@ func (h *history) tally() string {
 		if o.Err != "" {
 			ans = o.Err
 		}
-		if counts[o.Kind] == nil {
-			counts[o.Kind] = map[string]int{}
+		kind := o.Kind
+		switch {
+		case o.Note == basicNote:
+			kind = "basic page " + kind
+		case o.Note == "by staff":
+			kind = "staff " + kind
 		}
-		counts[o.Kind][ans]++
+		if counts[kind] == nil {
+			counts[kind] = map[string]int{}
+		}
+		counts[kind][ans]++
 	}
 	var parts []string
-	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "mine", "release", "finish", "room"} {
+	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "mine", "release", "finish", "push", "room",
+		"basic page page", "basic page bjoin", "basic page status", "basic page claim", "staff release"} {
 		var as []string
 		for a := range counts[kind] {
 			as = append(as, a)

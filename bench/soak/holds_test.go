@@ -19,8 +19,9 @@ import (
 // A staff hold is a span in which staff closed or paused a sale: from the
 // moment a node answered 200 to the close (or pause) until the reopen (or
 // resume) was sent. Nothing is admitted or sold inside it (issue 34, items
-// 2 and 17): no join, status admission or granted claim whose request was
-// sent after the hold began and answered before it ended. The node that
+// 2 and 17): no status admission or granted claim (and, while closed, no
+// join) whose request was sent after the hold began and answered before
+// it ended. The node that
 // answered the 200 holds it from that moment (its save reloads its view);
 // the other nodes within holdSlack (a tick, with room for a loaded
 // machine), or MaxViewAge and a second when a fault may have kept a node
@@ -96,7 +97,8 @@ func (h *history) checkHold(o op) {
 		return
 	}
 	switch {
-	case o.Kind == "join" && o.Status == http.StatusOK, o.Kind == "bjoin" && o.Status == http.StatusSeeOther:
+	case hd.what == "closed" && (o.Kind == "join" && o.Status == http.StatusOK || o.Kind == "bjoin" && o.Status == http.StatusSeeOther):
+		// A pause holds admission and claims; people may still queue.
 		h.violate(o, "%s joined sale %s while staff had it %s (node %s answered the hold at %s)", o.User, o.Sale, hd.what, hd.node, hd.from.Format("15:04:05.000"))
 	case o.Kind == "status" && o.State == "admitted":
 		h.violate(o, "%s was admitted to sale %s while staff had it %s (node %s answered the hold at %s)", o.User, o.Sale, hd.what, hd.node, hd.from.Format("15:04:05.000"))

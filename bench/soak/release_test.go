@@ -50,7 +50,9 @@ func staffRelease(ctx context.Context, f *faults, rnd *rand.Rand) error {
 }
 
 // pickLive draws a claim of sale ev granted and neither released nor seen
-// confirmed, and its user; "" when there is none.
+// confirmed, and its user; "" when there is none. The claims answered in
+// the last few seconds come first: the order worker soon confirms the
+// others, and a confirmed claim cannot be released.
 func (h *history) pickLive(ev string, rnd *rand.Rand) (id, user string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -58,11 +60,17 @@ func (h *history) pickLive(ev string, rnd *rand.Rand) (id, user string) {
 	if b == nil {
 		return "", ""
 	}
-	var ids []string
+	var ids, recent []string
 	for id := range b.live {
 		if !b.confirmed[id] {
 			ids = append(ids, id)
+			if time.Since(b.grantAt[id]) < 3*time.Second {
+				recent = append(recent, id)
+			}
 		}
+	}
+	if len(recent) > 0 {
+		ids = recent
 	}
 	if len(ids) == 0 {
 		return "", ""
