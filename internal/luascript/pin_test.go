@@ -54,6 +54,7 @@ var pins = map[string]struct {
 	"limit/reserve.lua":        {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
 	"queue/join.lua":           {5, "19989c4df060c0deee8e88ab3b7a62f4866ae9c2"},
 	"queue/readshard.lua":      {3, "0ccd05d17c3476bd7a0ae2f8264240987cd3cba3"},
+	"push/unlock.lua":          {1, "1337074e8394c6ed699bec6fd957241e972a318a"},
 }
 
 var versionLine = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)
