@@ -120,7 +120,7 @@ func nodeSettings(o *options) []settings.Setting {
 		{Name: "clock-skew", Default: "0", Set: clockSkew(&c.ClockSkew),
 			Doc: "DRILL ONLY: shift this node's machine clock, e.g. +3s or -30s, at most ±5m, logged as DRILL at start; the node keeps its time on Redis TIME, so tokens, expiry checks and sale phases stay right"},
 		{Name: "dev-captcha-siteverify-url", Set: siteverifyURL(&c.CaptchaSiteverifyURL),
-			Doc: "development only: send every captcha check to this siteverify URL (a local stub) instead of the provider's; the node logs a warning"},
+			Doc: "development only: send every captcha check to this siteverify URL, a stub on this machine (host 127.0.0.1, [::1] or localhost resolving to loopback only; serve refuses any other), instead of the provider's; the node logs a warning"},
 	})
 }
 

@@ -171,7 +171,9 @@ type Config struct {
 	// CaptchaSiteverifyURL sends every captcha check to this URL instead
 	// of the provider's siteverify endpoint: for tests and development
 	// only (a local stub), asked for by name
-	// (ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL).
+	// (ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL). Its host must be a loopback
+	// address or localhost resolving to loopback only: the node refuses
+	// to start otherwise.
 	//
 	// Default: the providers' endpoints
 	CaptchaSiteverifyURL string
@@ -334,6 +336,9 @@ func (c *Config) validate() error {
 	}
 	if c.ClockSkew > clock.MaxSkew || c.ClockSkew < -clock.MaxSkew {
 		return fmt.Errorf("clock skew %s: a drill setting of at most ±%s", c.ClockSkew, clock.MaxSkew)
+	}
+	if err := checkDevSiteverify(c.CaptchaSiteverifyURL); err != nil {
+		return err
 	}
 	if !(c.TraceStatusRatio <= 1) {
 		return fmt.Errorf("trace status ratio %v: want at most 1", c.TraceStatusRatio)
