@@ -16,6 +16,7 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 	"github.com/anteroom/anteroom/internal/luascript"
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -39,10 +40,18 @@ type Config struct {
 	//
 	// Default: 10s
 	Timeout time.Duration
-	// Client sends the push requests (tests give one trusting their
-	// stub's certificate). It must not follow redirects.
+	// Targets says which addresses the default Client may connect to
+	// (ANTEROOM_ALLOW_PRIVATE_TARGETS): a shopper's browser names the
+	// endpoint, and a host on the push services' list could still resolve
+	// to a private address.
 	//
-	// Default: an http.Client with Timeout that never follows a redirect
+	// Default: public addresses only
+	Targets netguard.Policy
+	// Client sends the push requests (tests give one trusting their
+	// stub's certificate). It must not follow redirects, and should judge
+	// the addresses it dials as Targets does.
+	//
+	// Default: Targets.Client(Timeout), which never follows a redirect
 	Client *http.Client
 }
 
@@ -79,7 +88,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 	}
 	client := cfg.Client
 	if client == nil {
-		client = &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		client = cfg.Targets.Client(cfg.Timeout)
 	}
 	return &Service{rdb: rdb, cfg: cfg, public: base64.RawURLEncoding.EncodeToString(priv.PublicKey().Bytes()), client: client, unlock: luascript.New(unlockLua)}, nil
 }
@@ -236,7 +245,7 @@ func (s *Service) send(ctx context.Context, sub *Subscription, msg []byte, ttl t
 		VAPIDPrivateKey: s.cfg.PrivateKey,
 	})
 	if err != nil {
-		return 0, errors.New("push request failed")
+		return 0, errors.New("push request failed: " + netguard.Class(err))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/internal/pushstub"
 	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/internal/wait"
@@ -30,7 +31,7 @@ func newService(t *testing.T) (*push.Service, *pushstub.Stub, *redis.Client) {
 		t.Fatal(err)
 	}
 	svc, err := push.New(rdb, push.Config{PrivateKey: key, Subject: "mailto:ops@shop.example",
-		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}})
+		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}, Targets: loopback(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +41,17 @@ func newService(t *testing.T) (*push.Service, *pushstub.Stub, *redis.Client) {
 	}
 	t.Cleanup(stub.Close)
 	return svc, stub, rdb
+}
+
+// loopback is the push client's policy in tests, whose stub listens on
+// loopback: allowed by name, as an operator would.
+func loopback(t *testing.T) netguard.Policy {
+	t.Helper()
+	p, err := netguard.Allow(netguard.Loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func subJSON(t *testing.T, sub map[string]any) []byte {
