@@ -359,3 +359,36 @@ func TestNotifyLockReleasesOnlyItsOwn(t *testing.T) {
 		t.Errorf("%d notices delivered, want 1", delivered)
 	}
 }
+
+// TestNotifyRefusesPrivateTargets: by default the push client connects to
+// public addresses only: an endpoint on a listed host that resolves to
+// loopback is refused when dialled (the stub sees nothing), the error
+// names the class, and the subscription is kept for a retry.
+func TestNotifyRefusesPrivateTargets(t *testing.T) {
+	rdb := testenv.StartRedis(t).Client(t)
+	svc, err := push.New(rdb, push.Config{PrivateKey: mustKey(t), Subject: "mailto:ops@shop.example",
+		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := pushstub.Start(svc.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stub.Close)
+	ctx := context.Background()
+	now := time.Now()
+	if err := svc.Save(ctx, "drop", -1, 7, subJSON(t, stub.Subscription()), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	err = svc.Notify(ctx, "drop", -1, 7, time.Minute)
+	if err == nil || !strings.HasSuffix(err.Error(), "push request failed: refused_target") {
+		t.Errorf("Notify to a loopback endpoint: %v, want push request failed: refused_target", err)
+	}
+	if n := len(stub.Messages()); n != 0 {
+		t.Errorf("the loopback stub got %d requests, want 0", n)
+	}
+	if n, _ := rdb.Exists(ctx, "ar:{drop}:push:7").Result(); n != 1 {
+		t.Error("the subscription was forgotten after a refused dial; want it kept for a retry")
+	}
+}
