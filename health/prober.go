@@ -8,7 +8,11 @@
 // bounded by the check's timeout that never follows a redirect: any 2xx is
 // healthy, anything else (another status, a timeout, a refused connection)
 // is failing. URLs follow the webhook rules: https unless the node allows
-// http by name.
+// http by name, and only to public addresses unless the node allows chosen
+// networks by name (package netguard, judged at dial time). A failed
+// probe's detail, which staff see (live.health.last), names the failure's
+// class (netguard.Class: refused_target, tls, timeout ...) or the HTTP
+// status, never the dial error's text.
 package health
 
 import (
@@ -17,12 +21,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/netguard"
 )
 
 // signals is what the Prober needs from admission.Health.
@@ -38,6 +42,11 @@ type Config struct {
 	//
 	// Default: false
 	AllowHTTP bool
+	// Targets says which addresses a probe may connect to
+	// (ANTEROOM_ALLOW_PRIVATE_TARGETS).
+	//
+	// Default: public addresses only
+	Targets netguard.Policy
 	// OnError receives errors talking to Redis.
 	//
 	// Default: ignore them
@@ -61,10 +70,9 @@ func NewProber(s signals, cfg Config) *Prober {
 	if cfg.OnError == nil {
 		cfg.OnError = func(error) {}
 	}
-	client := &http.Client{
-		// Never follow a redirect: the URL staff set is the only target.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	// Never follows a redirect: the URL staff set is the only target. The
+	// probe's context bounds it.
+	client := cfg.Targets.Client(0)
 	return &Prober{signals: s, cfg: cfg, client: client, now: time.Now, due: map[string]time.Time{}}
 }
 
@@ -137,11 +145,7 @@ func (p *Prober) Probe(ctx context.Context, h *event.HealthCheck) admission.Obse
 	req.Header.Set("User-Agent", "anteroom-health/1")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		msg := err.Error()
-		if i := strings.LastIndex(msg, ": "); i >= 0 {
-			msg = msg[i+2:] // the cause, without the URL
-		}
-		return fail("GET failed: %s", msg)
+		return fail("GET failed: %s", netguard.Class(err)) // the class only: the text names addresses
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/jsretry"
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 )
@@ -33,6 +34,11 @@ type DeliverConfig struct {
 	//
 	// Default: false
 	AllowHTTP bool
+	// Targets says which addresses a webhook may connect to
+	// (ANTEROOM_ALLOW_PRIVATE_TARGETS).
+	//
+	// Default: public addresses only
+	Targets netguard.Policy
 	// Workers is how many deliveries run at once on this node.
 	//
 	// Default: 8
@@ -87,11 +93,8 @@ func NewDeliverer(js jetstream.JetStream, rdb redis.UniversalClient, c configs, 
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(n int) time.Duration { return min(time.Second<<min(n-1, 20), 10*time.Minute) }
 	}
-	client := &http.Client{
-		Timeout: cfg.Timeout,
-		// Never follow a redirect: the URL staff set is the only target.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	// Never follows a redirect: the URL staff set is the only target.
+	client := cfg.Targets.Client(cfg.Timeout)
 	return &Deliverer{js: js, rdb: rdb, configs: c, cfg: cfg, client: client, now: cfg.Now}
 }
 
@@ -208,7 +211,7 @@ func (d *Deliverer) deliver(ctx context.Context, w *event.Webhook, e Event, body
 	req.Header.Set(EventTypeHeader, e.Type)
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return errors.New("request failed") // the error text may hold the URL
+		return errors.New("request failed: " + netguard.Class(err)) // the class only: the text may hold the URL
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()

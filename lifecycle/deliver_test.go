@@ -86,7 +86,7 @@ func TestWebhookRetriedSignedDeduped(t *testing.T) {
 	var errs []error
 	var mu sync.Mutex
 	d := NewDeliverer(js, s.rdb, configStore{"hooks": cfg}, DeliverConfig{
-		AllowHTTP: true, Backoff: func(int) time.Duration { return 20 * time.Millisecond },
+		AllowHTTP: true, Targets: loopback(t), Backoff: func(int) time.Duration { return 20 * time.Millisecond },
 		OnError: func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() },
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,7 +32,7 @@ func TestEventsReachWebhooksOnEveryRedis(t *testing.T) {
 		var mu sync.Mutex
 		var errs []string
 		d := NewDeliverer(js, s.rdb, configStore{ev: cfg}, DeliverConfig{
-			AllowHTTP: true, Backoff: func(int) time.Duration { return 20 * time.Millisecond },
+			AllowHTTP: true, Targets: loopback(t), Backoff: func(int) time.Duration { return 20 * time.Millisecond },
 			OnError: func(err error) { mu.Lock(); errs = append(errs, err.Error()); mu.Unlock() },
 		})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -134,7 +134,7 @@ func TestLateCopyReachesWebhooksOnce(t *testing.T) {
 	rc, srv := newReceiver(t, secret, 0)
 	cfg := sale(ev, 1, time.Time{}).Config
 	cfg.Webhooks = []event.Webhook{{URL: srv.URL, Secret: secret}}
-	d := NewDeliverer(js, s.rdb, configStore{ev: cfg}, DeliverConfig{AllowHTTP: true,
+	d := NewDeliverer(js, s.rdb, configStore{ev: cfg}, DeliverConfig{AllowHTTP: true, Targets: loopback(t),
 		OnError: func(err error) { t.Errorf("deliverer: %v", err) }})
 	dctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -35,7 +35,7 @@ func TestPushDelivererRetriesThenOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, err := push.New(s.rdb, push.Config{PrivateKey: key, Subject: "mailto:ops@shop.example",
-		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}})
+		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}, Targets: loopback(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package push
 import (
 	"context"
 	"crypto/ecdh"
+	"crypto/rand"
+	_ "embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,8 +15,13 @@ import (
 	"time"
 
 	webpush "github.com/SherClockHolmes/webpush-go"
+	"github.com/anteroom/anteroom/internal/luascript"
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/redis/go-redis/v9"
 )
+
+//go:embed unlock.lua
+var unlockLua string
 
 // Config configures a Service.
 type Config struct {
@@ -33,10 +40,18 @@ type Config struct {
 	//
 	// Default: 10s
 	Timeout time.Duration
-	// Client sends the push requests (tests give one trusting their
-	// stub's certificate). It must not follow redirects.
+	// Targets says which addresses the default Client may connect to
+	// (ANTEROOM_ALLOW_PRIVATE_TARGETS): a shopper's browser names the
+	// endpoint, and a host on the push services' list could still resolve
+	// to a private address.
 	//
-	// Default: an http.Client with Timeout that never follows a redirect
+	// Default: public addresses only
+	Targets netguard.Policy
+	// Client sends the push requests (tests give one trusting their
+	// stub's certificate). It must not follow redirects, and should judge
+	// the addresses it dials as Targets does.
+	//
+	// Default: Targets.Client(Timeout), which never follows a redirect
 	Client *http.Client
 }
 
@@ -47,6 +62,7 @@ type Service struct {
 	cfg    Config
 	public string
 	client *http.Client
+	unlock *redis.Script // unlock.lua: release a send lock if it is still ours
 }
 
 // New returns a Service on rdb; it refuses a missing or malformed key
@@ -72,9 +88,9 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 	}
 	client := cfg.Client
 	if client == nil {
-		client = &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		client = cfg.Targets.Client(cfg.Timeout)
 	}
-	return &Service{rdb: rdb, cfg: cfg, public: base64.RawURLEncoding.EncodeToString(priv.PublicKey().Bytes()), client: client}, nil
+	return &Service{rdb: rdb, cfg: cfg, public: base64.RawURLEncoding.EncodeToString(priv.PublicKey().Bytes()), client: client, unlock: luascript.New(unlockLua)}, nil
 }
 
 // GenerateKey returns a new VAPID private key, base64url, for a key file.
@@ -167,15 +183,19 @@ func (s *Service) Notify(ctx context.Context, ev string, shard int, seq int64, t
 	// handled at once would both read the subscription and both send. The
 	// other copy is retried later and finds the subscription gone (sent)
 	// or the lock free (the send failed).
+	// The lock holds a random token, and only its holder deletes it
+	// (unlock.lua): a copy whose send outlived the lock's TTL finds another
+	// copy's lock there and leaves it.
 	lock := key + ":sending"
-	took, err := s.rdb.SetNX(ctx, lock, 1, s.cfg.Timeout+5*time.Second).Result()
+	token := rand.Text()
+	took, err := s.rdb.SetNX(ctx, lock, token, s.cfg.Timeout+5*time.Second).Result()
 	if err != nil {
 		return fmt.Errorf("push %s: %w", ev, err)
 	}
 	if !took {
 		return fmt.Errorf("push %s: another copy of this notice is being sent", ev)
 	}
-	defer s.rdb.Del(context.WithoutCancel(ctx), lock)
+	defer s.unlock.Run(context.WithoutCancel(ctx), s.rdb, []string{lock}, token)
 	// Read again under the lock: a copy that sent meanwhile forgot it.
 	raw, err := s.rdb.Get(ctx, key).Bytes()
 	if errors.Is(err, redis.Nil) {
@@ -225,7 +245,7 @@ func (s *Service) send(ctx context.Context, sub *Subscription, msg []byte, ttl t
 		VAPIDPrivateKey: s.cfg.PrivateKey,
 	})
 	if err != nil {
-		return 0, errors.New("push request failed")
+		return 0, errors.New("push request failed: " + netguard.Class(err))
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()

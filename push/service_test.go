@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/internal/pushstub"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/anteroom/anteroom/push"
 	"github.com/redis/go-redis/v9"
 )
@@ -28,7 +31,7 @@ func newService(t *testing.T) (*push.Service, *pushstub.Stub, *redis.Client) {
 		t.Fatal(err)
 	}
 	svc, err := push.New(rdb, push.Config{PrivateKey: key, Subject: "mailto:ops@shop.example",
-		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}})
+		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}, Targets: loopback(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +41,17 @@ func newService(t *testing.T) (*push.Service, *pushstub.Stub, *redis.Client) {
 	}
 	t.Cleanup(stub.Close)
 	return svc, stub, rdb
+}
+
+// loopback is the push client's policy in tests, whose stub listens on
+// loopback: allowed by name, as an operator would.
+func loopback(t *testing.T) netguard.Policy {
+	t.Helper()
+	p, err := netguard.Allow(netguard.Loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func subJSON(t *testing.T, sub map[string]any) []byte {
@@ -250,5 +264,131 @@ func TestNotifyConcurrentCopiesSendOnce(t *testing.T) {
 	}
 	if err := svc.Notify(ctx, "drop", -1, 7, time.Minute); err != nil || len(stub.Messages()) != 1 {
 		t.Errorf("a retry after the copies: %v, %d notices; want nothing more sent", err, len(stub.Messages()))
+	}
+}
+
+// TestNotifyLockReleasesOnlyItsOwn: a copy whose send outlived its lock
+// (the lock expired; another copy took it) must not delete the other
+// copy's lock when it finishes: a third copy would then send beside the
+// second, and the browser would get two notices. Before the fix the lock
+// was released with an unconditional DEL.
+func TestNotifyLockReleasesOnlyItsOwn(t *testing.T) {
+	svc, stub, rdb := newService(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := svc.Save(ctx, "drop", -1, 7, subJSON(t, stub.Subscription()), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	const lock = "ar:{drop}:push:7:sending"
+	stub.Hold()
+	held := func(n int) {
+		t.Helper()
+		if err := wait.Until(10*time.Second, 5*time.Millisecond, func() error {
+			if got := stub.Held(); got != n {
+				return fmt.Errorf("%d requests at the push service, want %d", got, n)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notify := func() chan error {
+		done := make(chan error, 1)
+		go func() { done <- svc.Notify(ctx, "drop", -1, 7, time.Minute) }()
+		return done
+	}
+	t.Cleanup(func() {
+		for stub.Release(http.StatusServiceUnavailable) {
+		}
+	})
+
+	a := notify() // copy A takes the lock and sends, slowly
+	held(1)
+	// A's lock expires while A still sends (what its TTL does to a send
+	// slower than the timeout + 5 s, forced here).
+	if err := rdb.PExpire(ctx, lock, time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.Until(10*time.Second, 5*time.Millisecond, func() error {
+		if n, _ := rdb.Exists(ctx, lock).Result(); n != 0 {
+			return errors.New("A's lock has not expired")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := notify() // copy B takes the free lock and sends too
+	held(2)
+	stub.Release(http.StatusServiceUnavailable) // A's send fails: the subscription is kept
+	if err := <-a; err == nil {
+		t.Fatal("A: a 503 returned no error")
+	}
+	if n, err := rdb.Exists(ctx, lock).Result(); err != nil || n != 1 {
+		t.Errorf("after A finished, B's lock exists = %d (%v), want 1: A freed B's lock", n, err)
+	}
+	// Copy C, while B still sends, must be told to retry, not send.
+	c := notify()
+	if err := wait.Until(2*time.Second, 5*time.Millisecond, func() error {
+		select {
+		case err := <-c:
+			if err == nil {
+				return wait.Stop(errors.New("C returned without an error"))
+			}
+			return nil
+		default:
+		}
+		if stub.Held() > 1 {
+			return wait.Stop(errors.New("C sent a notice while B was sending"))
+		}
+		return errors.New("C has not returned")
+	}); err != nil {
+		t.Error(err)
+	}
+	for stub.Release(http.StatusCreated) {
+	}
+	if err := <-b; err != nil {
+		t.Errorf("B: %v", err)
+	}
+	delivered := 0
+	for _, m := range stub.Messages() {
+		if m.Err == nil && m.Status/100 == 2 {
+			delivered++
+		}
+	}
+	if delivered != 1 {
+		t.Errorf("%d notices delivered, want 1", delivered)
+	}
+}
+
+// TestNotifyRefusesPrivateTargets: by default the push client connects to
+// public addresses only: an endpoint on a listed host that resolves to
+// loopback is refused when dialled (the stub sees nothing), the error
+// names the class, and the subscription is kept for a retry.
+func TestNotifyRefusesPrivateTargets(t *testing.T) {
+	rdb := testenv.StartRedis(t).Client(t)
+	svc, err := push.New(rdb, push.Config{PrivateKey: mustKey(t), Subject: "mailto:ops@shop.example",
+		Endpoints: push.Endpoints{Hosts: []string{"127.0.0.1"}, AllowHTTP: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub, err := pushstub.Start(svc.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stub.Close)
+	ctx := context.Background()
+	now := time.Now()
+	if err := svc.Save(ctx, "drop", -1, 7, subJSON(t, stub.Subscription()), now.Add(time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	err = svc.Notify(ctx, "drop", -1, 7, time.Minute)
+	if err == nil || !strings.HasSuffix(err.Error(), "push request failed: refused_target") {
+		t.Errorf("Notify to a loopback endpoint: %v, want push request failed: refused_target", err)
+	}
+	if n := len(stub.Messages()); n != 0 {
+		t.Errorf("the loopback stub got %d requests, want 0", n)
+	}
+	if n, _ := rdb.Exists(ctx, "ar:{drop}:push:7").Result(); n != 1 {
+		t.Error("the subscription was forgotten after a refused dial; want it kept for a retry")
 	}
 }

@@ -59,7 +59,10 @@ func pushSettings(dir string) ([]string, string, error) {
 		return nil, "", err
 	}
 	return []string{"ANTEROOM_PUSH_VAPID_KEY=" + file, "ANTEROOM_PUSH_SUBJECT=mailto:soak@shop.example",
-		"ANTEROOM_PUSH_HOSTS=127.0.0.1", "ANTEROOM_PUSH_ALLOW_HTTP=true"}, svc.PublicKey(), nil
+		"ANTEROOM_PUSH_HOSTS=127.0.0.1", "ANTEROOM_PUSH_ALLOW_HTTP=true",
+		// Nodes dial public addresses only (internal/netguard); the stubs
+		// are on loopback, allowed by name.
+		"ANTEROOM_ALLOW_PRIVATE_TARGETS=127.0.0.0/8"}, svc.PublicKey(), nil
 }
 
 // subscribe has shopper s, holding ticket, subscribe to Web Push with a
@@ -106,7 +109,12 @@ func (ss *sales) checkPushes(ev string) {
 	delete(p.subs, ev)
 	p.mu.Unlock()
 	for _, sub := range subs {
-		msgs := sub.stub.Messages()
+		var msgs []pushstub.Message // the notices delivered (answered 2xx)
+		for _, m := range sub.stub.Messages() {
+			if m.Err != nil || m.Status/100 == 2 {
+				msgs = append(msgs, m)
+			}
+		}
 		sub.stub.Close()
 		for _, m := range msgs {
 			var got push.Message

@@ -63,6 +63,35 @@ func TestServeRefusesLargeClockSkew(t *testing.T) {
 	}
 }
 
+// TestServeRefusesRemoteSiteverify: the development setting
+// ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL may only name a stub on this machine
+// (a loopback address, or localhost resolving to loopback only): a remote
+// stub that says yes would pass every captcha and receive the sale's
+// captcha secret. serve refuses to start, naming the variable.
+func TestServeRefusesRemoteSiteverify(t *testing.T) {
+	for _, u := range []string{
+		"http://203.0.113.7/siteverify",
+		"https://10.0.0.5/siteverify",
+		"http://stub.example/siteverify",
+		"http://127.0.0.1.nip.io/siteverify",
+		"http://[::ffff:203.0.113.7]/siteverify",
+		"http://0.0.0.0:8081/siteverify",
+	} {
+		env := map[string]string{
+			"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
+			"ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL": u,
+		}
+		// Bounded: on a node that wrongly starts, serve returns once the
+		// context ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL") {
+			t.Errorf("serve with ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL=%s: %v, want an error naming it", u, err)
+		}
+	}
+}
+
 // TestServeTracingEnv: serve reads the standard OTEL_* variables: a value
 // it cannot honour stops it before the node starts, naming the variable;
 // an OTLP endpoint turns tracing on (the start-up log says where to);

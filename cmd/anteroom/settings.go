@@ -109,6 +109,8 @@ func nodeSettings(o *options) []settings.Setting {
 			Doc: "share of status polls traced while tracing is on (the OTEL_* variables, see docs/operate.md \"Traces\"), 0 to 1; 0: none; every other request is traced"},
 		{Name: "webhook-allow-http", Default: "false", Set: boolean(&c.WebhookAllowHTTP, "webhook allow http"),
 			Doc: "accept and deliver to http (not only https) webhook URLs, and probe http shop health URLs; unsafe outside tests and loopback relays"},
+		{Name: "allow-private-targets", Set: list(&c.AllowPrivateTargets),
+			Doc: "comma-separated networks (CIDRs or addresses, e.g. 10.1.0.0/16) that shop health URLs, webhooks and push endpoints may reach although not public; every other loopback, private, link-local (cloud metadata), CGNAT, multicast or unspecified address is refused when dialled, after name resolution; empty: public addresses only"},
 		{Name: "push-vapid-key", Set: str(&c.PushVAPIDKey),
 			Doc: "file holding the Web Push VAPID private key, the same on every node (anteroom keys vapid -out FILE); empty: Web Push is off (the page still changes its title and icon and can show a notification while open)"},
 		{Name: "push-subject", Set: str(&c.PushSubject),
@@ -120,7 +122,7 @@ func nodeSettings(o *options) []settings.Setting {
 		{Name: "clock-skew", Default: "0", Set: clockSkew(&c.ClockSkew),
 			Doc: "DRILL ONLY: shift this node's machine clock, e.g. +3s or -30s, at most ±5m, logged as DRILL at start; the node keeps its time on Redis TIME, so tokens, expiry checks and sale phases stay right"},
 		{Name: "dev-captcha-siteverify-url", Set: siteverifyURL(&c.CaptchaSiteverifyURL),
-			Doc: "development only: send every captcha check to this siteverify URL (a local stub) instead of the provider's; the node logs a warning"},
+			Doc: "development only: send every captcha check to this siteverify URL, a stub on this machine (host 127.0.0.1, [::1] or localhost resolving to loopback only; serve refuses any other), instead of the provider's; the node logs a warning"},
 	})
 }
 

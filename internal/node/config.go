@@ -13,6 +13,7 @@ import (
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/telemetry"
 	"github.com/anteroom/anteroom/tokens"
@@ -150,6 +151,16 @@ type Config struct {
 	//
 	// Default: false
 	WebhookAllowHTTP bool
+	// AllowPrivateTargets are networks (CIDRs or addresses) the node may
+	// connect to for URLs others give it (shop health URLs and webhooks,
+	// set by staff; Web Push endpoints, named by browsers) although they
+	// are not public: by default loopback, private, link-local (cloud
+	// metadata), CGNAT, multicast and unspecified addresses are refused
+	// at dial time (package netguard). Allow a shop's private network by
+	// name, e.g. 10.1.0.0/16 (ANTEROOM_ALLOW_PRIVATE_TARGETS).
+	//
+	// Default: none
+	AllowPrivateTargets []string
 	// PushVAPIDKey is the file holding the Web Push VAPID private key
 	// (`anteroom keys vapid` writes one; the same on every node). Empty:
 	// Web Push is off; the page still calls the shopper back with its
@@ -171,7 +182,9 @@ type Config struct {
 	// CaptchaSiteverifyURL sends every captcha check to this URL instead
 	// of the provider's siteverify endpoint: for tests and development
 	// only (a local stub), asked for by name
-	// (ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL).
+	// (ANTEROOM_DEV_CAPTCHA_SITEVERIFY_URL). Its host must be a loopback
+	// address or localhost resolving to loopback only: the node refuses
+	// to start otherwise.
 	//
 	// Default: the providers' endpoints
 	CaptchaSiteverifyURL string
@@ -335,6 +348,12 @@ func (c *Config) validate() error {
 	if c.ClockSkew > clock.MaxSkew || c.ClockSkew < -clock.MaxSkew {
 		return fmt.Errorf("clock skew %s: a drill setting of at most ±%s", c.ClockSkew, clock.MaxSkew)
 	}
+	if _, err := netguard.Allow(c.AllowPrivateTargets); err != nil {
+		return fmt.Errorf("ANTEROOM_ALLOW_PRIVATE_TARGETS: %w", err)
+	}
+	if err := checkDevSiteverify(c.CaptchaSiteverifyURL); err != nil {
+		return err
+	}
 	if !(c.TraceStatusRatio <= 1) {
 		return fmt.Errorf("trace status ratio %v: want at most 1", c.TraceStatusRatio)
 	}
@@ -372,4 +391,11 @@ func (c *Config) checkUserTokens() error {
 		return errors.New("identity jwt needs ANTEROOM_USER_ISSUER and ANTEROOM_USER_AUDIENCE (the iss and aud of the shop's tokens meant for anteroom); set ANTEROOM_USER_ACCEPT_ANY_ISSUER_AUDIENCE=true to accept tokens minted for anything")
 	}
 	return nil
+}
+
+// targets is the policy of the addresses the node dials for URLs others
+// give it (validate has checked AllowPrivateTargets).
+func (c *Config) targets() netguard.Policy {
+	p, _ := netguard.Allow(c.AllowPrivateTargets)
+	return p
 }

@@ -47,9 +47,9 @@ func (n *Node) startLoops(w *wiring) {
 			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
 		})
 		n.goLoop(func() { lc.Run(lctx, max(cfg.Tick, 250*time.Millisecond), snaps.All, logErr("lifecycle")) })
-		prober := health.NewProber(w.shop, health.Config{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("shop health")})
+		prober := health.NewProber(w.shop, health.Config{AllowHTTP: cfg.WebhookAllowHTTP, Targets: cfg.targets(), OnError: logErr("shop health")})
 		n.goLoop(func() { prober.Run(lctx, max(cfg.Tick, 250*time.Millisecond), snaps.All) })
-		deliverer := lifecycle.NewDeliverer(w.js, w.back.rdb, w.events, lifecycle.DeliverConfig{AllowHTTP: cfg.WebhookAllowHTTP, OnError: logErr("webhook"), Now: w.clk.Now})
+		deliverer := lifecycle.NewDeliverer(w.js, w.back.rdb, w.events, lifecycle.DeliverConfig{AllowHTTP: cfg.WebhookAllowHTTP, Targets: cfg.targets(), OnError: logErr("webhook"), Now: w.clk.Now})
 		n.goLoop(func() {
 			if err := deliverer.Run(lctx); err != nil {
 				cfg.Log.Warn("webhook deliverer stopped", "err", err)

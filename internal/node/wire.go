@@ -231,7 +231,7 @@ func (w *wiring) services() error {
 			return fmt.Errorf("push: VAPID key: %w", err)
 		}
 		if w.push, err = push.New(rdb, push.Config{PrivateKey: string(key), Subject: w.cfg.PushSubject,
-			Endpoints: push.Endpoints{Hosts: w.cfg.PushHosts, AllowHTTP: w.cfg.PushAllowHTTP}}); err != nil {
+			Endpoints: push.Endpoints{Hosts: w.cfg.PushHosts, AllowHTTP: w.cfg.PushAllowHTTP}, Targets: w.cfg.targets()}); err != nil {
 			return err
 		}
 		w.lc.WithPush(w.push.Subscribed)

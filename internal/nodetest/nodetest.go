@@ -10,19 +10,28 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/limit"
 )
 
 // Start starts a node with cfg on 127.0.0.1:0 (a temporary data directory,
 // a silent logger and PatientLimiter unless cfg sets them) and closes it on
-// cleanup. In a test (not a benchmark) the node checks every exchange
-// against its HTTP contract (Tap) unless cfg sets a Tap of its own.
+// cleanup. Loopback targets (health URLs, webhooks, push endpoints) are
+// allowed unless cfg.AllowPrivateTargets is set. In a test (not a
+// benchmark) the node checks every exchange against its HTTP contract
+// (Tap) unless cfg sets a Tap of its own.
 func Start(t testing.TB, cfg node.Config) *node.Node {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
+	}
+	if cfg.AllowPrivateTargets == nil {
+		// The tests' shops, webhook receivers and push stubs listen on
+		// loopback: allowed by name, as an operator allows a private
+		// network. A test of the refusal sets its own list.
+		cfg.AllowPrivateTargets = netguard.Loopback
 	}
 	if cfg.Limiter == (limit.Config{}) {
 		cfg.Limiter = PatientLimiter()

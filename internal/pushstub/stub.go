@@ -26,6 +26,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,8 @@ type Message struct {
 	Err error
 	// At is when the request arrived.
 	At time.Time
+	// Status is what the stub answered.
+	Status int
 }
 
 // Stub is a push service on loopback for one browser's subscription.
@@ -57,6 +60,8 @@ type Stub struct {
 	status int
 	fail   int // answer failStatus to this many more valid requests
 	failAs int
+	hold   bool       // keep valid requests waiting for Release
+	held   []chan int // the waiting requests, oldest first: each gets its answer
 }
 
 // Start starts a stub over plain http (the node allows it by name) whose
@@ -106,6 +111,34 @@ func (s *Stub) FailFirst(n, status int) {
 	s.mu.Unlock()
 }
 
+// Hold makes the stub keep each next valid request waiting, unanswered,
+// until Release answers it: a slow push service.
+func (s *Stub) Hold() {
+	s.mu.Lock()
+	s.hold = true
+	s.mu.Unlock()
+}
+
+// Held reports how many requests are waiting for Release.
+func (s *Stub) Held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held)
+}
+
+// Release answers the oldest waiting request with status and reports
+// whether one was waiting.
+func (s *Stub) Release(status int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.held) == 0 {
+		return false
+	}
+	s.held[0] <- status
+	s.held = s.held[1:]
+	return true
+}
+
 // Messages returns what the stub received so far.
 func (s *Stub) Messages() []Message {
 	s.mu.Lock()
@@ -134,14 +167,28 @@ func (s *Stub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	m.Err = err
 	s.mu.Lock()
-	s.msgs = append(s.msgs, m)
-	if err == nil {
+	if err == nil && s.hold {
+		answer := make(chan int, 1)
+		s.held = append(s.held, answer)
+		s.mu.Unlock()
+		select {
+		case status = <-answer:
+		case <-r.Context().Done(): // the sender gave up: nothing delivered
+			s.mu.Lock()
+			s.held = slices.DeleteFunc(s.held, func(c chan int) bool { return c == answer })
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Lock()
+	} else if err == nil {
 		status = s.status
 		if s.fail > 0 {
 			s.fail--
 			status = s.failAs
 		}
 	}
+	m.Status = status
+	s.msgs = append(s.msgs, m)
 	s.mu.Unlock()
 	w.WriteHeader(status)
 }
