@@ -188,68 +188,6 @@ func (a *Accounts) SignIn(ctx context.Context, name, password string) (Account, 
 	return Account{Name: name, Role: Role(role), Keys: strings.Fields(keys)}, nil
 }
 
-// SetRole changes the role of an account and returns the old one. The
-// last admin cannot be demoted.
-func (a *Accounts) SetRole(ctx context.Context, name string, role Role) (Role, error) {
-	if role.Rank() == 0 {
-		return "", fmt.Errorf("staff accounts: invalid role")
-	}
-	acc, err := a.Get(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if acc.Role == Admin && role != Admin {
-		if n, err := a.rdb.SCard(ctx, adminsKey).Result(); err != nil {
-			return "", fmt.Errorf("staff accounts: %w", err)
-		} else if n <= 1 {
-			return "", ErrLastAdmin
-		}
-	}
-	_, err = a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, accountKey(name), "role", string(role))
-		if role == Admin {
-			p.SAdd(ctx, adminsKey, name)
-		} else {
-			p.SRem(ctx, adminsKey, name)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("staff accounts: %w", err)
-	}
-	return acc.Role, nil
-}
-
-// Delete removes an account and its API keys; the last admin cannot be
-// removed. Its sessions end with it (a session is honoured only while its
-// account exists).
-func (a *Accounts) Delete(ctx context.Context, name string) (Account, error) {
-	acc, err := a.Get(ctx, name)
-	if err != nil {
-		return Account{}, err
-	}
-	if acc.Role == Admin {
-		if n, err := a.rdb.SCard(ctx, adminsKey).Result(); err != nil {
-			return Account{}, fmt.Errorf("staff accounts: %w", err)
-		} else if n <= 1 {
-			return Account{}, ErrLastAdmin
-		}
-	}
-	_, err = a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range acc.Keys {
-			p.Del(ctx, apiKeyKey(k))
-		}
-		p.Del(ctx, accountKey(name))
-		p.SRem(ctx, accountsKey, name)
-		p.SRem(ctx, adminsKey, name)
-		return nil
-	})
-	if err != nil {
-		return Account{}, fmt.Errorf("staff accounts: %w", err)
-	}
-	return acc, nil
-}
-
 // NewKey mints an API key for account name: "ak_<prefix>_<secret>", shown
 // once; only its SHA-256 is kept. It returns the key and its prefix.
 func (a *Accounts) NewKey(ctx context.Context, name string) (key, prefix string, err error) {

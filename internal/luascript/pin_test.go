@@ -47,6 +47,8 @@ var pins = map[string]struct {
 	"staff/audit_once.lua":     {1, "3795a83a6b7f4a5207affec798f7855c25cd05af"},
 	"staff/blocked.lua":        {1, "5376324bd631b4b8ca98ff57614610eeca9df505"},
 	"staff/failed.lua":         {1, "decc429d7fc3a6924a1b1c0519e031a3ef230741"},
+	"staff/delete.lua":         {1, "819438fdca42df22db0ee639e5b1e6b7e0f8b76f"},
+	"staff/setrole.lua":        {1, "8c66510449c75744d6a29cf38e8e2f471a2a53d7"},
 	"lifecycle/queueing.lua":   {1, "1956b859e27f0fc5b536fff9bf38443f1a71d1dd"},
 	"lifecycle/record.lua":     {5, "8c4fedf585de49df635929fe4b93b800ca80f69d"},
 	"limit/bucket.lua":         {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
