@@ -17,12 +17,13 @@
 //
 //	ar:{staff}:accounts            set of account names
 //	ar:{staff}:admins              set of admin names
-//	ar:{staff}:account:<name>      hash: role, password, keys
-//	ar:{staff}:apikey:<prefix>     hash: account, sha256
+//	ar:{staff}:account:<name>      hash: role, password, keys, gen (incarnation)
+//	ar:{staff}:apikey:<prefix>     hash: account, sha256, gen
 //	ar:{staff}:sessions            sorted set: session id → expiry (unix ms)
 //	ar:{staff}:fail:<addr>         failed attempts of one address in its window
 //	ar:{staff}:audit               stream: the audit trail
 //	ar:{staff}:audit:once:<marker> set while a once-only entry is recorded
+//	ar:{staff}:audit:cap:<class>   entries of a capped class in its window
 //
 // The web package reaches these through small interfaces of its own; it
 // never sees a key name. Every type here is safe for concurrent use.
