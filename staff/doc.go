@@ -4,6 +4,10 @@
 //   - accounts and their roles (viewer < operator < admin; the last admin
 //     can be neither removed nor demoted), with argon2id password hashes;
 //   - API keys of accounts ("ak_<prefix>_<secret>", only a SHA-256 kept);
+//   - each account's incarnation (gen): set when it is created and
+//     replaced when its password or role changes; console sessions and
+//     API keys are bound to it, so they end with a delete (even if the
+//     name is created again), a password change or a role change;
 //   - console sessions: a sign-out, or "sign everyone out", on one node
 //     holds on all of them;
 //   - the sign-in throttle: failed admin authentications counted per
