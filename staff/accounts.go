@@ -60,6 +60,12 @@ type Account struct {
 	Role Role   `json:"role"`
 	// Keys are the prefixes of its API keys.
 	Keys []string `json:"api_keys"`
+	// Gen is the account's incarnation: set when it is created and
+	// replaced when its password or role changes. Sessions and API keys
+	// are valid only while it is the one they were made for; a deleted
+	// and re-created name has a new one. Empty for an account made
+	// before incarnations were kept.
+	Gen string `json:"-"`
 }
 
 // Accounts keeps staff accounts in Redis: a hash per account (role,
@@ -68,8 +74,8 @@ type Account struct {
 //
 //	ar:{staff}:accounts          set of names
 //	ar:{staff}:admins            set of admin names
-//	ar:{staff}:account:<name>    hash: role, password, keys (space-separated prefixes)
-//	ar:{staff}:apikey:<prefix>   hash: account, sha256
+//	ar:{staff}:account:<name>    hash: role, password, keys (space-separated prefixes), gen
+//	ar:{staff}:apikey:<prefix>   hash: account, sha256, gen
 //
 // A *Accounts is safe for concurrent use.
 type Accounts struct {
@@ -96,41 +102,12 @@ func (a *Accounts) HasAdmin(ctx context.Context) (bool, error) {
 	return n > 0, nil
 }
 
-// Create adds an account with a password hashed by HashPassword. Hashing
-// is CPU work, seconds on a busy machine: the caller does it before it
-// starts the deadline that ctx puts on the Redis calls.
-func (a *Accounts) Create(ctx context.Context, name string, role Role, password Password) error {
-	if !ValidName(name) || role.Rank() == 0 || password.hash == "" {
-		return fmt.Errorf("staff accounts: invalid name, role or password")
-	}
-	h := password.hash
-	ok, err := a.rdb.HSetNX(ctx, accountKey(name), "role", string(role)).Result()
-	if err != nil {
-		return fmt.Errorf("staff accounts: %w", err)
-	}
-	if !ok {
-		return ErrExists
-	}
-	_, err = a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, accountKey(name), "password", h)
-		p.SAdd(ctx, accountsKey, name)
-		if role == Admin {
-			p.SAdd(ctx, adminsKey, name)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("staff accounts: %w", err)
-	}
-	return nil
-}
-
 // Get returns account name.
 func (a *Accounts) Get(ctx context.Context, name string) (Account, error) {
 	if !ValidName(name) {
 		return Account{}, ErrNotFound
 	}
-	v, err := a.rdb.HMGet(ctx, accountKey(name), "role", "keys").Result()
+	v, err := a.rdb.HMGet(ctx, accountKey(name), "role", "keys", "gen").Result()
 	if err != nil {
 		return Account{}, fmt.Errorf("staff accounts: %w", err)
 	}
@@ -139,7 +116,8 @@ func (a *Accounts) Get(ctx context.Context, name string) (Account, error) {
 		return Account{}, ErrNotFound
 	}
 	keys, _ := v[1].(string)
-	return Account{Name: name, Role: Role(role), Keys: strings.Fields(keys)}, nil
+	gen, _ := v[2].(string)
+	return Account{Name: name, Role: Role(role), Keys: strings.Fields(keys), Gen: gen}, nil
 }
 
 // List returns every account, by name.
@@ -171,7 +149,7 @@ func (a *Accounts) SignIn(ctx context.Context, name, password string) (Account, 
 	if !ValidName(name) {
 		return Account{}, ErrBadLogin
 	}
-	v, err := a.rdb.HMGet(ctx, accountKey(name), "password", "role", "keys").Result()
+	v, err := a.rdb.HMGet(ctx, accountKey(name), "password", "role", "keys", "gen").Result()
 	if err != nil {
 		return Account{}, fmt.Errorf("staff accounts: %w", err)
 	}
@@ -185,77 +163,17 @@ func (a *Accounts) SignIn(ctx context.Context, name, password string) (Account, 
 		return Account{}, ErrBadLogin
 	}
 	keys, _ := v[2].(string)
-	return Account{Name: name, Role: Role(role), Keys: strings.Fields(keys)}, nil
-}
-
-// SetRole changes the role of an account and returns the old one. The
-// last admin cannot be demoted.
-func (a *Accounts) SetRole(ctx context.Context, name string, role Role) (Role, error) {
-	if role.Rank() == 0 {
-		return "", fmt.Errorf("staff accounts: invalid role")
-	}
-	acc, err := a.Get(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if acc.Role == Admin && role != Admin {
-		if n, err := a.rdb.SCard(ctx, adminsKey).Result(); err != nil {
-			return "", fmt.Errorf("staff accounts: %w", err)
-		} else if n <= 1 {
-			return "", ErrLastAdmin
-		}
-	}
-	_, err = a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, accountKey(name), "role", string(role))
-		if role == Admin {
-			p.SAdd(ctx, adminsKey, name)
-		} else {
-			p.SRem(ctx, adminsKey, name)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("staff accounts: %w", err)
-	}
-	return acc.Role, nil
-}
-
-// Delete removes an account and its API keys; the last admin cannot be
-// removed. Its sessions end with it (a session is honoured only while its
-// account exists).
-func (a *Accounts) Delete(ctx context.Context, name string) (Account, error) {
-	acc, err := a.Get(ctx, name)
-	if err != nil {
-		return Account{}, err
-	}
-	if acc.Role == Admin {
-		if n, err := a.rdb.SCard(ctx, adminsKey).Result(); err != nil {
-			return Account{}, fmt.Errorf("staff accounts: %w", err)
-		} else if n <= 1 {
-			return Account{}, ErrLastAdmin
-		}
-	}
-	_, err = a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range acc.Keys {
-			p.Del(ctx, apiKeyKey(k))
-		}
-		p.Del(ctx, accountKey(name))
-		p.SRem(ctx, accountsKey, name)
-		p.SRem(ctx, adminsKey, name)
-		return nil
-	})
-	if err != nil {
-		return Account{}, fmt.Errorf("staff accounts: %w", err)
-	}
-	return acc, nil
+	gen, _ := v[3].(string)
+	return Account{Name: name, Role: Role(role), Keys: strings.Fields(keys), Gen: gen}, nil
 }
 
 // NewKey mints an API key for account name: "ak_<prefix>_<secret>", shown
-// once; only its SHA-256 is kept. It returns the key and its prefix.
+// once; only its SHA-256 is kept, with the account's incarnation (the key
+// ends when the account's role or password changes, or it is deleted). It
+// returns the key and its prefix.
 func (a *Accounts) NewKey(ctx context.Context, name string) (key, prefix string, err error) {
-	acc, err := a.Get(ctx, name)
-	if err != nil {
-		return "", "", err
+	if !ValidName(name) {
+		return "", "", ErrNotFound
 	}
 	var p [6]byte
 	var secret [32]byte
@@ -268,14 +186,12 @@ func (a *Accounts) NewKey(ctx context.Context, name string) (key, prefix string,
 	prefix = hex.EncodeToString(p[:])
 	key = "ak_" + prefix + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
 	sum := sha256.Sum256([]byte(key))
-	keys := strings.Join(append(acc.Keys, prefix), " ")
-	_, err = a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, apiKeyKey(prefix), "account", name, "sha256", hex.EncodeToString(sum[:]))
-		p.HSet(ctx, accountKey(name), "keys", keys)
-		return nil
-	})
+	n, err := newKeyScript.Run(ctx, a.rdb, []string{accountKey(name), apiKeyKey(prefix)}, name, prefix, hex.EncodeToString(sum[:])).Int()
 	if err != nil {
 		return "", "", fmt.Errorf("staff accounts: %w", err)
+	}
+	if n == 0 {
+		return "", "", ErrNotFound
 	}
 	return key, prefix, nil
 }
@@ -320,19 +236,20 @@ func (a *Accounts) CheckKey(ctx context.Context, key string) (Account, error) {
 	if !ok || !ok2 || len(prefix) != 12 || len(key) > 100 {
 		return Account{}, ErrBadLogin
 	}
-	v, err := a.rdb.HMGet(ctx, apiKeyKey(prefix), "account", "sha256").Result()
+	v, err := a.rdb.HMGet(ctx, apiKeyKey(prefix), "account", "sha256", "gen").Result()
 	if err != nil {
 		return Account{}, fmt.Errorf("staff accounts: %w", err)
 	}
 	owner, _ := v[0].(string)
 	want, _ := v[1].(string)
+	gen, _ := v[2].(string)
 	sum := sha256.Sum256([]byte(key))
 	if owner == "" || subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(want)) != 1 {
 		return Account{}, ErrBadLogin
 	}
 	acc, err := a.Get(ctx, owner)
-	if errors.Is(err, ErrNotFound) {
-		return Account{}, ErrBadLogin
+	if errors.Is(err, ErrNotFound) || err == nil && acc.Gen != gen {
+		return Account{}, ErrBadLogin // of a deleted account, or of one changed since
 	}
 	return acc, err
 }

@@ -134,3 +134,26 @@ func (a *Audit) RecordOnce(ctx context.Context, marker string, e Entry) (bool, e
 	}
 	return n == 1, nil
 }
+
+var (
+	//go:embed audit_capped.lua
+	auditCappedLua string
+	recordCapped   = luascript.New(auditCappedLua)
+)
+
+// RecordCapped appends e unless max entries of its class were recorded in
+// the current window (which starts with the class's first entry): for
+// entries an outsider can cause, like failed sign-ins, which must not
+// flood the trail out. The first entry over the cap is replaced by one
+// notice, action "<class>.suppressed", that says so. It reports whether
+// e was appended.
+func (a *Audit) RecordCapped(ctx context.Context, class string, max int, window time.Duration, e Entry) (bool, error) {
+	notice, _ := json.Marshal(map[string]any{"max": max, "window_seconds": int(window.Seconds())})
+	args := []any{window.Milliseconds(), max, AuditMax, class + ".suppressed", string(notice),
+		"who", e.Who, "role", e.Role, "action", e.Action, "event", e.Event, "before", string(e.Before), "after", string(e.After)}
+	n, err := recordCapped.Run(ctx, a.rdb, []string{auditKey, "ar:{staff}:audit:cap:" + class}, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("staff audit: %w", err)
+	}
+	return n == 1, nil
+}

@@ -382,7 +382,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		// Every admission is minted and spent through the turnstile.
 		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),
 		Claims:    deps.Claims, Store: deps.Store, Identity: deps.Identity,
-		Guard: edge, IsAdmin: s.staff.IsAdmin,
+		Guard: edge, IsAdmin: s.staff.IsAdmin, Record: s.staff.Record,
 		Invites: edge.Invites(), PassTokens: edge.Passes(), Passes: deps.Passes,
 		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health, Push: deps.Push,
 		Basic: pg, Forms: edge, // the basic page (no JavaScript)

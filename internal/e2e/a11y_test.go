@@ -68,23 +68,38 @@ func TestAxeRoomEveryStateAndLanguage(t *testing.T) {
 
 // TestAxeConsole: axe-core finds no WCAG 2.2 AA violation in the staff
 // console on a laptop and on a phone: the sign-in form, the console with
-// a sale open (dashboard, form, page panel, accounts, passes, audit) and
-// the sale's report.
+// a sale open (dashboard, form, page panel, accounts, passes, audit, one's
+// own password: refused and changed) and the sale's report.
 func TestAxeConsole(t *testing.T) {
 	n := startNode(t)
 	browser := startBrowser(t)
 	axeSource(t)
 	nodetest.CreateSale(t, n, "a11y", sale{supply: 10, name: "Console drop", opensIn: -3 * time.Second, startsIn: -2 * time.Second, rate: 10})
+	createAccount(t, n, bearerOf(n.AdminToken), "ada", "admin")
+	password := "password of ada"
 	for _, size := range [][2]int64{{deskW, deskH}, {phoneW, phoneH}} {
 		staff := newTab(t, browser, fmt.Sprintf("console-%d", size[0]), size[0], size[1], nil)
 		staff.do(chromedp.Navigate(n.URL() + "/admin/"))
 		staff.waitJS("the sign-in form", `!document.getElementById("signin").hidden`, 10*time.Second)
 		staff.axe("the sign-in form")
-		staff.do(chromedp.SendKeys(chromedp.ID("token"), n.AdminToken), chromedp.Click(chromedp.CSS(`#signin button`)))
+		staff.do(chromedp.SendKeys(chromedp.ID("name"), "ada"), chromedp.SendKeys(chromedp.ID("password"), password), chromedp.Click(chromedp.CSS(`#signin button`)))
 		staff.waitJS("the console", `!document.getElementById("app").hidden`, 10*time.Second)
 		selectEvent(staff, "a11y")
-		staff.waitJS("the page panel and the dashboard", `!document.getElementById("pageBox").hidden && document.getElementById("pv-state").options.length === `+strconv.Itoa(len(pageStates))+` && document.getElementById("dash").children.length > 0`, 10*time.Second)
+		staff.waitJS("the page panel, the dashboard and the password form", `!document.getElementById("pageBox").hidden && !document.getElementById("pwBox").hidden && document.getElementById("pv-state").options.length === `+strconv.Itoa(len(pageStates))+` && document.getElementById("dash").children.length > 0`, 10*time.Second)
 		staff.axe("the console with a sale open")
+		// The password form refusing a wrong current password, then
+		// changing it (the session stays signed in).
+		staff.do(chromedp.SendKeys(chromedp.ID("pw-old"), "not the password"), chromedp.SendKeys(chromedp.ID("pw-new"), "a new password for ada"), chromedp.Click(chromedp.ID("pw-change")))
+		staff.waitJS("the wrong current password refused", `!document.getElementById("pwAlert").hidden && document.getElementById("pwAlert").className.includes("err")`, 10*time.Second)
+		staff.axe("the password form with an error")
+		next := fmt.Sprintf("ada's password no. %d", size[0])
+		staff.do(chromedp.SendKeys(chromedp.ID("pw-old"), password), chromedp.SendKeys(chromedp.ID("pw-new"), next), chromedp.Click(chromedp.ID("pw-change")))
+		staff.waitJS("the password changed", `document.getElementById("pwAlert").className.includes("ok")`, 10*time.Second)
+		staff.axe("the password form after a change")
+		if a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/session", map[string]string{"Cookie": staff.cookieHeader(n.URL() + "/admin/")}, nil); a.Status != http.StatusOK {
+			t.Errorf("the console's session after its password change: %d %s", a.Status, a.Raw)
+		}
+		password = next
 		staff.do(chromedp.Navigate(n.URL() + "/admin/report?event=a11y"))
 		staff.waitJS("the report", `document.readyState === "complete" && document.querySelector("h1") !== null && document.querySelector("h1").textContent !== ""`, 10*time.Second)
 		staff.axe("the report")

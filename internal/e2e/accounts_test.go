@@ -155,11 +155,15 @@ func TestStaffRoles(t *testing.T) {
 		t.Errorf("bad since: %d", a.Status)
 	}
 
-	// A role change holds on the next request; the last admin stays.
+	// A role change ends the account's sessions, and holds on the next
+	// sign-in; the last admin stays.
 	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/accounts/olga", admin, []byte(`{"role":"viewer"}`)); a.Status != http.StatusOK || nodetest.Str(a.Body, "role") != "viewer" {
 		t.Fatalf("demote olga: %d %s", a.Status, a.Raw)
 	}
-	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/gala/pause", who["operator"], nil); a.Status != http.StatusForbidden {
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/gala/pause", who["operator"], nil); a.Status != http.StatusUnauthorized {
+		t.Errorf("demoted olga's session pauses: %d, want 401 (a role change ends the sessions)", a.Status)
+	}
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/gala/pause", staffSignIn(t, n, "olga", "password of olga"), nil); a.Status != http.StatusForbidden {
 		t.Errorf("demoted olga pauses: %d", a.Status)
 	}
 	for _, r := range []struct{ method, body string }{{http.MethodDelete, ""}, {http.MethodPut, `{"role":"operator"}`}} {

@@ -233,6 +233,7 @@ var errorRows = []errorRow{
 	{err: staff.ErrExists, status: fiber.StatusConflict, code: "conflict", detail: "an account of that name exists"},
 	{err: staff.ErrLastAdmin, status: fiber.StatusConflict, code: "conflict", detail: "the last admin account cannot be removed or demoted"},
 	{err: staff.ErrBadLogin, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "wrong name, password or key"},
+	{err: staff.ErrStale, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "the account changed since this session signed in; sign in again"},
 
 	// The queue, the view and the events.
 	{err: report.ErrNotInView, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "this node has not read the event yet; retry in a moment"},

@@ -68,6 +68,7 @@ var sentinels = []struct {
 	{"staff.ErrExists", staff.ErrExists, http.StatusConflict, "conflict"},
 	{"staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
 	{"staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
+	{"staff.ErrStale", staff.ErrStale, http.StatusUnauthorized, "unauthenticated"},
 	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
 	{"tokens.ErrPassInvalid", tokens.ErrPassInvalid, http.StatusForbidden, "pass_invalid"},
 	{"tokens.ErrInviteInvalid", tokens.ErrInviteInvalid, http.StatusForbidden, "invite_invalid"},

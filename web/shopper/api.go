@@ -81,7 +81,7 @@ type Guard interface {
 // Deps are the services the handlers use.
 //
 // Required: Sales, Joiner, Tickets, Turnstile, Claims, Store, Identity,
-// Guard and IsAdmin. Optional: the rest; each one's comment says what nil
+// Guard, IsAdmin and Record. Optional: the rest; each one's comment says what nil
 // does.
 type Deps struct {
 	// Sales is the node's view of the sales (*sale.Snapshots).
@@ -104,6 +104,9 @@ type Deps struct {
 	// IsAdmin reports whether the request carries staff credentials of
 	// an operator or above, who may read and release anyone's claims.
 	IsAdmin func(c *fiber.Ctx) bool
+	// Record adds a staff action to the audit trail (staffapi.API.Record):
+	// a staff release of a claim is one. Required with IsAdmin.
+	Record func(c *fiber.Ctx, action, ev string, before, after any)
 	// Invites reads lane invites (*tokens.Invites); nil ignores them.
 	Invites laneInvites
 	// PassTokens verifies bypass passes (*tokens.Passes) and Passes

@@ -40,7 +40,8 @@ func (s *API) listClaims(c *fiber.Ctx) error {
 }
 
 // releaseClaim gives a pending claim's unit back, for the claim's own user
-// or an admin. Releasing a released claim again answers the same; a
+// or an admin (operator or above), whose release is audited like every
+// staff change. Releasing a released claim again answers the same; a
 // confirmed claim answers 409.
 func (s *API) releaseClaim(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
@@ -61,6 +62,9 @@ func (s *API) releaseClaim(c *fiber.Ctx) error {
 	rec, err := s.deps.Claims.Release(ctx, cfg.ID, id, user)
 	if err != nil {
 		return err
+	}
+	if user == "" {
+		s.deps.Record(c, "claim.release", cfg.ID, fiber.Map{"claim_id": rec.ID, "user": rec.User}, fiber.Map{"status": rec.Status})
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	return c.JSON(toRecordJSON(cfg.ID, rec))

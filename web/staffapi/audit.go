@@ -16,6 +16,32 @@ import (
 type AuditLog interface {
 	Record(ctx context.Context, e staff.Entry) error
 	List(ctx context.Context, q staff.Query) ([]staff.Entry, error)
+	RecordCapped(ctx context.Context, class string, max int, window time.Duration, e staff.Entry) (bool, error)
+}
+
+// Failed sign-ins (and failed old passwords) are audited, at most
+// failureAuditMax a window across the deployment: an outsider causes
+// them, and the per-address throttle alone does not stop many addresses
+// from flooding the trail. The first one over is a notice,
+// "auth_failure.suppressed".
+const (
+	failureAuditClass  = "auth_failure"
+	failureAuditMax    = 60
+	failureAuditWindow = time.Minute
+)
+
+// recordFailure audits a failed authentication from addr; never what was
+// tried.
+func (s *API) recordFailure(c *fiber.Ctx, e staff.Entry, addr string) {
+	if s.deps.Audit == nil {
+		return
+	}
+	e.After, _ = json.Marshal(fiber.Map{"addr": addr})
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	if _, err := s.deps.Audit.RecordCapped(ctx, failureAuditClass, failureAuditMax, failureAuditWindow, e); err != nil {
+		s.cfg.Log.Error("audit record lost", "request_id", kit.RequestID(c), "action", e.Action, "err", err)
+	}
 }
 
 // record appends a staff action to the audit trail, naming the caller.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
@@ -48,14 +49,14 @@ func (s *API) signIn(c *fiber.Ctx) error {
 	if err := dec.Decode(&in); err != nil {
 		return kit.BadRequest("malformed sign-in JSON: %s", kit.JSONProblem(err))
 	}
-	var account string
+	var acc staff.Account
 	if in.Name != "" || in.Token == "" {
-		acc, err := s.checkPassword(c, in.Name, in.Password)
+		a, err := s.checkPassword(c, in.Name, in.Password)
 		if err != nil {
 			return err
 		}
-		account = acc
-	} else if err := s.checkAdminToken(c, in.Token); err != nil {
+		acc = a
+	} else if err := s.checkAdminToken(c, in.Token, true); err != nil {
 		return err
 	}
 	now := s.now()
@@ -63,8 +64,8 @@ func (s *API) signIn(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	sess.account = account
-	if err := s.setStaff(c, account); err != nil {
+	sess.account, sess.gen = acc.Name, acc.Gen
+	if err := s.setStaff(c, sess.account, sess.gen); err != nil {
 		return err
 	}
 	ctx, cancel := s.ctx(c)
@@ -73,6 +74,7 @@ func (s *API) signIn(c *fiber.Ctx) error {
 		s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 		return errStaffUnavailable
 	}
+	s.record(c, "session.sign_in", "", nil, fiber.Map{"addr": s.cfg.Proxies.ClientIP(c)})
 	key := consoleKey(s.cfg.AdminToken)
 	c.Cookie(s.consoleCookie(c, sess.encode(key), sess.expires))
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -93,7 +95,7 @@ func (s *API) sessionInfo(c *fiber.Ctx) error {
 	if !ok {
 		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "not signed in")
 	}
-	if err := s.setStaff(c, sess.account); err != nil {
+	if err := s.setStaff(c, sess.account, sess.gen); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -125,6 +127,7 @@ func (s *API) signOut(c *fiber.Ctx) error {
 					s.cfg.Log.Warn("staff sessions", "request_id", kit.RequestID(c), "err", err)
 					return errStaffUnavailable
 				}
+				s.record(c, "session.sign_out", "", nil, nil)
 			}
 		}
 	}

@@ -18,8 +18,11 @@ import (
 // and then holds a stateless session cookie:
 //
 //	nonce "." expiry (unix seconds) "." HMAC-SHA256(key, nonce "." expiry)
+//	nonce "." expiry "." gen "." account "." HMAC-SHA256(key, nonce, expiry, account, gen)
 //
-// where key is derived from the admin token, so rotating the token signs
+// (the second for an account: gen is the account's incarnation, so a
+// session ends when the account is deleted, or its password or role
+// changes, even if the name is created again), where key is derived from the admin token, so rotating the token signs
 // every console out and no server keeps session state. The cookie is
 // HttpOnly, SameSite=Strict, scoped to /admin and Secure under TLS.
 //
@@ -42,6 +45,9 @@ type consoleSession struct {
 	// account is the staff account signed in; empty for a sign-in with
 	// the admin (bootstrap) token.
 	account string
+	// gen is the account's incarnation (staff.Account.Gen) when it
+	// signed in: the session is honoured only while it still is.
+	gen string
 }
 
 // consoleKey derives the signing key of console sessions from the admin
@@ -74,7 +80,7 @@ func newConsoleSession(now time.Time, ttl time.Duration) (consoleSession, error)
 func (s consoleSession) encode(key []byte) string {
 	exp := strconv.FormatInt(s.expires.Unix(), 10)
 	if s.account != "" {
-		return s.nonce + "." + exp + "." + s.account + "." + mac(key, "session", s.nonce, exp, s.account)
+		return s.nonce + "." + exp + "." + s.gen + "." + s.account + "." + mac(key, "session", s.nonce, exp, s.account, s.gen)
 	}
 	return s.nonce + "." + exp + "." + mac(key, "session", s.nonce, exp)
 }
@@ -83,29 +89,37 @@ func (s consoleSession) encode(key []byte) string {
 func (s consoleSession) csrf(key []byte) string { return mac(key, "csrf", s.nonce) }
 
 // parseConsoleSession verifies a cookie value; ok is false for a malformed,
-// forged or expired one.
+// forged or expired one. A cookie of an account made before incarnations
+// were kept (nonce.expiry.account.mac) reads with gen "": it matches only
+// an account that has none either.
 func parseConsoleSession(key []byte, raw string, now time.Time) (s consoleSession, ok bool) {
 	if len(raw) > 200 {
 		return consoleSession{}, false
 	}
 	parts := strings.Split(raw, ".")
-	if len(parts) != 3 && len(parts) != 4 || len(parts[0]) != 22 {
+	if len(parts) < 3 || len(parts[0]) != 22 {
 		return consoleSession{}, false
 	}
-	nonce, exp, sig, account := parts[0], parts[1], parts[len(parts)-1], ""
-	want := mac(key, "session", nonce, exp)
-	if len(parts) == 4 {
-		account = parts[2]
-		want = mac(key, "session", nonce, exp, account)
+	nonce, exp, sig, mid := parts[0], parts[1], parts[len(parts)-1], parts[2:len(parts)-1]
+	s = consoleSession{nonce: nonce}
+	switch {
+	case len(mid) == 0:
+		ok = hmac.Equal([]byte(sig), []byte(mac(key, "session", nonce, exp)))
+	case len(mid) >= 2 && hmac.Equal([]byte(sig), []byte(mac(key, "session", nonce, exp, strings.Join(mid[1:], "."), mid[0]))):
+		s.gen, s.account, ok = mid[0], strings.Join(mid[1:], "."), true
+	default: // the format without an incarnation
+		s.account = strings.Join(mid, ".")
+		ok = hmac.Equal([]byte(sig), []byte(mac(key, "session", nonce, exp, s.account)))
 	}
-	if account == "" && len(parts) == 4 || !hmac.Equal([]byte(sig), []byte(want)) {
+	if !ok || len(mid) > 0 && s.account == "" {
 		return consoleSession{}, false
 	}
 	sec, err := strconv.ParseInt(exp, 10, 64)
 	if err != nil || !now.Before(time.Unix(sec, 0)) {
 		return consoleSession{}, false
 	}
-	return consoleSession{nonce: nonce, expires: time.Unix(sec, 0), account: account}, true
+	s.expires = time.Unix(sec, 0)
+	return s, true
 }
 
 // safeMethod reports whether an HTTP method changes nothing.
@@ -126,10 +140,10 @@ func (s *API) staffAuth(c *fiber.Ctx) error {
 		if strings.HasPrefix(tok, apiKeyPrefix) && s.deps.Accounts != nil {
 			return s.checkAPIKey(c, tok)
 		}
-		if err := s.checkAdminToken(c, tok); err != nil {
+		if err := s.checkAdminToken(c, tok, false); err != nil {
 			return err
 		}
-		return s.setStaff(c, "")
+		return s.setStaff(c, "", "")
 	}
 	raw := c.Cookies(ConsoleCookie)
 	if raw == "" {
@@ -146,7 +160,7 @@ func (s *API) staffAuth(c *fiber.Ctx) error {
 	if !safeMethod(c.Method()) && subtle.ConstantTimeCompare([]byte(c.Get(CSRFHeader)), []byte(sess.csrf(key))) != 1 {
 		return kit.NewProblem(fiber.StatusForbidden, "forbidden", "a change made with the console session needs its CSRF token in the "+CSRFHeader+" header")
 	}
-	return s.setStaff(c, sess.account)
+	return s.setStaff(c, sess.account, sess.gen)
 }
 
 // liveConsoleSession verifies a session cookie and asks the shared session set

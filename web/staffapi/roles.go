@@ -41,12 +41,17 @@ type Accounts interface {
 	NewKey(ctx context.Context, name string) (key, prefix string, err error)
 	RevokeKey(ctx context.Context, prefix string) (string, error)
 	CheckKey(ctx context.Context, key string) (staff.Account, error)
+	ChangePassword(ctx context.Context, name string, password staff.Password, was string) (string, error)
+	ResetPassword(ctx context.Context, name string, password staff.Password) error
 }
 
 // setStaff records the caller: the admin token (account "") or an account,
 // whose role is read on every request so a change or removal holds at
-// once on every node.
-func (s *API) setStaff(c *fiber.Ctx, account string) error {
+// once on every node. It is the one place a console session of an
+// account is checked against the account's incarnation gen: a session of
+// a deleted account, or of one whose password or role changed since,
+// ends here, even if the name was created again.
+func (s *API) setStaff(c *fiber.Ctx, account, gen string) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	if account == "" {
@@ -67,8 +72,8 @@ func (s *API) setStaff(c *fiber.Ctx, account string) error {
 		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "staff accounts are not kept on this node")
 	}
 	acc, err := s.deps.Accounts.Get(ctx, account)
-	if errors.Is(err, staff.ErrNotFound) {
-		return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the account no longer exists; sign in again")
+	if errors.Is(err, staff.ErrNotFound) || err == nil && acc.Gen != gen {
+		return errSessionEnded
 	}
 	if err != nil {
 		return s.staffDegraded(c, err)
@@ -76,6 +81,10 @@ func (s *API) setStaff(c *fiber.Ctx, account string) error {
 	kit.SetStaff(c, kit.Staff{Name: acc.Name, Role: acc.Role})
 	return nil
 }
+
+// errSessionEnded answers a session whose account was deleted, or whose
+// password or role changed since it signed in.
+var errSessionEnded = kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the account was removed or changed since this session signed in; sign in again")
 
 func (s *API) staffDegraded(c *fiber.Ctx, err error) error {
 	s.cfg.Log.Warn("staff accounts", "request_id", kit.RequestID(c), "err", err)
@@ -140,31 +149,44 @@ func (s *API) allow(min staff.Role, bootstrap bool) fiber.Handler {
 }
 
 // checkPassword signs an account in by name and password, throttled per
-// address like the admin token; it returns the account name.
-func (s *API) checkPassword(c *fiber.Ctx, name, password string) (string, error) {
+// address like the admin token; a failure is audited (checkFailed).
+func (s *API) checkPassword(c *fiber.Ctx, name, password string) (staff.Account, error) {
 	if err := s.accountsOrUnavailable(); err != nil {
-		return "", err
+		return staff.Account{}, err
 	}
 	addr := s.cfg.Proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
 	if err != nil {
-		return "", s.staffDegraded(c, err)
+		return staff.Account{}, s.staffDegraded(c, err)
 	}
 	if wait > 0 {
-		return "", kit.RateLimited("failed admin sign-ins from this address", wait)
+		return staff.Account{}, kit.RateLimited("failed admin sign-ins from this address", wait)
 	}
 	acc, err := s.deps.Accounts.SignIn(ctx, name, password)
 	if errors.Is(err, staff.ErrBadLogin) {
-		if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
-			s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
-		}
-		s.cfg.Log.Info("failed staff sign-in", "request_id", kit.RequestID(c), "addr", addr)
-		return "", kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "wrong name or password")
+		s.failed(c, addr, "session.sign_in_failed", name, "")
+		return staff.Account{}, kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "wrong name or password")
 	}
 	if err != nil {
-		return "", s.staffDegraded(c, err)
+		return staff.Account{}, s.staffDegraded(c, err)
 	}
-	return acc.Name, nil
+	return acc, nil
+}
+
+// failed counts a failed authentication of addr against the throttle and
+// records it in the audit (without what was tried): as who, a valid
+// account name, with role.
+func (s *API) failed(c *fiber.Ctx, addr, action, who string, role staff.Role) {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
+		s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
+	}
+	s.cfg.Log.Info("failed staff authentication", "request_id", kit.RequestID(c), "action", action, "addr", addr)
+	if !staff.ValidName(who) && who != kit.TokenName {
+		who = ""
+	}
+	s.recordFailure(c, staff.Entry{Who: who, Role: string(role), Action: action}, addr)
 }

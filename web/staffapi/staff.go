@@ -25,8 +25,9 @@ var (
 )
 
 // checkAdminToken compares tok with the admin token unless the caller's
-// address is blocked; a wrong token counts against the address.
-func (s *API) checkAdminToken(c *fiber.Ctx, tok string) error {
+// address is blocked; a wrong token counts against the address, and on a
+// console sign-in (signIn) is audited.
+func (s *API) checkAdminToken(c *fiber.Ctx, tok string, signIn bool) error {
 	addr := s.cfg.Proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -41,10 +42,14 @@ func (s *API) checkAdminToken(c *fiber.Ctx, tok string) error {
 	if subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) == 1 {
 		return nil
 	}
-	if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
-		s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
+	if signIn {
+		s.failed(c, addr, "session.sign_in_failed", kit.TokenName, "")
+	} else {
+		if _, err := s.deps.StaffThrottle.Failed(ctx, addr); err != nil {
+			s.cfg.Log.Warn("staff throttle", "request_id", kit.RequestID(c), "err", err)
+		}
+		s.cfg.Log.Info("failed admin authentication", "request_id", kit.RequestID(c), "addr", addr)
 	}
-	s.cfg.Log.Info("failed admin authentication", "request_id", kit.RequestID(c), "addr", addr)
 	return kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "that is not the admin token")
 }
 
