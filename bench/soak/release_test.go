@@ -20,8 +20,14 @@ import (
 // the same promises), and every one answered 200 must be in the audit
 // trail (checkStaffAudit).
 func staffRelease(ctx context.Context, f *faults, rnd *rand.Rand) error {
+	return releaseByStaff(ctx, f, rnd, time.Now().Add(-3*time.Second))
+}
+
+// releaseByStaff is staffRelease of a claim granted since since if there
+// is one, else of any live claim.
+func releaseByStaff(ctx context.Context, f *faults, rnd *rand.Rand, since time.Time) error {
 	ev := f.sales.current()
-	id, user := f.h.pickLive(ev, rnd)
+	id, user := f.h.pickLive(ev, rnd, since)
 	if id == "" {
 		return nil
 	}
@@ -50,10 +56,10 @@ func staffRelease(ctx context.Context, f *faults, rnd *rand.Rand) error {
 }
 
 // pickLive draws a claim of sale ev granted and neither released nor seen
-// confirmed, and its user; "" when there is none. The claims answered in
-// the last few seconds come first: the order worker soon confirms the
-// others, and a confirmed claim cannot be released.
-func (h *history) pickLive(ev string, rnd *rand.Rand) (id, user string) {
+// confirmed, and its user; "" when there is none. The claims answered
+// since since come first: the order worker soon confirms the others, and
+// a confirmed claim cannot be released.
+func (h *history) pickLive(ev string, rnd *rand.Rand, since time.Time) (id, user string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.sales[ev]
@@ -64,7 +70,7 @@ func (h *history) pickLive(ev string, rnd *rand.Rand) (id, user string) {
 	for id := range b.live {
 		if !b.confirmed[id] {
 			ids = append(ids, id)
-			if time.Since(b.grantAt[id]) < 3*time.Second {
+			if b.grantAt[id].After(since) {
 				recent = append(recent, id)
 			}
 		}
