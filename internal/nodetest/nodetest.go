@@ -15,14 +15,17 @@ import (
 )
 
 // Start starts a node with cfg on 127.0.0.1:0 (a temporary data directory,
-// a silent logger and PatientLimiter unless cfg sets them) and closes it on
-// cleanup. In a test (not a benchmark) the node checks every exchange
+// a silent logger, PatientLimiter and a metrics listener on 127.0.0.1:0,
+// n.MetricsURL(), unless cfg sets them) and closes it on cleanup. In a test (not a benchmark) the node checks every exchange
 // against its HTTP contract (Tap) unless cfg sets a Tap of its own.
 func Start(t testing.TB, cfg node.Config) *node.Node {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	if cfg.DataDir == "" {
 		cfg.DataDir = t.TempDir()
+	}
+	if cfg.MetricsAddr == "" {
+		cfg.MetricsAddr = "127.0.0.1:0"
 	}
 	if cfg.Limiter == (limit.Config{}) {
 		cfg.Limiter = PatientLimiter()
