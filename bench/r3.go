@@ -145,7 +145,8 @@ func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv str
 	}
 	np, _ := loopback.FreePort()
 	pp, _ := loopback.FreePort()
-	env := append(nodeEnv(dir, np), redisEnv, "ANTEROOM_NATS_URL="+x.natsURLs, "ANTEROOM_STREAM_REPLICAS=3",
+	mp, _ := loopback.FreePort()
+	env := append(nodeEnv(dir, np, mp), redisEnv, "ANTEROOM_NATS_URL="+x.natsURLs, "ANTEROOM_STREAM_REPLICAS=3",
 		fmt.Sprintf("ANTEROOM_PPROF_ADDR=127.0.0.1:%d", pp))
 	p, err := startHTTP(dir, name, bin, np, "/healthz", env, "serve")
 	if err != nil {
@@ -154,6 +155,7 @@ func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv str
 	n := *s
 	n.dir, n.node, n.redis, n.bin = dir, p, redisProc, bin
 	n.nodeURL = fmt.Sprintf("http://127.0.0.1:%d", np)
+	n.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", mp)
 	n.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", np), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	n.tickets, n.claimTokens, n.claimNext = nil, nil, 0
 	return &n, fmt.Sprintf("127.0.0.1:%d", pp), nil

@@ -19,7 +19,7 @@ type serverHist struct {
 
 // scrapeHist reads the histogram of route and method, all statuses summed.
 func scrapeHist(s *stack, route, method string) (serverHist, error) {
-	resp, err := s.client.Get(s.nodeURL + "/metrics")
+	resp, err := s.client.Get(s.metricsURL + "/metrics")
 	if err != nil {
 		return serverHist{}, err
 	}

@@ -25,6 +25,7 @@ type stack struct {
 
 	node, ceil, redis *proc
 	nodeURL, ceilURL  string
+	metricsURL        string // the node's metrics listener (ANTEROOM_METRICS_ADDR)
 	admin             string
 	client            *http.Client
 	fast              *fasthttp.HostClient
@@ -45,8 +46,10 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 		return nil, err
 	}
 	np, _ := loopback.FreePort()
+	mp, _ := loopback.FreePort()
 	s.nodeURL = fmt.Sprintf("http://127.0.0.1:%d", np)
-	env := append(nodeEnv(dir, np), "ANTEROOM_REDIS_URL=redis://"+s.redisAddr)
+	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", mp)
+	env := append(nodeEnv(dir, np, mp), "ANTEROOM_REDIS_URL=redis://"+s.redisAddr)
 	if s.node, err = startHTTP(dir, "anteroom", bin, np, "/healthz", env, "serve"); err != nil {
 		s.stop()
 		return nil, err
@@ -63,9 +66,10 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 
 // nodeEnv is a bench node's environment but its Redis and NATS: port on
 // loopback, data (and signing keys) under dir.
-func nodeEnv(dir string, port int) []string {
+func nodeEnv(dir string, port, metricsPort int) []string {
 	return []string{
 		"ANTEROOM_ADDR=127.0.0.1:" + fmt.Sprint(port),
+		"ANTEROOM_METRICS_ADDR=127.0.0.1:" + fmt.Sprint(metricsPort),
 		"ANTEROOM_DATA_DIR=" + filepath.Join(dir, "data"), "ANTEROOM_ADMIN_TOKEN=" + benchAdmin,
 		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
 		// The bench plays the shop's gateway: it names users with

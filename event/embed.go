@@ -5,6 +5,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"golang.org/x/net/publicsuffix"
 )
 
 // MaxFrameAncestors bounds an event's frame_ancestors list.
@@ -19,7 +21,9 @@ const MaxFrameAncestors = 16
 //	https://shop.example:8443     an explicit port
 //	https://*.shop.example        any subdomain of shop.example (not
 //	                              shop.example itself; at least two labels
-//	                              after the wildcard)
+//	                              after the wildcard, and not a public
+//	                              suffix: *.co.uk or *.github.io would let
+//	                              anyone's site frame the room)
 //	http://localhost:3000         http only for a loopback host
 //	                              (localhost, 127.0.0.1, [::1]), for
 //	                              development
@@ -110,6 +114,11 @@ func hostProblem(host string) string {
 	if name, ok := strings.CutPrefix(host, "*."); ok {
 		if net.ParseIP(name) != nil || strings.Count(name, ".") < 1 {
 			return "a wildcard needs a domain of at least two labels after it (https://*.shop.example)"
+		}
+		// The public suffix list, both its ICANN and its private
+		// section: anyone can register a site under co.uk or github.io.
+		if ps, _ := publicsuffix.PublicSuffix(name); ps == name {
+			return "a wildcard over a public suffix (" + name + ") would let anyone's site frame the room; name your own domain (https://*.shop.example)"
 		}
 		host = name
 	}

@@ -12,6 +12,7 @@ func TestFrameAncestors(t *testing.T) {
 		"https://shop.example", "https://shop.example:8443", "https://SHOP.Example", "https://*.shop.example",
 		"https://a.b.c.shop.example", "https://192.0.2.10", "https://[2001:db8::1]:443",
 		"http://localhost:3000", "http://127.0.0.1:8080", "http://[::1]:9000", "http://localhost",
+		"https://*.example.co.uk", "https://*.shop.github.io",
 	}
 	bad := map[string]string{
 		"":                                       "no scheme",
@@ -21,6 +22,9 @@ func TestFrameAncestors(t *testing.T) {
 		"*":                                      "no scheme",
 		"https://*":                              "wildcard",
 		"https://*.com":                          "wildcard",
+		"https://*.co.uk":                        "public suffix",
+		"https://*.github.io":                    "public suffix",
+		"https://*.CO.UK:8443":                   "public suffix",
 		"https://shop.*.example":                 "wildcard only as the whole first label",
 		"https://sh*p.example":                   "wildcard only",
 		"https://shop.example/":                  "no path",

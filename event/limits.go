@@ -50,11 +50,13 @@ type Limits struct {
 	// this event and their user id (anteroom invite).
 	InviteOnly bool `json:"invite_only"`
 	// OneClaimPerDevice lets a device id (X-Device-ID, then required on
-	// claim) serve one user only in this event.
+	// claim) serve one user only in this event. The header is believed
+	// only from a trusted proxy: a claim from any other peer is refused
+	// (403 untrusted_signal).
 	OneClaimPerDevice bool `json:"one_claim_per_device"`
 	// OneClaimPerPayment lets a payment fingerprint
-	// (X-Payment-Fingerprint, then required on claim) serve one user only
-	// in this event.
+	// (X-Payment-Fingerprint, then required on claim, from a trusted
+	// proxy only, as OneClaimPerDevice) serve one user only in this event.
 	OneClaimPerPayment bool `json:"one_claim_per_payment"`
 }
 

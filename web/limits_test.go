@@ -43,6 +43,7 @@ type (
 
 func (f limSales) Get(id string) (*admission.Sale, bool)     { return f.sale, id == f.sale.Config.ID }
 func (f limSales) PresentAfter(string, int64, time.Duration) {}
+func (f limSales) ClaimedAfter(string, int64, time.Duration) {}
 func (f limJoiner) Join(ctx context.Context, ev, user string, _ queue.Times) (queue.Entry, error) {
 	return f.join(ctx, ev, user)
 }
@@ -70,11 +71,14 @@ func limApp(t testing.TB, cfg Config, sale *admission.Sale, d Deps) *fiber.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := protect.NewHeaderIdentity("", []string{"0.0.0.0"}) // app.Test's peer plays the gateway
-	if err != nil {
-		t.Fatal(err)
+	if d.Identity == nil {
+		id, err := protect.NewHeaderIdentity("", []string{"0.0.0.0"}) // app.Test's peer plays the gateway
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Identity = id
 	}
-	d.Sales, d.Tickets, d.Identity, d.EdgeSecret = limSales{sale: sale}, tickets, id, limSecret
+	d.Sales, d.Tickets, d.EdgeSecret = limSales{sale: sale}, tickets, limSecret
 	if d.Joiner == nil {
 		d.Joiner = limJoiner{join: func(context.Context, string, string) (queue.Entry, error) {
 			return queue.Entry{Seq: 1, JoinedAt: time.Now().Truncate(time.Second)}, nil
@@ -195,7 +199,8 @@ func TestRateLimitedAnswer(t *testing.T) {
 	l := event.Limits{}
 	l.Join.IP = event.Rate{PerSecond: 3}
 	l.Join.User = event.Rate{PerSecond: 1, Burst: 5}
-	app := limApp(t, Config{GlobalJoin: limit.Limit{Rate: 50}}, limSale(l), Deps{Limiter: deny})
+	// app.Test's peer (0.0.0.0) plays the gateway, whose X-Device-ID counts.
+	app := limApp(t, Config{GlobalJoin: limit.Limit{Rate: 50}, TrustedProxies: []string{"0.0.0.0"}}, limSale(l), Deps{Limiter: deny})
 	a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", protect.DeviceHeader: "dev-1"}, nil)
 	if a.status != 429 || a.code() != "rate_limited" || a.header.Get("Retry-After") != "3" || !strings.Contains(a.body["detail"].(string), "device") {
 		t.Fatalf("got %d %v Retry-After %q, want 429 rate_limited naming the device with Retry-After 3", a.status, a.body, a.header.Get("Retry-After"))
@@ -292,7 +297,7 @@ func TestReservationAnswers(t *testing.T) {
 		{limit.ErrTaken, 409, "limit_reached"},
 		{errors.New("redis: connection refused"), 503, "degraded"},
 	} {
-		app := limApp(t, Config{}, limSale(l), Deps{
+		app := limApp(t, Config{TrustedProxies: []string{"0.0.0.0"}}, limSale(l), Deps{
 			Admitter:     limAdmitter{user: "bob"},
 			Reservations: limReserver{reserve: func(string, string, string) error { return tc.err }},
 		})

@@ -68,6 +68,37 @@ func TestPprofAddrSetting(t *testing.T) {
 	}
 }
 
+// TestMetricsSettings: the metrics listener is on loopback unless
+// ANTEROOM_METRICS_ADDR or -metrics-addr names another address, and the
+// public address serves /metrics only with -metrics-public.
+func TestMetricsSettings(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env    map[string]string
+		args   []string
+		addr   string
+		public bool
+	}{
+		"nothing set": {addr: "127.0.0.1:9100"},
+		"environment": {env: map[string]string{"ANTEROOM_METRICS_ADDR": ":9100", "ANTEROOM_METRICS_PUBLIC": "true"}, addr: ":9100", public: true},
+		"flag":        {args: []string{"-metrics-addr", "10.0.0.5:9200", "-metrics-public=false"}, addr: "10.0.0.5:9200"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			build := nodeFlags(fs, func(k string) string { return tc.env[k] }, io.Discard)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.MetricsAddr != tc.addr || cfg.MetricsPublic != tc.public {
+				t.Errorf("metrics %q public %v, want %q %v", cfg.MetricsAddr, cfg.MetricsPublic, tc.addr, tc.public)
+			}
+		})
+	}
+}
+
 // TestFlagSettingsParsed: an identity mode or access-log mode that is not
 // one of the named values stops the command at flag reading, and every
 // flag default is the node's own default.

@@ -25,6 +25,7 @@ import (
 // flashOpts are loadgen's flags as -scenario flash reads them.
 type flashOpts struct {
 	urls             []string
+	metricsURLs      []string // the nodes' metrics listeners; none: no server-side figures
 	event, admin     string
 	redisURL         string
 	clusterAddrs     []string
@@ -154,7 +155,7 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 		if err != nil {
 			return rep, err
 		}
-		o.urls, o.redisURL, o.clusterAddrs, o.natsURL = st.urls, st.redisURL, st.clusterAddrs, st.natsURL
+		o.urls, o.metricsURLs, o.redisURL, o.clusterAddrs, o.natsURL = st.urls, st.metricsURLs, st.redisURL, st.clusterAddrs, st.natsURL
 		o.admin, o.nodePIDs, o.redisPIDs = st.admin, st.nodePIDs, st.redisPIDs
 		fmt.Fprintf(stdout, "flash: %d redis-server (cluster: %v), natsd and %d nodes started: %v\n", len(st.redisPIDs), len(st.clusterAddrs) > 0, len(st.urls), st.urls)
 	}
@@ -200,7 +201,7 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 	if rep.memBefore, err = usedMemoryAll(ctx, rdb); err != nil {
 		return rep, err
 	}
-	hist0, _ := scrapeHist(ctx, o.urls, "POST", "/events/:id/join")
+	hist0, _ := scrapeHist(ctx, o.metricsURLs, "POST", "/events/:id/join")
 	node0, redis0, self0 := pidsCPU(o.nodePIDs), pidsCPU(o.redisPIDs), procstat.CPU(os.Getpid())
 	busy0, total0 := procstat.Machine()
 	prevHist, prevNode, prevRedis := hist0, node0, redis0
@@ -215,9 +216,9 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 			return s.Offered == int64(o.people) && s.Joined+s.Errors >= int64(o.people) && (soldOut.Load() || s.Claimed >= o.units)
 		},
 		Progress: func(s crowd.HoldStats) {
-			h, _ := scrapeHist(ctx, o.urls, "POST", "/events/:id/join")
+			h, _ := scrapeHist(ctx, o.metricsURLs, "POST", "/events/:id/join")
 			n, r := pidsCPU(o.nodePIDs), pidsCPU(o.redisPIDs)
-			so, _ := scrapeSale(ctx, o.urls[0], o.event, "anteroom_sale_sold_out")
+			so, _ := scrapeSale(ctx, o.metricsURLs, o.event, "anteroom_sale_sold_out")
 			p50, _ := h.quantileSince(prevHist, 0.5)
 			p99, cnt := h.quantileSince(prevHist, 0.99)
 			at := time.Since(start)
@@ -250,8 +251,8 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 	// The nodes' figures come from their view of the sale, refreshed
 	// every tick: the last joins show within a few.
 	_ = wait.Until(10*time.Second, 100*time.Millisecond, func() error {
-		rep.serverJoined, _ = scrapeSale(ctx, o.urls[0], o.event, "anteroom_queue_joined_total")
-		so, _ := scrapeSale(ctx, o.urls[0], o.event, "anteroom_sale_sold_out")
+		rep.serverJoined, _ = scrapeSale(ctx, o.metricsURLs, o.event, "anteroom_queue_joined_total")
+		so, _ := scrapeSale(ctx, o.metricsURLs, o.event, "anteroom_sale_sold_out")
 		rep.soldOut = so == 1
 		if rep.serverJoined < float64(res.Joined) || !rep.soldOut {
 			return fmt.Errorf("the nodes count %.0f joined, sold out %v", rep.serverJoined, rep.soldOut)

@@ -40,7 +40,7 @@ func TestFlashScenario(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	rep, err := runFlash(ctx, flashOpts{
-		urls: []string{a.URL(), b.URL()}, event: "flash-test", admin: cfg.AdminToken, redisURL: r.URL(), natsURL: ns.URL(),
+		urls: []string{a.URL(), b.URL()}, metricsURLs: []string{a.MetricsURL(), b.MetricsURL()}, event: "flash-test", admin: cfg.AdminToken, redisURL: r.URL(), natsURL: ns.URL(),
 		people: people, units: units, rate: 500, joinShards: 1, seed: 7,
 		curve:   arrivalCurve{Share: 0.8, Refresh: time.Second, Tail: time.Second, Stretch: 1},
 		joiners: 64, pollers: 64, userHeader: "X-User-ID", hold: time.Minute,

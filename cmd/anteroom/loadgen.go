@@ -27,6 +27,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	urls := fs.String("url", "http://127.0.0.1:8080", "comma-separated node base URLs")
+	metricsURLs := fs.String("metrics-url", "", "with -scenario million or flash and -url: comma-separated base URLs of the nodes' metrics listeners (ANTEROOM_METRICS_ADDR), in the order of -url, for the server-side figures; empty: none")
 	ev := fs.String("event", "", "event id (created first with -create)")
 	users := fs.Int("users", 10000, "simulated shoppers")
 	abandon := fs.Float64("abandon", 0.1, "share who leave after joining")
@@ -61,7 +62,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	if *scenario == "flash" {
-		o := flashOpts{urls: strings.Split(*urls, ","), event: *ev, admin: admin(), redisURL: redisURL(), natsURL: natsURL(),
+		o := flashOpts{urls: strings.Split(*urls, ","), metricsURLs: splitList(*metricsURLs), event: *ev, admin: admin(), redisURL: redisURL(), natsURL: natsURL(),
 			people: *users, units: *units, rate: *rate, joinShards: *joinShards, seed: *seed,
 			curve:   arrivalCurve{Share: *share, Refresh: *refresh, Tail: *tail, Stretch: *stretch},
 			joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes, masters: *masters,
@@ -84,7 +85,7 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		return nil
 	}
 	if *scenario == "million" {
-		o := millionOpts{urls: strings.Split(*urls, ","), event: *ev, admin: admin(), redisURL: redisURL(), people: *users,
+		o := millionOpts{urls: strings.Split(*urls, ","), metricsURLs: splitList(*metricsURLs), event: *ev, admin: admin(), redisURL: redisURL(), people: *users,
 			rate: *rate, hold: *limit, joinShards: *joinShards, joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes,
 			userHeader: cmp.Or(*userHeader, "X-User-ID"), progressEvery: 5 * time.Second}
 		o.nodePIDs = parsePIDs(*pids)
@@ -170,6 +171,17 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("the report does not balance")
 	}
 	return err
+}
+
+// splitList reads a comma-separated list, without empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // parsePIDs reads -node-pids.

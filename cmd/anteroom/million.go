@@ -16,6 +16,7 @@ import (
 // millionOpts are loadgen's flags as -scenario million reads them.
 type millionOpts struct {
 	urls             []string
+	metricsURLs      []string // the nodes' metrics listeners; none: no server-side figures
 	event, admin     string
 	redisURL         string
 	people           int
@@ -70,7 +71,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 		if err != nil {
 			return rep, err
 		}
-		o.urls, o.redisURL, o.admin, o.nodePIDs, o.redisPIDs = st.urls, st.redisURL, st.admin, st.nodePIDs, st.redisPIDs
+		o.urls, o.metricsURLs, o.redisURL, o.admin, o.nodePIDs, o.redisPIDs = st.urls, st.metricsURLs, st.redisURL, st.admin, st.nodePIDs, st.redisPIDs
 		fmt.Fprintf(stdout, "million: redis-server, natsd and %d nodes started: %v\n", len(st.urls), st.urls)
 	}
 	rep.opts = o
@@ -97,7 +98,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 	if rep.memBefore, err = usedMemory(ctx, rdb); err != nil {
 		return rep, err
 	}
-	histBefore, _ := scrapeStatusHist(ctx, o.urls)
+	histBefore, _ := scrapeStatusHist(ctx, o.metricsURLs)
 	cpu0, redis0, self0 := rep.cpu()
 	busy0, total0 := procstat.Machine()
 	start := time.Now()
@@ -111,7 +112,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 			}
 			last = time.Now()
 			c, _, _ := rep.cpu()
-			adm, _ := scrapeSale(ctx, o.urls[0], o.event, "anteroom_admitted_total")
+			adm, _ := scrapeSale(ctx, o.metricsURLs, o.event, "anteroom_admitted_total")
 			rep.samples = append(rep.samples, millionSample{at: s.Elapsed, admitted: adm, joined: s.Joined, polls: s.Polls, asked: s.Asked, nodeCPU: c - cpu0})
 			fmt.Fprintf(stdout, "  %4.0fs joined %8d waiting %8d admitted %7.0f (server) polls %9d asked %7.0f/s late>1s %d errors %d\n",
 				s.Elapsed.Seconds(), s.Joined, s.Waiting, adm, s.Polls, s.Asked, s.Late, s.Errors)
@@ -129,7 +130,7 @@ func runMillion(ctx context.Context, o millionOpts, stdout, stderr io.Writer) (m
 	if raw, lerr := os.ReadFile("/proc/loadavg"); lerr == nil {
 		rep.load = string(raw[:len(raw)-1])
 	}
-	if histAfter, herr := scrapeStatusHist(ctx, o.urls); herr == nil {
+	if histAfter, herr := scrapeStatusHist(ctx, o.metricsURLs); herr == nil {
 		rep.serverP99, rep.serverCount = histAfter.quantileSince(histBefore, 0.99)
 	}
 	if rep.memAfter, err = usedMemory(ctx, rdb); err != nil {

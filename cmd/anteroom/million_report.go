@@ -27,7 +27,8 @@ func usedMemory(ctx context.Context, rdb *redis.Client) (int64, error) {
 	return 0, fmt.Errorf("no used_memory in INFO memory")
 }
 
-// scrapeLines calls f with every line of base's /metrics.
+// scrapeLines calls f with every line of base's /metrics (base: a node's
+// metrics listener).
 func scrapeLines(ctx context.Context, base string, f func(string)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
@@ -49,8 +50,14 @@ func scrapeLines(ctx context.Context, base string, f func(string)) error {
 	return sc.Err()
 }
 
-// scrapeSale reads one metric of event ev from base's /metrics.
-func scrapeSale(ctx context.Context, base, ev, name string) (float64, error) {
+// scrapeSale reads one metric of event ev from the first of the nodes'
+// metrics listeners (Config.MetricsAddr: /metrics is not on the public
+// address).
+func scrapeSale(ctx context.Context, metricsURLs []string, ev, name string) (float64, error) {
+	if len(metricsURLs) == 0 {
+		return 0, fmt.Errorf("no metrics listener given")
+	}
+	base := metricsURLs[0]
 	var v float64
 	want := fmt.Sprintf(`%s{event=%q} `, name, ev)
 	err := scrapeLines(ctx, base, func(line string) {
@@ -73,7 +80,8 @@ func scrapeStatusHist(ctx context.Context, urls []string) (statusHist, error) {
 	return scrapeHist(ctx, urls, "GET", "/events/:id/status")
 }
 
-// scrapeHist is the nodes' histogram of the requests of method to route.
+// scrapeHist is the nodes' histogram of the requests of method to route,
+// read from their metrics listeners urls.
 func scrapeHist(ctx context.Context, urls []string, method, route string) (statusHist, error) {
 	h := statusHist{count: map[float64]float64{}}
 	want := fmt.Sprintf(`method=%q,route=%q,`, method, route)

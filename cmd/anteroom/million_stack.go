@@ -33,6 +33,7 @@ type millionStack struct {
 	clusterAddrs []string // with masters > 1, instead of redisURL
 	natsURL      string
 	urls         []string
+	metricsURLs  []string // each node's metrics listener, in the order of urls
 	admin        string
 	nodePIDs     []int
 	redisPIDs    []int
@@ -52,7 +53,7 @@ func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, 
 		return nil, err
 	}
 	masters = max(masters, 1)
-	ports := make([]int, 2+nodes+2*masters)
+	ports := make([]int, 2+nodes+2*masters+nodes) // the last nodes: metrics listeners
 	for i := range ports {
 		if ports[i], err = loopback.FreePort(); err != nil {
 			return s, err
@@ -100,8 +101,9 @@ func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, 
 	// One node at a time: the first creates the signing keys the others read.
 	for i, p := range ports[2 : 2+nodes] {
 		name := fmt.Sprintf("node-%c", 'a'+i)
+		mp := ports[2+nodes+2*masters+i]
 		cmd, err := s.spawn(name, self, append(env, fmt.Sprintf("ANTEROOM_ADDR=127.0.0.1:%d", p),
-			"ANTEROOM_DATA_DIR="+filepath.Join(dir, name)), "serve")
+			fmt.Sprintf("ANTEROOM_METRICS_ADDR=127.0.0.1:%d", mp), "ANTEROOM_DATA_DIR="+filepath.Join(dir, name)), "serve")
 		if err != nil {
 			return s, err
 		}
@@ -110,6 +112,7 @@ func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, 
 			return s, fmt.Errorf("%s: %w; log %s", name, err, filepath.Join(dir, name+".log"))
 		}
 		s.urls = append(s.urls, u)
+		s.metricsURLs = append(s.metricsURLs, fmt.Sprintf("http://127.0.0.1:%d", mp))
 		s.nodePIDs = append(s.nodePIDs, cmd.Process.Pid)
 	}
 	return s, nil

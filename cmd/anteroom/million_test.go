@@ -32,7 +32,7 @@ func TestMillionScenario(t *testing.T) {
 	const people = 2000
 	var out, errOut bytes.Buffer
 	rep, err := runMillion(ctx, millionOpts{
-		urls: []string{a.URL(), b.URL()}, event: "million-test", admin: cfg.AdminToken, redisURL: r.URL(),
+		urls: []string{a.URL(), b.URL()}, metricsURLs: []string{a.MetricsURL(), b.MetricsURL()}, event: "million-test", admin: cfg.AdminToken, redisURL: r.URL(),
 		people: people, rate: 500, hold: 3 * time.Second, joinShards: 1, joiners: 16, pollers: 32,
 		userHeader: "X-User-ID", progressEvery: time.Second,
 	}, &out, &errOut)

@@ -27,7 +27,7 @@ func TestServeRefusesWeakSecrets(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			env := map[string]string{
-				"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
+				"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_METRICS_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
 				"ANTEROOM_TICKET_SECRET": tc.secret, "ANTEROOM_ADMIN_TOKEN": tc.admin,
 			}
 			// Bounded: on a node that wrongly starts, serve returns once
@@ -51,7 +51,7 @@ func TestServeRefusesWeakSecrets(t *testing.T) {
 func TestServeRefusesLargeClockSkew(t *testing.T) {
 	for _, skew := range []string{"10m", "-5m1s", "ahead"} {
 		env := map[string]string{
-			"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
+			"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_METRICS_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
 			"ANTEROOM_CLOCK_SKEW": skew,
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -98,7 +98,7 @@ func TestServeRefusesRemoteSiteverify(t *testing.T) {
 // without one the log says nothing of tracing.
 func TestServeTracingEnv(t *testing.T) {
 	base := func() map[string]string {
-		return map[string]string{"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s"}
+		return map[string]string{"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_METRICS_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s"}
 	}
 	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "jaeger", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json", "OTEL_TRACES_SAMPLER": "sometimes"} {
 		env := base()

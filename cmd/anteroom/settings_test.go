@@ -25,7 +25,7 @@ var setValues = map[string]string{
 	"ticket-secret": "8c1f5e0a9b3d7c2e4f6a1b8d0c3e5f7a9b2d4c6e8f0a1c3e5b7d9f2a4c6e8b0d",
 	"identity":      "jwt", "identity-header": "X-Who", "user-jwks": "/tmp/jwks.json", "user-token-header": "X-Tok",
 	"user-issuer": "shop", "user-audience": "anteroom-users", "user-accept-any-issuer-audience": "true",
-	"user-max-token-age": "1h", "metrics-addr": ":9100", "pprof-addr": "127.0.0.1:6060",
+	"user-max-token-age": "1h", "metrics-addr": ":9100", "metrics-public": "true", "pprof-addr": "127.0.0.1:6060",
 	"issuer": "https://queue.shop.example", "audience": "gateway", "key-reload": "30s",
 	"trusted-proxies": "10.0.0.0/8", "max-in-flight": "7", "global-join-rate": "5", "global-claim-rate": "6",
 	"log-format": "text", "access-log": "all", "slow-request": "2s", "slow-redis": "10ms", "trace-status-ratio": "0.25",
@@ -207,7 +207,7 @@ func TestSettingsLogRedacted(t *testing.T) {
 // before it starts the node.
 func TestServeLogsSettingsInEffect(t *testing.T) {
 	env := map[string]string{
-		"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
+		"ANTEROOM_ADDR": "127.0.0.1:0", "ANTEROOM_METRICS_ADDR": "127.0.0.1:0", "ANTEROOM_DATA_DIR": t.TempDir(), "ANTEROOM_DRAIN_DELAY": "0s",
 		"ANTEROOM_ADMIN_TOKEN": setValues["admin-token"], "ANTEROOM_TICKET_SECRET": setValues["ticket-secret"],
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -215,7 +215,7 @@ func TestServeLogsSettingsInEffect(t *testing.T) {
 	var stderr bytes.Buffer
 	_ = run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr)
 	got := stderr.String()
-	if !strings.Contains(got, `"msg":"settings in effect"`) || !strings.Contains(got, `"from_env":["addr","data-dir","admin-token","ticket-secret","drain-delay"]`) {
+	if !strings.Contains(got, `"msg":"settings in effect"`) || !strings.Contains(got, `"from_env":["addr","data-dir","admin-token","ticket-secret","metrics-addr","drain-delay"]`) {
 		t.Errorf("serve's log has no settings line naming what the environment set:\n%s", got)
 	}
 	for _, s := range secretsIn {

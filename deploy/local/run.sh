@@ -165,12 +165,16 @@ export ANTEROOM_LOG_FORMAT=text ANTEROOM_DRAIN_DELAY=0s
 # Shoppers are named by a signed visitor cookie (loadgen keeps one cookie
 # jar per shopper); header mode would need ANTEROOM_TRUSTED_PROXIES.
 export ANTEROOM_IDENTITY=anonymous
-urls=()
+# Each node serves /metrics on a loopback port of its own
+# (ANTEROOM_METRICS_ADDR), never on its public port.
+urls=() metrics_urls=()
 for n in a b; do
-	p=$(free_port)
-	ANTEROOM_ADDR="127.0.0.1:$p" ANTEROOM_DATA_DIR="$work/node-$n" start "node-$n" "$BIN" serve
+	p=$(free_port) mp=$(free_port)
+	while [ "$mp" = "$p" ]; do mp=$(free_port); done # free_port runs in a subshell: it cannot remember p
+	ANTEROOM_ADDR="127.0.0.1:$p" ANTEROOM_METRICS_ADDR="127.0.0.1:$mp" ANTEROOM_DATA_DIR="$work/node-$n" start "node-$n" "$BIN" serve
 	until_ok "node $n" 60 curl -fsS "http://127.0.0.1:$p/readyz"
 	urls+=("http://127.0.0.1:$p")
+	metrics_urls+=("http://127.0.0.1:$mp")
 done
 log "nodes up: ${urls[*]}"
 
@@ -201,9 +205,10 @@ log "sale $event: $USERS shoppers, $UNITS units in $BUCKETS buckets, across both
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] || die "loadgen: the sale did not balance (status $status)"
 
-for u in "${urls[@]}"; do
-	log "metrics of $u:"
-	curl -fsS "$u/metrics" | grep -E "^anteroom_(claims_granted_total\{event=\"$event\"\}|outbox_depth\{event=\"$event\"\}|order_lag_seconds|order_events_pending) " | sed 's/^/  /' || true
+for i in "${!urls[@]}"; do
+	u=${urls[$i]}
+	log "metrics of $u (on ${metrics_urls[$i]}):"
+	curl -fsS "${metrics_urls[$i]}/metrics" | grep -E "^anteroom_(claims_granted_total\{event=\"$event\"\}|outbox_depth\{event=\"$event\"\}|order_lag_seconds|order_events_pending) " | sed 's/^/  /' || true
 done
 
 if [ -n "${KEEP:-}" ]; then

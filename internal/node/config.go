@@ -32,13 +32,21 @@ type Config struct {
 	//
 	// Default: :8080
 	Addr string
-	// MetricsAddr, when set, is the only address serving GET /metrics
-	// (Prometheus scrapes it on a private network); the public Addr then
-	// answers 404 there. The production setting: metrics name every sale
-	// and the node's load.
+	// MetricsAddr is the address of the metrics listener, which serves
+	// GET /metrics and nothing else (Prometheus scrapes it on loopback or
+	// a private network). The public Addr answers 404 at /metrics unless
+	// MetricsPublic: the metrics name every sale, announced or not, and
+	// the node's load. Empty: no metrics listener (the zero Config, for
+	// embedders and tests); the command's default is DefaultMetricsAddr.
 	//
-	// Default: "" (/metrics on Addr)
+	// Default: "" (DefaultConfig: DefaultMetricsAddr)
 	MetricsAddr string
+	// MetricsPublic also serves GET /metrics on the public Addr, to anyone
+	// who reaches it: unsafe (every sale's id, unannounced ones too, and
+	// the node's load), asked for by name, for a demo on one machine.
+	//
+	// Default: false
+	MetricsPublic bool
 	// PprofAddr, when set, serves the Go runtime profiles
 	// (/debug/pprof/: CPU, heap, allocations, goroutines, trace) on a
 	// listener of its own. Keep it on loopback or a private network: a
@@ -254,8 +262,14 @@ const DefaultTraceStatusRatio = 0.001
 func DefaultConfig() Config {
 	var c Config
 	c.defaults()
+	c.MetricsAddr = DefaultMetricsAddr
 	return c
 }
+
+// DefaultMetricsAddr is the command's metrics listener: loopback only, on
+// the port deploy/ scrapes (which sets ANTEROOM_METRICS_ADDR=:9100 so that
+// Prometheus reaches it over the pod or container network).
+const DefaultMetricsAddr = "127.0.0.1:9100"
 
 func (c *Config) defaults() {
 	if c.Addr == "" {

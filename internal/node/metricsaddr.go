@@ -50,8 +50,8 @@ func (m *metricsServer) close(ctx context.Context) error {
 	return err
 }
 
-// MetricsURL is the base URL of the metrics listener, "" when /metrics is
-// served on the main address.
+// MetricsURL is the base URL of the metrics listener (Config.MetricsAddr),
+// "" without one.
 func (n *Node) MetricsURL() string {
 	if n.metrics == nil {
 		return ""

@@ -15,10 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
-// scrape fetches a node's /metrics.
+// opsScrape fetches a node's /metrics from its metrics listener.
 func opsScrape(t *testing.T, n *node.Node) string {
 	t.Helper()
-	resp, err := http.Get(n.URL() + "/metrics")
+	resp, err := http.Get(n.MetricsURL() + "/metrics")
 	if err != nil {
 		t.Fatalf("scrape: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
@@ -117,9 +118,49 @@ func TestMetricsOwnAddress(t *testing.T) {
 	if resp, _ := get(t, n.MetricsURL()+"/events/x", "", nil); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the metrics listener serves /events/x: %d, want 404", resp.StatusCode)
 	}
-	// Without it, /metrics stays on the main address (the default).
-	plain := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL()})
-	if resp, _ := get(t, plain.URL()+"/metrics", "", nil); resp.StatusCode != http.StatusOK || plain.MetricsURL() != "" {
-		t.Errorf("default: /metrics %d, metrics URL %q", resp.StatusCode, plain.MetricsURL())
+	// Only MetricsPublic, asked for by name, serves them on the public
+	// address too.
+	public := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), MetricsPublic: true})
+	if resp, body := get(t, public.URL()+"/metrics", "", nil); resp.StatusCode != http.StatusOK || !strings.Contains(body, "anteroom_") {
+		t.Errorf("MetricsPublic: public /metrics %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestMetricsNotPublicByDefault: with no metrics setting the public
+// address answers 404 at /metrics (it used to serve them, naming every
+// sale), the command's default listener is on loopback, and a sale whose
+// pre-queue has not opened (not announced yet) is named by no public
+// route that does not already carry its id: only the metrics listener
+// names it.
+func TestMetricsNotPublicByDefault(t *testing.T) {
+	if def := node.DefaultConfig(); def.MetricsAddr != node.DefaultMetricsAddr || !strings.HasPrefix(def.MetricsAddr, "127.0.0.1:") || def.MetricsPublic {
+		t.Fatalf("default metrics %q public %v: want loopback only", def.MetricsAddr, def.MetricsPublic)
+	}
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	const secret = "unannounced-summer-drop-7f3a"
+	nodetest.CreateSale(t, n, secret, map[string]any{"supply": 10, "prequeue_opens_at": time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339),
+		"starts_at": time.Now().Add(49 * time.Hour).UTC().Format(time.RFC3339)})
+	// A request to the sale, so that every per-sale series exists.
+	get(t, n.URL()+"/events/"+secret+"/status", "", nil)
+	for _, path := range []string{"/metrics", "/healthz", "/readyz", "/.well-known/jwks.json", "/.well-known/openid-configuration",
+		"/openapi.yaml", "/admin/", "/admin/report", "/assets/anteroom.js", "/assets/room.js", "/events/", "/events", "/e/", "/e/other"} {
+		resp, body := get(t, n.URL()+path, "", nil)
+		if path == "/metrics" && resp.StatusCode != http.StatusNotFound {
+			t.Errorf("public /metrics: %d, want 404", resp.StatusCode)
+		}
+		for k, v := range resp.Header {
+			if strings.Contains(strings.Join(v, " "), secret) {
+				t.Errorf("public %s: header %s names the unannounced sale", path, k)
+			}
+		}
+		if strings.Contains(body, secret) {
+			t.Errorf("public %s (%d) names the unannounced sale", path, resp.StatusCode)
+		}
+	}
+	resp, body := get(t, n.MetricsURL()+"/metrics", "", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, secret) {
+		t.Fatalf("metrics listener: %d, names the sale %v; want 200 naming it (else this test checks nothing)", resp.StatusCode, strings.Contains(body, secret))
 	}
 }

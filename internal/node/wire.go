@@ -74,7 +74,7 @@ type wiring struct {
 	// opsListeners
 	metrics       *metricsServer // nil: /metrics is on the main address
 	pprof         *pprofServer   // nil: profiling is off
-	publicMetrics http.Handler   // nil when the metrics have their own listener
+	publicMetrics http.Handler   // nil unless MetricsPublic
 	// edge
 	app *fiber.App
 	ln  net.Listener
@@ -275,18 +275,21 @@ func (w *wiring) startLimiter() error {
 	return nil
 }
 
-// opsListeners starts the metrics listener (MetricsAddr: /metrics leaves
-// the public address) and the pprof listener (PprofAddr), each when asked
-// for.
+// opsListeners starts the metrics listener (MetricsAddr) and the pprof
+// listener (PprofAddr), each when asked for. The public address serves
+// /metrics only with MetricsPublic.
 func (w *wiring) opsListeners() error {
-	w.publicMetrics = w.ops.metrics.Handler()
+	h := w.ops.metrics.Handler()
+	if w.cfg.MetricsPublic {
+		w.publicMetrics = h
+	}
 	if w.cfg.MetricsAddr != "" {
-		ms, err := startMetrics(w.cfg.MetricsAddr, w.publicMetrics)
+		ms, err := startMetrics(w.cfg.MetricsAddr, h)
 		if err != nil {
 			return err
 		}
 		w.undo.push(func() { _ = ms.close(w.ctx) })
-		w.metrics, w.publicMetrics = ms, nil
+		w.metrics = ms
 	}
 	if w.cfg.PprofAddr != "" {
 		pp, err := startPprof(w.cfg.PprofAddr)

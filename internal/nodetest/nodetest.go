@@ -16,11 +16,12 @@ import (
 )
 
 // Start starts a node with cfg on 127.0.0.1:0 (a temporary data directory,
-// a silent logger and PatientLimiter unless cfg sets them) and closes it on
-// cleanup. Loopback targets (health URLs, webhooks, push endpoints) are
-// allowed unless cfg.AllowPrivateTargets is set. In a test (not a
-// benchmark) the node checks every exchange against its HTTP contract
-// (Tap) unless cfg sets a Tap of its own.
+// a silent logger, PatientLimiter and a metrics listener on 127.0.0.1:0,
+// n.MetricsURL(), unless cfg sets them) and closes it on cleanup. Loopback
+// targets (health URLs, webhooks, push endpoints) are allowed unless
+// cfg.AllowPrivateTargets is set. In a test (not a benchmark) the node
+// checks every exchange against its HTTP contract (Tap) unless cfg sets a
+// Tap of its own.
 func Start(t testing.TB, cfg node.Config) *node.Node {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
@@ -32,6 +33,9 @@ func Start(t testing.TB, cfg node.Config) *node.Node {
 		// loopback: allowed by name, as an operator allows a private
 		// network. A test of the refusal sets its own list.
 		cfg.AllowPrivateTargets = netguard.Loopback
+	}
+	if cfg.MetricsAddr == "" {
+		cfg.MetricsAddr = "127.0.0.1:0"
 	}
 	if cfg.Limiter == (limit.Config{}) {
 		cfg.Limiter = PatientLimiter()

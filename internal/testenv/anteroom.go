@@ -87,7 +87,10 @@ func (d *Deployment) Spawn(name string, env []string, args ...string) (*Proc, er
 	p.cmd.Env = append(cleanEnv(), "ANTEROOM_DATA_DIR="+filepath.Join(d.Dir, name), "ANTEROOM_ADMIN_TOKEN="+d.Admin,
 		"ANTEROOM_TICKET_SECRET="+hex.EncodeToString(d.Secret), "ANTEROOM_SIGNING_KEYS="+d.Keys,
 		"ANTEROOM_LOG_FORMAT=text", "ANTEROOM_DRAIN_DELAY=0s",
-		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1")
+		"ANTEROOM_IDENTITY=header", "ANTEROOM_TRUSTED_PROXIES=127.0.0.1",
+		// Each process its own metrics port: the default (127.0.0.1:9100)
+		// is one per host, and the tests run several nodes on one.
+		"ANTEROOM_METRICS_ADDR=127.0.0.1:0")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	setProcAttr(p.cmd)

@@ -67,6 +67,7 @@ var titles = map[string]string{
 	"pass_invalid":        "Not allowed",
 	"pass_revoked":        "Not allowed",
 	"pass_used_up":        "Not allowed",
+	"untrusted_signal":    "Not allowed",
 	"unknown_event":       "Not found",
 	"not_found":           "Not found",
 	"unknown_session":     "Not found",

@@ -63,18 +63,38 @@ var (
 	errBadForm   = kit.NewProblem(fiber.StatusForbidden, "forbidden", "this form's token is missing or is not this visitor's; reload the page and send it again")
 )
 
-// CheckForm lets on a basic-page form post of user in event ev carrying
-// token, or returns the 403 problem to answer: sent from another site
-// (Sec-Fetch-Site or Origin), or a token that is not FormToken(ev, user).
-func (s *Edge) CheckForm(c *fiber.Ctx, ev, user, token string) error {
+// CheckForm lets on a basic-page form post of user in event ev, or
+// returns the 403 problem to answer: sent from another site
+// (Sec-Fetch-Site or Origin), or a form token (FormField) that is not
+// FormToken(ev, user). The token is read from the POST form body only,
+// never from the query string, which links, Referer headers and logs
+// carry elsewhere.
+func (s *Edge) CheckForm(c *fiber.Ctx, ev, user string) error {
 	if site := c.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return errCrossSite
 	}
 	if origin := c.Get(fiber.HeaderOrigin); origin != "" && origin != c.Protocol()+"://"+c.Hostname() {
 		return errCrossSite
 	}
+	token := formBodyValue(c, FormField)
 	if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.form.token(ev, user))) != 1 {
 		return errBadForm
 	}
 	return nil
+}
+
+// formBodyValue returns the field name of the request's form body
+// (urlencoded or multipart), "" when absent. Unlike fiber's FormValue it
+// never reads the query string.
+func formBodyValue(c *fiber.Ctx, name string) string {
+	req := c.Request()
+	if v := req.PostArgs().Peek(name); len(v) > 0 {
+		return string(v)
+	}
+	if mf, err := req.MultipartForm(); err == nil {
+		if vs := mf.Value[name]; len(vs) > 0 {
+			return vs[0]
+		}
+	}
+	return ""
 }

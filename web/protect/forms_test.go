@@ -1,7 +1,11 @@
 package protect
 
 import (
+	"bytes"
+	"mime/multipart"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,12 +46,13 @@ func TestCheckForm(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			app := fiber.New()
 			app.Post("/", func(c *fiber.Ctx) error {
-				if err := e.CheckForm(c, "ev", "alice", tc.token); err != nil {
+				if err := e.CheckForm(c, "ev", "alice"); err != nil {
 					return c.Status(fiber.StatusForbidden).SendString(err.Error())
 				}
 				return c.SendStatus(fiber.StatusNoContent)
 			})
-			req := httptest.NewRequest("POST", self+"/", nil)
+			req := httptest.NewRequest("POST", self+"/", strings.NewReader(url.Values{FormField: {tc.token}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			if tc.origin != "" {
 				req.Header.Set("Origin", tc.origin)
 			}
@@ -62,5 +67,43 @@ func TestCheckForm(t *testing.T) {
 				t.Errorf("let on %v (status %d), want %v", got, resp.StatusCode, tc.ok)
 			}
 		})
+	}
+}
+
+// TestCheckFormBodyOnly: the form token counts in an urlencoded or a
+// multipart body, never in the query string.
+func TestCheckFormBodyOnly(t *testing.T) {
+	e := &Edge{form: newFormKey(limSecret)}
+	tok := e.FormToken("ev", "alice")
+	app := fiber.New()
+	app.Post("/", func(c *fiber.Ctx) error {
+		if err := e.CheckForm(c, "ev", "alice"); err != nil {
+			return c.SendStatus(fiber.StatusForbidden)
+		}
+		return c.SendStatus(fiber.StatusNoContent)
+	})
+	var mp bytes.Buffer
+	w := multipart.NewWriter(&mp)
+	_ = w.WriteField(FormField, tok)
+	_ = w.Close()
+	for _, tc := range []struct {
+		name, query, ctype, body string
+		ok                       bool
+	}{
+		{"urlencoded body", "", "application/x-www-form-urlencoded", FormField + "=" + tok, true},
+		{"multipart body", "", w.FormDataContentType(), mp.String(), true},
+		{"query only", "?" + FormField + "=" + tok, "application/x-www-form-urlencoded", "", false},
+		{"query, empty body field", "?" + FormField + "=" + tok, "application/x-www-form-urlencoded", FormField + "=", false},
+		{"body without a form content type", "", "text/plain", FormField + "=" + tok, false},
+	} {
+		req := httptest.NewRequest("POST", "/"+tc.query, strings.NewReader(tc.body))
+		req.Header.Set("Content-Type", tc.ctype)
+		resp, err := app.Test(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.StatusCode == fiber.StatusNoContent; got != tc.ok {
+			t.Errorf("%s: let on %v (status %d), want %v", tc.name, got, resp.StatusCode, tc.ok)
+		}
 	}
 }

@@ -38,7 +38,10 @@ type (
 	}
 )
 
-// Headers a caller may send to be limited per device and per payment.
+// Headers a trusted proxy may send to limit its callers per device and per
+// payment. They are believed only from a trusted proxy
+// (Config.TrustedProxies): from any other peer they are ignored, since a
+// client could send a new value with every request (signal).
 const (
 	DeviceHeader  = "X-Device-ID"
 	PaymentHeader = "X-Payment-Fingerprint"
@@ -186,7 +189,7 @@ func (s *Edge) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
 			return p
 		}
 	}
-	device, err := callerValue(c, DeviceHeader)
+	device, err := s.signal(c, DeviceHeader)
 	if err != nil {
 		return err
 	}
@@ -199,14 +202,18 @@ func (s *Edge) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
 }
 
 // Claim runs claim's defences for user: the distributed rate limits,
-// then the one-claim-per-device and per-payment reservations.
+// then the one-claim-per-device and per-payment reservations. A sale that
+// asks for one claim per device or payment refuses a caller that is not
+// behind a trusted proxy 403 untrusted_signal: the node has no device or
+// payment it can believe, and a reservation keyed on the client's own
+// header would bind nothing.
 func (s *Edge) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
 	lim := &cfg.Limits // defaulted when the configuration was read
-	device, err := callerValue(c, DeviceHeader)
+	device, err := s.signal(c, DeviceHeader)
 	if err != nil {
 		return err
 	}
-	payment, err := callerValue(c, PaymentHeader)
+	payment, err := s.signal(c, PaymentHeader)
 	if err != nil {
 		return err
 	}
@@ -222,6 +229,9 @@ func (s *Edge) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
 	} {
 		if !r.on {
 			continue
+		}
+		if r.val == "" && !s.proxies.TrustsPeer(c) {
+			return untrustedSignal(r.kind, r.header)
 		}
 		if r.val == "" {
 			return kit.BadRequest("this sale allows one claim per %s: send %s", r.kind, r.header)
@@ -301,11 +311,24 @@ func toLimit(r event.Rate) limit.Limit {
 	return limit.Limit{Rate: r.PerSecond, Burst: r.Burst}
 }
 
-// callerValue returns an optional caller-supplied header, validated.
-func callerValue(c *fiber.Ctx, name string) (string, error) {
-	v := c.Get(name)
-	if v == "" {
+// untrustedSignal is the answer to a claim that needs a device or payment
+// signal from a caller the node cannot believe one from.
+func untrustedSignal(kind, header string) *kit.Problem {
+	return kit.NewProblem(fiber.StatusForbidden, "untrusted_signal", "this sale allows one claim per "+kind+
+		", and "+header+" is believed only from the shop's gateway (a trusted proxy, ANTEROOM_TRUSTED_PROXIES); come through the shop's gateway")
+}
+
+// signal returns the request header name when the node believes it: the
+// direct peer is a trusted proxy, the header is sent once and is well
+// formed. From any other peer it returns "" whatever was sent (the header
+// is ignored, malformed or not). The value is copied.
+func (s *Edge) signal(c *fiber.Ctx, name string) (string, error) {
+	if !s.proxies.TrustsPeer(c) {
 		return "", nil
+	}
+	v, err := oneHeader(c, name)
+	if err != nil || v == "" {
+		return "", err
 	}
 	if !callerValuePattern.MatchString(v) {
 		return "", kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", name)

@@ -81,15 +81,12 @@ type BasicRenderer interface {
 // forms checks the basic page's form posts; *protect.Edge.
 type forms interface {
 	FormToken(ev, user string) string
-	CheckForm(c *fiber.Ctx, ev, user, token string) error
+	CheckForm(c *fiber.Ctx, ev, user string) error // the token from the form body only
 }
 
-// Form fields of the basic page's forms besides the form token
-// (protect.FormField).
-const (
-	formField = "form"
-	idemField = "idem"
-)
+// idemField is the claim form's idempotency key field; the form token's
+// field (protect.FormField) is the Forms' to read.
+const idemField = "idem"
 
 // BasicPath is the address of event ev's basic page.
 func BasicPath(ev string) string { return "/e/" + ev + "/basic" }
@@ -217,7 +214,7 @@ func (s *API) basicJoin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Forms.CheckForm(c, cfg.ID, user, c.FormValue(formField)); err != nil {
+	if err := s.deps.Forms.CheckForm(c, cfg.ID, user); err != nil {
 		return err
 	}
 	if cfg.IsSafetyNet() {
@@ -243,7 +240,7 @@ func (s *API) basicClaim(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Forms.CheckForm(c, cfg.ID, user, c.FormValue(formField)); err != nil {
+	if err := s.deps.Forms.CheckForm(c, cfg.ID, user); err != nil {
 		return err
 	}
 	key := c.FormValue(idemField)

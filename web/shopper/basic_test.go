@@ -35,8 +35,8 @@ func (pollView) ShownETA(*admission.Sale, string, time.Time, admission.Decision)
 // fixedForms hands out one form token.
 type fixedForms struct{}
 
-func (fixedForms) FormToken(ev, user string) string                   { return "tok-" + ev + "-" + user }
-func (fixedForms) CheckForm(*fiber.Ctx, string, string, string) error { return nil }
+func (fixedForms) FormToken(ev, user string) string           { return "tok-" + ev + "-" + user }
+func (fixedForms) CheckForm(*fiber.Ctx, string, string) error { return nil }
 
 // lastView records the view the page was rendered with.
 type lastView struct{ v BasicView }
