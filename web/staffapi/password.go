@@ -88,27 +88,10 @@ func (s *API) changePassword(c *fiber.Ctx) error {
 }
 
 // checkOldPassword checks the caller's old password, throttled and, when
-// wrong, audited like a failed sign-in.
+// wrong, audited like a failed sign-in (403: the session stays).
 func (s *API) checkOldPassword(c *fiber.Ctx, id kit.Staff, old string) (staff.Account, error) {
-	addr := s.cfg.Proxies.ClientIP(c)
-	ctx, cancel := s.ctx(c)
-	defer cancel()
-	wait, err := s.deps.StaffThrottle.Blocked(ctx, addr)
-	if err != nil {
-		return staff.Account{}, s.staffDegraded(c, err)
-	}
-	if wait > 0 {
-		return staff.Account{}, kit.RateLimited("failed admin sign-ins from this address", wait)
-	}
-	acc, err := s.deps.Accounts.SignIn(ctx, id.Name, old)
-	if errors.Is(err, staff.ErrBadLogin) {
-		s.failed(c, addr, "account.password_failed", id.Name, id.Role)
-		return staff.Account{}, kit.NewProblem(fiber.StatusForbidden, "forbidden", "the old password is wrong")
-	}
-	if err != nil {
-		return staff.Account{}, s.staffDegraded(c, err)
-	}
-	return acc, nil
+	return s.throttledSignIn(c, id.Name, old, "account.password_failed", id.Role,
+		kit.NewProblem(fiber.StatusForbidden, "forbidden", "the old password is wrong"))
 }
 
 // resetPassword answers PUT /admin/accounts/{name}/password {"password"}

@@ -154,6 +154,14 @@ func (s *API) checkPassword(c *fiber.Ctx, name, password string) (staff.Account,
 	if err := s.accountsOrUnavailable(); err != nil {
 		return staff.Account{}, err
 	}
+	return s.throttledSignIn(c, name, password, "session.sign_in_failed", "",
+		kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "wrong name or password"))
+}
+
+// throttledSignIn checks name's password, throttled per address; a wrong
+// one is counted against the address, audited as failAction (as name,
+// with role; never what was tried) and answered refusal.
+func (s *API) throttledSignIn(c *fiber.Ctx, name, password, failAction string, role staff.Role, refusal error) (staff.Account, error) {
 	addr := s.cfg.Proxies.ClientIP(c)
 	ctx, cancel := s.ctx(c)
 	defer cancel()
@@ -166,8 +174,8 @@ func (s *API) checkPassword(c *fiber.Ctx, name, password string) (staff.Account,
 	}
 	acc, err := s.deps.Accounts.SignIn(ctx, name, password)
 	if errors.Is(err, staff.ErrBadLogin) {
-		s.failed(c, addr, "session.sign_in_failed", name, "")
-		return staff.Account{}, kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "wrong name or password")
+		s.failed(c, addr, failAction, name, role)
+		return staff.Account{}, refusal
 	}
 	if err != nil {
 		return staff.Account{}, s.staffDegraded(c, err)
