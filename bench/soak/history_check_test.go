@@ -16,12 +16,21 @@ func TestHistoryCatches(t *testing.T) {
 	granted := func(user, key, id string) op {
 		return op{Sale: "s", User: user, Kind: "claim", Key: key, Status: http.StatusCreated, ClaimID: id}
 	}
+	// Staff held the sale from 10 s ago (node 0 answered); the ops below
+	// were sent 5 s ago, on node 0 or another node.
+	t0 := time.Now()
+	held := func(what string) []hold { return []hold{{what: what, node: "0", from: t0.Add(-10 * time.Second)}} }
+	during := func(o op, node string) op {
+		o.Node, o.Start, o.At = node, t0.Add(-5*time.Second), t0.Add(-4*time.Second)
+		return o
+	}
 	cases := []struct {
-		name string
-		ops  []op
-		want string // "" = no violation
+		name  string
+		holds []hold
+		ops   []op
+		want  string // "" = no violation
 	}{
-		{"healthy", []op{
+		{"healthy", nil, []op{
 			{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1},
 			{Sale: "s", User: "b", Kind: "join", Status: 200, Pos: 2},
 			{Sale: "s", User: "a", Kind: "claim", Key: "k0", Status: 503, Code: "degraded", Retry: true},
@@ -30,16 +39,28 @@ func TestHistoryCatches(t *testing.T) {
 			{Sale: "s", User: "a", Kind: "release", Status: 200, ClaimID: "c2"},
 			granted("a", "k2", "c3"),
 		}, ""},
-		{"idempotency", []op{granted("a", "k0", "c1"), granted("a", "k0", "c2")}, "Idempotency-Key"},
-		{"limit", []op{granted("a", "k0", "c1"), granted("a", "k1", "c2"), granted("a", "k2", "c3")}, "limit 2"},
-		{"supply", []op{granted("a", "k0", "c1"), granted("b", "k0", "c2"), granted("c", "k0", "c3"), granted("d", "k0", "c4")}, "supply 3"},
-		{"positions", []op{{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1}, {Sale: "s", User: "b", Kind: "join", Status: 200, Pos: 1}}, "position 1"},
-		{"500", []op{{Sale: "s", User: "a", Kind: "claim", Status: 500, Code: "internal"}}, "5xx"},
-		{"503 without Retry-After", []op{{Sale: "s", User: "a", Kind: "status", Status: 503, Code: "degraded"}}, "5xx"},
-		{"confirmed released", []op{granted("a", "k0", "c1"),
+		{"idempotency", nil, []op{granted("a", "k0", "c1"), granted("a", "k0", "c2")}, "Idempotency-Key"},
+		{"limit", nil, []op{granted("a", "k0", "c1"), granted("a", "k1", "c2"), granted("a", "k2", "c3")}, "limit 2"},
+		{"supply", nil, []op{granted("a", "k0", "c1"), granted("b", "k0", "c2"), granted("c", "k0", "c3"), granted("d", "k0", "c4")}, "supply 3"},
+		{"positions", nil, []op{{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1}, {Sale: "s", User: "b", Kind: "join", Status: 200, Pos: 1}}, "position 1"},
+		{"500", nil, []op{{Sale: "s", User: "a", Kind: "claim", Status: 500, Code: "internal"}}, "5xx"},
+		{"503 without Retry-After", nil, []op{{Sale: "s", User: "a", Kind: "status", Status: 503, Code: "degraded"}}, "5xx"},
+		{"confirmed released", nil, []op{granted("a", "k0", "c1"),
 			{Sale: "s", User: "a", Kind: "lookup", Status: 200, ClaimID: "c1", State: "confirmed"},
 			{Sale: "s", User: "a", Kind: "release", Status: 200, ClaimID: "c1"}}, "released after it was seen confirmed"},
-		{"max_active", func() []op {
+		{"joined while closed", held("closed"), []op{during(op{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1}, "0")}, "while staff had it closed"},
+		{"form join while closed", held("closed"), []op{during(op{Sale: "s", User: "a", Kind: "bjoin", Status: http.StatusSeeOther}, "1")}, "while staff had it closed"},
+		{"admitted while paused", held("paused"), []op{during(op{Sale: "s", User: "a", Kind: "status", Status: 200, State: "admitted"}, "2")}, "admitted to sale s while staff had it paused"},
+		{"sold while closed", held("closed"), []op{during(granted("a", "k0", "c1"), "0")}, "granted in sale s while staff had it closed"},
+		{"held, nothing let through", held("closed"), []op{
+			during(op{Sale: "s", User: "a", Kind: "join", Status: 503, Code: "closed", Retry: true}, "0"),
+			during(op{Sale: "s", User: "b", Kind: "status", Status: 200, State: "closed"}, "1"),
+			during(op{Sale: "s", User: "b", Kind: "claim", Status: 503, Code: "closed", Retry: true}, "1"),
+		}, ""},
+		{"joined while paused", held("paused"), []op{during(op{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1}, "0")}, ""},
+		{"admitted on another node within its slack", []hold{{what: "paused", node: "0", from: t0.Add(-5*time.Second - holdSlack/2)}},
+			[]op{during(op{Sale: "s", User: "a", Kind: "status", Status: 200, State: "admitted"}, "1")}, ""},
+		{"max_active", nil, func() []op {
 			var out []op
 			for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
 				out = append(out, op{Sale: "s", User: u, Kind: "status", Status: 200, State: "admitted"})
@@ -51,6 +72,7 @@ func TestHistoryCatches(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHistory()
 			h.open("s", 3, 2, 2)
+			h.holds["s"] = tc.holds
 			for _, o := range tc.ops {
 				h.record(o)
 			}
