@@ -1,4 +1,4 @@
--- advance.lua v12: move an event's admission frontier forward. Leaderless: every
+-- advance.lua v13: move an event's admission frontier forward. Leaderless: every
 -- node may call it on every tick; Redis TIME and the stored last-advance
 -- instant make the total advance rate * elapsed however many nodes call.
 --
@@ -22,7 +22,8 @@
 -- (zset position -> first request, unix ms), KEYS[12] readmitted late
 -- no-shows (zset position -> deadline on the admission clock), KEYS[13]
 -- held log (list: "q" when position q is credited as a no-show under
--- max_active, "-q" when it is counted back or readmitted).
+-- max_active, "-q" when it is counted back or readmitted), KEYS[14] the
+-- queue counter's failover fence (join.lua's: seq_fence).
 -- All keys share the event's hash tag.
 -- ARGV[1] admission start = window end (unix ms), ARGV[2] rate per second,
 -- ARGV[3] 1 when paused or sold out (nobody can be admitted: the admission
@@ -40,7 +41,9 @@
 -- refused before any write, 'anteroom: stale view': a view a staff save
 -- overtook never starts admission or freezes a window at a start the store
 -- no longer has; see event.MaxViewAge), ARGV[16] nl, ARGV[17] the caller's
--- offset in the held log; then nl late requests (held no-shows asking to
+-- offset in the held log, ARGV[18] the highest seq of the queue counter
+-- the caller has seen (0: none), ARGV[19] the failover span (ms); then nl
+-- late requests (held no-shows asking to
 -- come in), np positions present,
 -- np waits (seconds from join to the token, -1 unknown), nc positions that
 -- were granted a claim, nc waits (seconds from the admission token to the
@@ -89,6 +92,12 @@
 -- meanwhile. A hash without r (an older version's, or a new sale)
 -- records the id without a hold. Without max_active nothing is capped and
 -- the queue's own failover limit applies (see package queue).
+-- The queue's fence (one slot: not for join shards, whose counters
+-- readshard.lua fences): the counter KEYS[2] is fenced (seq_fence, as
+-- join.lua does) before W is frozen from it or joined read, so a step that
+-- runs first on a promoted replica freezes W past the joins the old
+-- primary answered alone: their people keep their tickets and their places
+-- in the window; the numbers skipped are no-shows.
 -- Reply {F * 1000, joined, W (-1 while open), now (unix ms), n, active,
 -- health held (0/1), health generation, c, held log length, the log's
 -- epoch, then the log's entries from ARGV[17] (at most 4096; "-q" as -q)}.
@@ -99,7 +108,7 @@
 -- on another server reads the log again from its start.
 local frontier, counter, window, presence, history = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local activeset, tallies, claimedbits, finishedbits, healthhash = KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-local latereqs, readmitted, heldlog = KEYS[11], KEYS[12], KEYS[13]
+local latereqs, readmitted, heldlog, seqfence = KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 local now = now_ms()
 local start, rate, hold = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3] == '1'
 local grace, maxcheck = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -110,7 +119,7 @@ local maxstep = tonumber(ARGV[13])
 local viewend = tonumber(ARGV[15])
 if viewend > 0 and now >= viewend then return redis.error_reply('anteroom: stale view') end
 local nl, logfrom = tonumber(ARGV[16]), tonumber(ARGV[17])
-local at = 18 + nl -- the first position present
+local at = 20 + nl -- the first position present
 
 -- Every key is read before anything is written: a key of the wrong type
 -- fails the script here, before a presence mark is set without its
@@ -133,6 +142,11 @@ local hs = redis.call('HMGET', healthhash, 'held', 'gen')
 redis.call('ZCARD', latereqs)
 redis.call('ZCARD', readmitted)
 redis.call('LLEN', heldlog)
+if not sharded then
+  -- The counter's fence reads it (and the fence), then writes.
+  local _, moved = seq_fence(counter, seqfence, tonumber(ARGV[18]), tonumber(ARGV[19]))
+  joined = moved
+end
 local health = {'0', hs[2] or '0'}
 if ARGV[14] == '1' and hs[1] == '1' then
   health[1] = '1'
@@ -207,7 +221,7 @@ for i = cl, cl + nc - 1 do
 end
 
 if not w and now >= start and not sharded then
-  w = tostring(joined)
+  w = string.format('%.0f', joined)
   redis.call('SET', window, w)
 end
 w = tonumber(w or '-1')
@@ -253,7 +267,7 @@ end
 -- A late request counts for a position still held: a credited no-show,
 -- never present, not readmitted.
 if maxactive > 0 then
-  for i = 18, 17 + nl do
+  for i = 20, 19 + nl do
     local q = tonumber(ARGV[i])
     if q <= c and redis.call('GETBIT', presence, q) == 0 and not redis.call('ZSCORE', readmitted, q) then
       redis.call('ZADD', latereqs, 'NX', now, q)

@@ -258,10 +258,11 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 	if s.HealthChecked {
 		checked = 1
 	}
-	args := make([]any, 0, 17+len(s.Late)+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
+	args := make([]any, 0, 19+len(s.Late)+2*len(s.Present)+2*len(s.Claimed)+2*len(s.Pending))
 	args = append(args, s.Start.UnixMilli(), s.Rate, hold, s.Grace.Milliseconds(), MaxNoShowChecks,
 		units, max(s.MaxActive, 0), s.AdmissionTTL.Milliseconds(), len(s.Present), len(s.Claimed), joined, window,
-		max(credit.Milliseconds(), 1), checked, untilMillis(s.ViewUntil), len(s.Late), max(s.HeldFrom, 0))
+		max(credit.Milliseconds(), 1), checked, untilMillis(s.ViewUntil), len(s.Late), max(s.HeldFrom, 0),
+		f.highs.High(k.Seq), queue.FailoverSpan.Milliseconds())
 	for _, ps := range [][]int64{s.Late, s.Present, waitsOf(s.Present, s.PresentWait), s.Claimed, waitsOf(s.Claimed, s.ClaimedWait)} {
 		for _, p := range ps {
 			args = append(args, p)
@@ -276,7 +277,7 @@ func (f *Frontier) Advance(ctx context.Context, ev string, s Step) (Reading, err
 		tag = queue.LaneTag(ev, s.Lane)
 		keys = []string{tag + "adm", k.Seq, k.Window, tag + "present", tag + "hist", tag + "act", tallyKey(ev), tag + "claimed", tag + "fin", healthKey(ev)}
 	}
-	keys = append(keys, tag+"late", tag+"readmit", tag+"heldlog")
+	keys = append(keys, tag+"late", tag+"readmit", tag+"heldlog", k.Fence)
 	res, err := f.advance.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil && queue.IsStaleView(err) {
 		return Reading{}, fmt.Errorf("advance %s: %w", ev, queue.ErrStaleView)

@@ -54,7 +54,12 @@
 //     also reports, with each join, the highest sequence number it has
 //     seen of that counter, and the counter never stands below a report:
 //     every ticket a live node handed out stays below it, whatever the
-//     pace. A queue with no fence on a promoted server (born in the lost
+//     pace. A shard read (readshard.lua) and a frontier step (admission's
+//     advance.lua) fence the counter the same way before they freeze W
+//     from it, so whichever script runs first on a promoted server, W is
+//     frozen past the lost joins and their people keep their places in
+//     the window (TestFirstReadAfterLaggingFailoverGivesNoPositionTwice).
+//     A queue with no fence on a promoted server (born in the lost
 //     writes) moves as at a pace of one a second; a promoted server whose
 //     fence names another id than the one it followed moves twice as far
 //     (its old primary took a new id, as a primary does when its first
@@ -73,7 +78,7 @@
 //     fence and rebuild (package claim).
 //   - A frozen window size W whose write was lost is frozen again by the
 //     first join, shard read or frontier step on the promoted primary,
-//     from its own counter.
+//     from its own counter, fenced first.
 //   - The frontier (package admission, admission/advance.lua) lives in
 //     Redis too and may stand a few steps lower on the replica. It goes on
 //     from there at the configured rate; one step credits at most

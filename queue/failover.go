@@ -16,7 +16,8 @@ const FailoverSpan = 11 * time.Second
 
 // fenceKey names the failover fence of the queue under key prefix tag: the
 // replication id its counter is kept on and the counter's pace (join.lua,
-// admission's enter.lua; internal/luascript's seqfence.lua).
+// readshard.lua, admission's enter.lua and advance.lua; internal/luascript's
+// seqfence.lua).
 func fenceKey(tag string) string { return tag + "sf" }
 
 // Highs is a node's record of the highest sequence number each counter

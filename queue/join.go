@@ -174,8 +174,8 @@ func userHash(user string) uint32 {
 
 // Keys names the keys the admission frontier shares with the queue, so the
 // frontier script can read the count of joiners and freeze W in one slot;
-// Fence is the counter's failover fence, for a script that gives seqs
-// (admission's enter.lua).
+// Fence is the counter's failover fence, for a script that gives seqs or
+// freezes W from the counter (admission's enter.lua and advance.lua).
 type Keys struct{ Seq, Window, Fence string }
 
 // KeysFor returns the queue keys of event ev.

@@ -55,11 +55,12 @@ type ShardRead struct {
 type SecondStart struct{ Second, First int64 }
 
 // ReadShard reads join shard s of event ev: its counter, its window size
-// (frozen here once Redis TIME reaches windowEnd) and its seconds list from
-// index from on. until bounds the view windowEnd comes from as Times.Until
+// (frozen here once Redis TIME reaches windowEnd, from the counter fenced
+// as a join fences it: see the package doc, "What a Redis failover does")
+// and its seconds list from index from on. until bounds the view windowEnd comes from as Times.Until
 // does a join's (ErrStaleView after it; zero: no bound).
 func (j *Joiner) ReadShard(ctx context.Context, ev string, s int, windowEnd, until time.Time, from int) (ShardRead, error) {
-	res, err := j.read.Run(ctx, j.rdb, shardReadKeys(ev, s), windowEnd.UnixMilli(), from, untilMillis(until)).Int64Slice()
+	res, err := j.read.Run(ctx, j.rdb, shardReadKeys(ev, s), j.shardReadArgs(ev, s, windowEnd, until, from)...).Int64Slice()
 	if IsStaleView(err) {
 		return ShardRead{}, fmt.Errorf("read shard %d of %s: %w", s, ev, ErrStaleView)
 	}
@@ -78,7 +79,7 @@ func (j *Joiner) ReadShards(ctx context.Context, ev string, windowEnd, until tim
 		pipe := p.Pipeline()
 		cmds := make([]*redis.Cmd, len(from))
 		for s := range from {
-			cmds[s] = j.read.EvalSha(ctx, pipe, shardReadKeys(ev, s), windowEnd.UnixMilli(), from[s], untilMillis(until))
+			cmds[s] = j.read.EvalSha(ctx, pipe, shardReadKeys(ev, s), j.shardReadArgs(ev, s, windowEnd, until, from[s])...)
 		}
 		_, _ = pipe.Exec(ctx) // errors are per command, below
 		for s, c := range cmds {
@@ -109,7 +110,19 @@ func (j *Joiner) readEach(ctx context.Context, ev string, windowEnd, until time.
 	return out, nil
 }
 
-func shardReadKeys(ev string, s int) []string { return queueKeys(shardTag(ev, s), 0) }
+// shardReadKeys names readshard.lua's keys for shard s of event ev: the
+// shard's counter, window and seconds list, and the counter's fence.
+func shardReadKeys(ev string, s int) []string {
+	tag := shardTag(ev, s)
+	return append(queueKeys(tag, 1), fenceKey(tag))
+}
+
+// shardReadArgs are readshard.lua's arguments: with the highest seq of the
+// shard's counter this Joiner has seen and the failover span, so the read
+// fences the counter as a join would before it freezes W_s.
+func (j *Joiner) shardReadArgs(ev string, s int, windowEnd, until time.Time, from int) []any {
+	return []any{windowEnd.UnixMilli(), from, untilMillis(until), j.highs.High(shardTag(ev, s)), FailoverSpan.Milliseconds()}
+}
 
 // queueKeys names the sequence counter, frozen window and seconds list of
 // the queue under key prefix tag (join.lua's and readshard.lua's first

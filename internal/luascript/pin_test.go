@@ -26,7 +26,7 @@ var pins = map[string]struct {
 	"admission/passrevoke.lua": {1, "78cd646225ccdc8fa3192507332d450fd2bc5ff0"},
 	"admission/activate.lua":   {1, "40150a3effb483c9521883239c2aec4daa992445"},
 	"admission/enter.lua":      {4, "8fff8d49f550c04aaadbf0f0cd93ffa033cb0fda"},
-	"admission/advance.lua":    {12, "9e090e15b21836a033a4bd1406468e1a6be0c754"},
+	"admission/advance.lua":    {13, "3bdee4eb6b95bcce100626c17b3729c18736d64c"},
 	"claim/accept.lua":         {1, "b18dc6f74f2dda1e8831fdaf42053d87d7208ce8"},
 	"claim/claim.lua":          {2, "140b8eaf7b8390ad65bcebba5cacd648a6235d1c"},
 	"claim/confirm.lua":        {2, "cb3808c9d32617f585c64377426d86f07dc51457"},
@@ -59,7 +59,7 @@ var pins = map[string]struct {
 	"limit/heartbeat.lua":      {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":        {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
 	"queue/join.lua":           {7, "941b018f6461792499cb361f3bd422a5c9e4ff1a"},
-	"queue/readshard.lua":      {3, "0ccd05d17c3476bd7a0ae2f8264240987cd3cba3"},
+	"queue/readshard.lua":      {4, "423782f5078f88d2f212224ae40dfd2e12ffc4fb"},
 	"push/unlock.lua":          {1, "1337074e8394c6ed699bec6fd957241e972a318a"},
 }
 
