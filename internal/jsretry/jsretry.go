@@ -69,13 +69,25 @@ func Transient(err error) bool {
 	}
 	var api *jetstream.APIError
 	if errors.As(err, &api) {
-		switch api.ErrorCode {
-		case codeNotAvailable, codeNotLeader, codeStreamOffline, codeConsumerOffline:
-			return true
-		}
-		return api.Code == 503
+		return electing(int(api.ErrorCode), api.Code)
+	}
+	// The legacy API (which makes a key-value watch's consumer) has an
+	// APIError of its own.
+	var legacy *nats.APIError
+	if errors.As(err, &legacy) {
+		return electing(int(legacy.ErrorCode), legacy.Code)
 	}
 	return false
+}
+
+// electing reports whether an API error's code and HTTP status are those
+// of a cluster between leaders.
+func electing(code, status int) bool {
+	switch code {
+	case codeNotAvailable, codeNotLeader, codeStreamOffline, codeConsumerOffline:
+		return true
+	}
+	return status == 503
 }
 
 // Do calls f until it returns nil or an error that is not Transient, ctx

@@ -25,6 +25,12 @@ func TestTransient(t *testing.T) {
 		{&jetstream.APIError{Code: 500, ErrorCode: 10009, Description: "JetStream cluster can not handle request"}, true},
 		{&jetstream.APIError{Code: 500, ErrorCode: 10118, Description: "stream is offline"}, true},
 		{&jetstream.APIError{Code: 503, ErrorCode: 1, Description: "unavailable"}, true},
+		// The key-value watch's consumer is made by the legacy API, whose
+		// errors are nats.APIError (a CI run's "orders of elect: nats:
+		// JetStream system temporarily unavailable" was not retried).
+		{fmt.Errorf("orders of elect: %w", &nats.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}), true},
+		{&nats.APIError{Code: 500, ErrorCode: 10009, Description: "JetStream cluster can not handle request"}, true},
+		{&nats.APIError{Code: 404, ErrorCode: 10059, Description: "stream not found"}, false},
 		{jetstream.ErrStreamNotFound, false},
 		{jetstream.ErrMsgNotFound, false},
 		{jetstream.ErrConsumerNotFound, false},
