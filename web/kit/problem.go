@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/push"
@@ -264,6 +265,12 @@ var errorRows = []errorRow{
 	{err: admission.ErrFull, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
 	{err: tokens.ErrWeakSecret, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
 	{err: lifecycle.ErrBadSignature, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	// A refused dial target is a background probe's, webhook's or push's
+	// (staff see its class); the key stages are `anteroom keys`'s.
+	{err: netguard.ErrRefused, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	{err: tokens.ErrNextPending, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	{err: tokens.ErrNoNext, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	{err: tokens.ErrTooSoon, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
 
 	// fiber's own errors.
 	{match: fiberStatus(fiber.StatusRequestEntityTooLarge), status: fiber.StatusRequestEntityTooLarge, code: "too_large", detail: "request bodies are limited to 16 KB"},

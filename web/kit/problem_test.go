@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
@@ -91,6 +92,12 @@ var sentinels = []struct {
 	{"tokens.ErrWeakSecret", tokens.ErrWeakSecret, http.StatusInternalServerError, "internal"},
 	{"lifecycle.ErrBadSignature", lifecycle.ErrBadSignature, http.StatusInternalServerError, "internal"},
 	{"internal/node.ErrDraining", node.ErrDraining, http.StatusInternalServerError, "internal"},
+	// A refused dial target is a background probe's, webhook's or push's
+	// (viewers see its class); the key stages are `anteroom keys`'s.
+	{"internal/netguard.ErrRefused", netguard.ErrRefused, http.StatusInternalServerError, "internal"},
+	{"tokens.ErrNextPending", tokens.ErrNextPending, http.StatusInternalServerError, "internal"},
+	{"tokens.ErrNoNext", tokens.ErrNoNext, http.StatusInternalServerError, "internal"},
+	{"tokens.ErrTooSoon", tokens.ErrTooSoon, http.StatusInternalServerError, "internal"},
 	// Problems of their own, answered as they are.
 	{"web/kit.ErrUnknownEvent", kit.ErrUnknownEvent, http.StatusNotFound, "unknown_event"},
 	{"web/kit.ErrNoToken", kit.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
