@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -34,12 +35,12 @@ func releaseByStaff(ctx context.Context, f *faults, rnd *rand.Rand, since time.T
 	i := rnd.IntN(nodes)
 	path := "/events/" + ev + "/claims/" + id + "/release"
 	o := op{Sale: ev, User: user, Kind: "release", Node: strconv.Itoa(i), ClaimID: id, Note: "by staff", Start: time.Now()}
-	status, raw := f.s.dp.AdminCall(f.s.base(i), http.MethodPost, path, nil)
+	status, raw, retry := adminPost(ctx, f.s.base(i)+path, f.s.dp.Admin)
 	o.At = time.Now()
 	if status == 0 {
 		o.Err = "unreachable" // the model takes it as a release that may have happened
 	} else {
-		o.Status = status
+		o.Status, o.Retry = status, retry
 		var p struct {
 			Code string `json:"code"`
 		}
@@ -141,4 +142,24 @@ func (ss *sales) checkStaffAudit(ctx context.Context, ev string) {
 		return
 	}
 	h.note("audit", "sale %s: %d claims released by staff, each in the audit trail (%d lost with a failover's writes)", ev, len(rel), lost)
+}
+
+// adminPost sends POST url with the admin token and returns the status
+// (0 when no answer came), the body and whether Retry-After came: the
+// history's 5xx check needs the header, which AdminCall does not give.
+func adminPost(ctx context.Context, url, token string) (int, []byte, bool) {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, nil)
+	if err != nil {
+		return 0, nil, false
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := adminClient.Do(req)
+	if err != nil {
+		return 0, nil, false
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, raw, resp.Header.Get("Retry-After") != ""
 }
