@@ -3,6 +3,7 @@ package claim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,23 +56,32 @@ func runWorker(t *testing.T, e *env) (stop func()) {
 // message on the stream.
 func workerCaughtUp(t *testing.T, e *env) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A bound, not a timing: a fresh worker on an R3 stream of a loaded
+	// machine (a stressed CI run) took over 20 s to make its consumer
+	// and acknowledge a dozen messages.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	testenv.WaitFor(t, "the worker to acknowledge every message", 20*time.Second, func() bool {
+	testenv.Eventually(t, "the worker to acknowledge every message", 60*time.Second, func() error {
 		st, err := e.js.Stream(ctx, StreamName)
 		if err != nil {
-			return false
+			return err
 		}
 		si, err := st.Info(ctx)
 		if err != nil {
-			return false
+			return err
 		}
 		c, err := st.Consumer(ctx, WorkerConsumer)
 		if err != nil {
-			return false
+			return err
 		}
 		ci, err := c.Info(ctx)
-		return err == nil && ci.AckFloor.Stream >= si.State.LastSeq
+		if err != nil {
+			return err
+		}
+		if ci.AckFloor.Stream < si.State.LastSeq {
+			return fmt.Errorf("acknowledged up to %d of %d (%d pending, %d unacknowledged)", ci.AckFloor.Stream, si.State.LastSeq, ci.NumPending, ci.NumAckPending)
+		}
+		return nil
 	})
 }
 
