@@ -125,13 +125,18 @@ func (p *tab) do(actions ...chromedp.Action[chromedp.Void]) {
 // nodetest.Patience).
 func eval[T any](p *tab, expr string) T {
 	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, nodetest.Patience)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	v, err := tryEval[T](p, expr)
 	if err != nil {
 		p.t.Fatalf("tab %s: eval %s: %v", p.name, expr, err)
 	}
 	return v
+}
+
+// tryEval is eval that returns its error.
+func tryEval[T any](p *tab, expr string) (T, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, nodetest.Patience)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 }
 
 // text returns the text of the element with id, "" when absent.
@@ -155,8 +160,17 @@ func (p *tab) waitJS(what, expr string, d time.Duration) {
 	p.t.Helper()
 	start := time.Now()
 	deadline := start.Add(d + nodetest.Patience)
-	for !eval[bool](p, expr) {
+	for {
+		// A page that navigates while it is asked (a redirect, a form
+		// sent) answers with an error, not false: the wait asks again.
+		ok, err := tryEval[bool](p, expr)
+		if err == nil && ok {
+			return
+		}
 		if time.Now().After(deadline) {
+			if err != nil {
+				p.t.Fatalf("tab %s: timed out after %s waiting for %s: eval %s: %v", p.name, time.Since(start).Round(time.Millisecond), what, expr, err)
+			}
 			p.shot("timeout")
 			dbg := eval[string](p, `(() => { try { return JSON.stringify({busy, due, st, res, notice, now: Date.now()}); } catch (e) { return ""; } })()`)
 			p.t.Fatalf("tab %s: timed out after %s (the scenario's %s and %s of patience) waiting for %s; result %q, notice %q, state %q; page %s",
