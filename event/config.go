@@ -191,6 +191,11 @@ type Config struct {
 	//
 	// Default: none (no shop secret, no health check)
 	Shop Shop `json:"shop"`
+	// Door is who may come in: block and eligibility lists and rules
+	// (package door). Never locks.
+	//
+	// Default: none (everyone queues)
+	Door Door `json:"door,omitzero"`
 
 	// Version increases with every stored change. Set by the store.
 	Version int64 `json:"version"`
@@ -315,6 +320,9 @@ func (c *Config) Validate() error {
 		if err := c.validateSafetyNet(); err != nil {
 			return err
 		}
+	}
+	if err := c.Door.validate(); err != nil {
+		return err
 	}
 	switch {
 	case !ValidID(c.ID):

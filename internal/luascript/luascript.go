@@ -2,7 +2,8 @@
 // prelude (now_ms and replid, prelude.lua) followed by the script's own
 // text, so a helper is written once and every script reads Redis TIME the
 // same way. A script that calls seq_fence, the failover fence of a
-// sequence counter (seqfence.lua), gets it between the two.
+// sequence counter (seqfence.lua), or list_has, a list's exact membership
+// check (listhas.lua), gets it between the two.
 //
 // Every script's first line names it and its version
 // ("-- claim.lua v2: ..."); TestScriptsPinned pins each script's SHA1, so a
@@ -29,13 +30,21 @@ var prelude string
 //go:embed seqfence.lua
 var seqFence string
 
+//go:embed listhas.lua
+var listHas string
+
 // Source returns the text Redis runs for a script whose own text is body:
-// the prelude, seqfence.lua when body calls seq_fence, then body.
+// the prelude, seqfence.lua when body calls seq_fence, listhas.lua when it
+// calls list_has, then body.
 func Source(body string) string {
+	src := prelude
 	if strings.Contains(body, "seq_fence(") {
-		return prelude + seqFence + body
+		src += seqFence
 	}
-	return prelude + body
+	if strings.Contains(body, "list_has(") {
+		src += listHas
+	}
+	return src + body
 }
 
 // New returns the script of body (see Source), run with EVALSHA and loaded

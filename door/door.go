@@ -1,0 +1,124 @@
+// Package door owns who may come into a sale or a safety-net room, and on
+// what evidence: block lists, eligibility lists and the sale's rules. Join,
+// status, the gate, safety-net rooms and claim ask it (Door.Check); none
+// re-implements a piece of it.
+//
+// The order of checks, for one request to one sale:
+//
+//  1. Block lists (event.Door.BlockLists): a caller whose user id or
+//     client network is on one is refused, 403 blocked, whatever a rule
+//     says. A list's node filter can answer "maybe" (package door/lists):
+//     at the join the join script then decides exactly (Verdict.Exact);
+//     elsewhere a "maybe" refuses (a filter errs only toward refusing).
+//  2. Rules (event.Door.Rules), in order: the first whose `when` holds
+//     decides with its `then`: queue, bypass, block, challenge or sink.
+//     None matching is queue.
+//  3. Eligibility lists (event.Door.EligibleLists), for a request the
+//     rules left to the queue (or sent to a challenge): a caller on none
+//     of them is refused, 403 not_eligible with the sale's message. At
+//     the join a filter's "maybe" is decided exactly by the join script.
+//
+// A sink is an endless queue: the caller sees an ordinary wait that never
+// comes up. Checks read only the node's memory (filters, the network
+// table, compiled rules): the door adds no Redis round trip to a request.
+package door
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Action is what the door decides for a request.
+type Action uint8
+
+// The actions, in the order a Verdict reports them.
+const (
+	// Queue is the default: the sale's own queue and rules of admission.
+	Queue Action = iota
+	// Bypass is never queued (health checks, static assets, a partner's
+	// servers).
+	Bypass
+	// Block refuses: 403 blocked.
+	Block
+	// Challenge asks for a proof of work or a captcha before the join.
+	Challenge
+	// Sink sends the caller to an endless queue.
+	Sink
+	// NotEligible refuses a caller on none of the sale's eligibility
+	// lists: 403 not_eligible.
+	NotEligible
+)
+
+// String is the action's name as staff write it in a rule's `then`.
+func (a Action) String() string {
+	switch a {
+	case Queue:
+		return "queue"
+	case Bypass:
+		return "bypass"
+	case Block:
+		return "block"
+	case Challenge:
+		return "challenge"
+	case Sink:
+		return "sink"
+	case NotEligible:
+		return "not_eligible"
+	}
+	return "unknown"
+}
+
+// Request is what the door sees of one request.
+type Request struct {
+	// Method, Host, Path and Query are the request line's (Query without
+	// its '?').
+	Method, Host, Path, Query string
+	// Addr is the client's address (behind trusted proxies, the one they
+	// name).
+	Addr netip.Addr
+	// User is the caller's user id; "" where the request names none.
+	User string
+	// Claims are the caller's identity-token claims (jwt identity mode).
+	Claims map[string][]string
+	// Header and Cookie read a request header and a cookie by name ("" if
+	// absent); nil reads none.
+	Header, Cookie func(name string) string
+	// Now is the request's instant on the node's clock.
+	Now time.Time
+}
+
+// Membership is what a node knows of a value's place on a list.
+type Membership uint8
+
+// The answers of Lists.
+const (
+	// Absent: certainly not on the list.
+	Absent Membership = iota
+	// Maybe: the node's filter cannot tell (a member, or one of its false
+	// positives); the join script's exact copy can.
+	Maybe
+	// Present: certainly on the list.
+	Present
+)
+
+// Lists is the node's view of the lists (package door/lists): compact
+// filters of user ids (and device ids and payment fingerprints), exact
+// tables of networks, refreshed within a tick of a change.
+type Lists interface {
+	// User answers whether user is on list name: Absent or Maybe for a
+	// list of ids, Absent for a list of another kind or an unknown one.
+	User(list, user string) Membership
+	// Addr answers whether addr is in one of list name's networks:
+	// Absent or Present (exact); Absent for a list of another kind.
+	Addr(list string, addr netip.Addr) Membership
+	// Hash is user's keyed hash, the entry the lists' exact copies hold
+	// (package door/lists' layout): the join script's argument.
+	Hash(user string) uint64
+}
+
+// Crawlers verifies search-engine crawlers by their address (package
+// door/crawler): the rule function verified_crawler. It must not block:
+// an address not known yet answers false and is looked up meanwhile.
+type Crawlers interface {
+	Verified(addr netip.Addr) bool
+}
