@@ -26,6 +26,8 @@ package door
 import (
 	"net/netip"
 	"time"
+
+	"github.com/anteroom/anteroom/event"
 )
 
 // Action is what the door decides for a request.
@@ -121,4 +123,12 @@ type Lists interface {
 // an address not known yet answers false and is looked up meanwhile.
 type Crawlers interface {
 	Verified(addr netip.Addr) bool
+}
+
+// Rules are the sales' compiled rules (package door/rules).
+type Rules interface {
+	// Match returns the first of cfg.Door.Rules whose `when` holds for r:
+	// its name and its `then`; ok is false when none holds (a rule whose
+	// evaluation fails does not hold).
+	Match(cfg *event.Config, r *Request) (name string, then Action, ok bool)
 }
