@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/testenv"
 	"github.com/anteroom/anteroom/internal/wait"
 )
 
@@ -21,9 +22,13 @@ func (c *fakeClock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // newVerifier is a Verifier of cfg asking s, on a clock the test moves,
 // closed at the test's end.
-func newVerifier(t *testing.T, s *dnsServer, cfg Config) (*Verifier, *fakeClock) {
+func newVerifier(t *testing.T, s *testenv.DNS, cfg Config) (*Verifier, *fakeClock) {
 	t.Helper()
-	cfg.Resolver = s.resolver(t)
+	r, err := ResolverAt(s.Addr())
+	if err != nil {
+		t.Fatalf("ResolverAt(%s): %v", s.Addr(), err)
+	}
+	cfg.Resolver = r
 	v := New(cfg)
 	clk := &fakeClock{}
 	clk.ns.Store(time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC).UnixNano())
@@ -81,19 +86,19 @@ const (
 )
 
 func TestGenuineGooglebot(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR(googleV4, googleV4PT)
-	s.setIPs(googleV4PT, googleV4)
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
 	v, _ := newVerifier(t, s, Config{})
 
 	if v.Verified(netip.MustParseAddr(googleV4)) {
 		t.Fatal("Verified = true before the lookup, want false (it must not wait on DNS)")
 	}
 	waitVerified(t, v, googleV4)
-	if got := s.count("PTR", googleV4); got != 1 {
+	if got := s.Queries("PTR", googleV4); got != 1 {
 		t.Errorf("PTR queries = %d, want 1", got)
 	}
-	if got := s.count("A", googleV4PT); got != 1 {
+	if got := s.Queries("A", googleV4PT); got != 1 {
 		t.Errorf("A queries = %d, want 1", got)
 	}
 	// The answer is cached: more calls ask nothing.
@@ -102,7 +107,7 @@ func TestGenuineGooglebot(t *testing.T) {
 			t.Fatal("Verified = false after it was verified")
 		}
 	}
-	if got := s.total("PTR"); got != 1 {
+	if got := s.TotalQueries("PTR"); got != 1 {
 		t.Errorf("PTR queries after 100 cached calls = %d, want 1", got)
 	}
 	// The same address written as IPv4-mapped IPv6 is the same address.
@@ -116,13 +121,13 @@ func TestGenuineGooglebot(t *testing.T) {
 }
 
 func TestSpoofedPTR(t *testing.T) {
-	s := startDNS(t)
+	s := testenv.StartDNS(t)
 	// The attacker owns 203.0.113.7's reverse zone and names it a
 	// Googlebot; Google's zone says that name is another address.
-	s.setPTR("203.0.113.7", "crawl-66-249-66-9.googlebot.com")
-	s.setIPs("crawl-66-249-66-9.googlebot.com", "66.249.66.9")
+	s.SetPTR("203.0.113.7", "crawl-66-249-66-9.googlebot.com")
+	s.SetAddrs("crawl-66-249-66-9.googlebot.com", "66.249.66.9")
 	// And a PTR naming a Googlebot that does not exist at all.
-	s.setPTR("203.0.113.8", "crawl-nowhere.googlebot.com")
+	s.SetPTR("203.0.113.8", "crawl-nowhere.googlebot.com")
 	v, _ := newVerifier(t, s, Config{})
 
 	for _, addr := range []string{"203.0.113.7", "203.0.113.8"} {
@@ -134,13 +139,13 @@ func TestSpoofedPTR(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v, %v; want false, nil", addr, ok, err)
 		}
 	}
-	if got := s.count("A", "crawl-66-249-66-9.googlebot.com"); got == 0 {
+	if got := s.Queries("A", "crawl-66-249-66-9.googlebot.com"); got == 0 {
 		t.Error("the forward name was never looked up: the PTR alone decided")
 	}
 }
 
 func TestSuffixTricks(t *testing.T) {
-	s := startDNS(t)
+	s := testenv.StartDNS(t)
 	v, _ := newVerifier(t, s, Config{})
 	// Every forward name resolves back to its address: only the domain
 	// check stands between these and a verified answer.
@@ -164,27 +169,27 @@ func TestSuffixTricks(t *testing.T) {
 		{"msn.com", false},
 	} {
 		addr := fmt.Sprintf("198.51.100.%d", i+1)
-		s.setPTR(addr, tc.name)
-		s.setIPs(tc.name, addr)
+		s.SetPTR(addr, tc.name)
+		s.SetAddrs(tc.name, addr)
 		ok, err := v.Lookup(context.Background(), netip.MustParseAddr(addr))
 		if ok != tc.want || err != nil {
 			t.Errorf("PTR %s: Lookup = %v, %v; want %v, nil", tc.name, ok, err, tc.want)
 		}
-		if !tc.want && s.count("A", tc.name) != 0 {
+		if !tc.want && s.Queries("A", tc.name) != 0 {
 			t.Errorf("PTR %s: its forward name was looked up, want no query for a name under no crawler domain", tc.name)
 		}
 	}
 }
 
 func TestIPv6Googlebot(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR(googleV6, googleV6PT)
-	s.setIPs(googleV6PT, googleV6)
-	s.setPTR("2001:db8::66", googleV6PT) // spoofed: the name is not this address
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV6, googleV6PT)
+	s.SetAddrs(googleV6PT, googleV6)
+	s.SetPTR("2001:db8::66", googleV6PT) // spoofed: the name is not this address
 	v, _ := newVerifier(t, s, Config{})
 
 	waitVerified(t, v, googleV6)
-	if got := s.count("PTR", googleV6); got != 1 {
+	if got := s.Queries("PTR", googleV6); got != 1 {
 		t.Errorf("ip6.arpa PTR queries = %d, want 1", got)
 	}
 	if verifiedOnce(t, v, "2001:db8::66") {
@@ -197,22 +202,23 @@ func TestIPv6Googlebot(t *testing.T) {
 }
 
 func TestSeveralPTRs(t *testing.T) {
-	s := startDNS(t)
+	s := testenv.StartDNS(t)
 	// A shared host: its first name is no crawler's, its second a
 	// genuine Googlebot.
-	s.setPTR("66.249.66.20", "host-20.example.net", "crawl-66-249-66-20.googlebot.com")
-	s.setIPs("host-20.example.net", "66.249.66.20")
-	s.setIPs("crawl-66-249-66-20.googlebot.com", "66.249.66.20")
+	s.SetPTR("66.249.66.20", "host-20.example.net", "crawl-66-249-66-20.googlebot.com")
+	s.SetAddrs("host-20.example.net", "66.249.66.20")
+	s.SetAddrs("crawl-66-249-66-20.googlebot.com", "66.249.66.20")
 	// Two Googlebot names, the first of which resolves elsewhere.
-	s.setPTR("66.249.66.21", "crawl-a.googlebot.com", "crawl-b.googlebot.com")
-	s.setIPs("crawl-a.googlebot.com", "66.249.66.99")
-	s.setIPs("crawl-b.googlebot.com", "66.249.66.21", "2001:4860::21")
-	// Many names, all under googlebot.com and none resolving to it.
+	s.SetPTR("66.249.66.21", "crawl-a.googlebot.com", "crawl-b.googlebot.com")
+	s.SetAddrs("crawl-a.googlebot.com", "66.249.66.99")
+	s.SetAddrs("crawl-b.googlebot.com", "66.249.66.21", "2001:4860::21")
+	// Many names, all under googlebot.com and none resolving to it: more
+	// than a UDP answer holds (the resolver asks again over TCP).
 	var many []string
-	for i := range 20 {
-		many = append(many, fmt.Sprintf("crawl-x%d.googlebot.com", i))
+	for i := range 60 {
+		many = append(many, fmt.Sprintf("crawl-x%d-padded-to-make-the-answer-long.googlebot.com", i))
 	}
-	s.setPTR("66.249.66.22", many...)
+	s.SetPTR("66.249.66.22", many...)
 	v, _ := newVerifier(t, s, Config{})
 
 	for _, addr := range []string{"66.249.66.20", "66.249.66.21"} {
@@ -220,22 +226,25 @@ func TestSeveralPTRs(t *testing.T) {
 			t.Errorf("Lookup(%s) = %v, %v; want true, nil", addr, ok, err)
 		}
 	}
-	if got := s.count("A", "host-20.example.net"); got != 0 {
+	if got := s.Queries("A", "host-20.example.net"); got != 0 {
 		t.Errorf("A queries for host-20.example.net = %d, want 0 (under no crawler domain)", got)
 	}
 	if ok, err := v.Lookup(context.Background(), netip.MustParseAddr("66.249.66.22")); ok || err != nil {
 		t.Errorf("Lookup(66.249.66.22) = %v, %v; want false, nil", ok, err)
 	}
-	if got := s.total("A"); got > 3+maxNames {
-		t.Errorf("A queries = %d, want at most %d: an address's owner may not make us check 20 names", got, 3+maxNames)
+	if got := s.Queries("PTR", "66.249.66.22"); got != 2 {
+		t.Errorf("PTR queries for 60 names = %d, want 2 (UDP, truncated, then TCP)", got)
+	}
+	if got := s.TotalQueries("A"); got > 3+maxNames {
+		t.Errorf("A queries = %d, want at most %d: an address's owner may not make us check 60 names", got, 3+maxNames)
 	}
 }
 
 func TestDNSTimeout(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR(googleV4, googleV4PT)
-	s.setIPs(googleV4PT, googleV4)
-	s.silent.Store(true)
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
+	s.SetSilent(true)
 	v, _ := newVerifier(t, s, Config{Timeout: 300 * time.Millisecond})
 	a := netip.MustParseAddr(googleV4)
 
@@ -266,8 +275,8 @@ func isTimeout(err error) bool {
 }
 
 func TestNegativeCache(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR("203.0.113.50", "host.example.net") // no crawler
+	s := testenv.StartDNS(t)
+	s.SetPTR("203.0.113.50", "host.example.net") // no crawler
 	v, clk := newVerifier(t, s, Config{NegativeTTL: time.Hour})
 	none := "203.0.113.51" // no PTR at all: NXDOMAIN
 
@@ -276,59 +285,59 @@ func TestNegativeCache(t *testing.T) {
 			t.Fatalf("Verified(%s) = true, want false", addr)
 		}
 	}
-	before := s.total("PTR")
+	before := s.TotalQueries("PTR")
 	clk.add(59 * time.Minute)
 	for range 200 {
 		v.Verified(netip.MustParseAddr("203.0.113.50"))
 		v.Verified(netip.MustParseAddr(none))
 	}
 	waitIdle(t, v)
-	if got := s.total("PTR"); got != before {
+	if got := s.TotalQueries("PTR"); got != before {
 		t.Errorf("PTR queries within the negative TTL: %d, want still %d", got, before)
 	}
 	// Past it, the address is looked up again (and verified, now that
 	// its PTR says so).
-	s.setPTR(none, "crawl-51.googlebot.com")
-	s.setIPs("crawl-51.googlebot.com", none)
+	s.SetPTR(none, "crawl-51.googlebot.com")
+	s.SetAddrs("crawl-51.googlebot.com", none)
 	clk.add(2 * time.Minute)
 	waitVerified(t, v, none)
-	if got := s.count("PTR", none); got != 2 {
+	if got := s.Queries("PTR", none); got != 2 {
 		t.Errorf("PTR queries for %s = %d, want 2 (one per negative TTL)", none, got)
 	}
 }
 
 func TestPositiveTTLReverifies(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR(googleV4, googleV4PT)
-	s.setIPs(googleV4PT, googleV4)
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
 	v, clk := newVerifier(t, s, Config{TTL: 24 * time.Hour})
 	a := netip.MustParseAddr(googleV4)
 
 	waitVerified(t, v, googleV4)
 	clk.add(23 * time.Hour)
-	if !v.Verified(a) || s.count("PTR", googleV4) != 1 {
-		t.Fatalf("within the TTL: Verified = %v after %d PTR queries, want true after 1", v.Verified(a), s.count("PTR", googleV4))
+	if !v.Verified(a) || s.Queries("PTR", googleV4) != 1 {
+		t.Fatalf("within the TTL: Verified = %v after %d PTR queries, want true after 1", v.Verified(a), s.Queries("PTR", googleV4))
 	}
 	// Google moved the address away: the next verification says so.
-	s.setIPs(googleV4PT, "66.249.66.2")
+	s.SetAddrs(googleV4PT, "66.249.66.2")
 	clk.add(2 * time.Hour)
 	if verifiedOnce(t, v, googleV4) {
 		t.Error("Verified = true after the TTL although the forward name no longer resolves to it")
 	}
-	if got := s.count("PTR", googleV4); got != 2 {
+	if got := s.Queries("PTR", googleV4); got != 2 {
 		t.Errorf("PTR queries = %d, want 2: the expired answer was verified again", got)
 	}
 	// And back.
-	s.setIPs(googleV4PT, googleV4)
+	s.SetAddrs(googleV4PT, googleV4)
 	clk.add(2 * time.Hour)
 	waitVerified(t, v, googleV4)
 }
 
 func TestOneLookupPerAddress(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR(googleV4, googleV4PT)
-	s.setIPs(googleV4PT, googleV4)
-	s.hold()
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
+	s.Hold()
 	v, _ := newVerifier(t, s, Config{Timeout: 30 * time.Second})
 	a := netip.MustParseAddr(googleV4)
 
@@ -350,28 +359,28 @@ func TestOneLookupPerAddress(t *testing.T) {
 	if n := len(v.slots); n != 1 {
 		t.Errorf("lookups under way after 6400 calls from one address = %d, want 1", n)
 	}
-	s.release()
+	s.Release()
 	waitVerified(t, v, googleV4)
-	if got := s.count("PTR", googleV4); got != 1 {
+	if got := s.Queries("PTR", googleV4); got != 1 {
 		t.Errorf("PTR queries = %d, want exactly 1", got)
 	}
 }
 
 func TestLookupBound(t *testing.T) {
-	s := startDNS(t)
-	s.hold()
+	s := testenv.StartDNS(t)
+	s.Hold()
 	const bound = 3
 	v, _ := newVerifier(t, s, Config{MaxLookups: bound, Timeout: 30 * time.Second})
 	addrs := make([]netip.Addr, 20)
 	for i := range addrs {
 		addrs[i] = netip.MustParseAddr(fmt.Sprintf("203.0.113.%d", 100+i))
-		s.setPTR(addrs[i].String(), fmt.Sprintf("host-%d.example.net", i))
+		s.SetPTR(addrs[i].String(), fmt.Sprintf("host-%d.example.net", i))
 		if v.Verified(addrs[i]) {
 			t.Fatalf("Verified(%s) = true", addrs[i])
 		}
 	}
 	if err := wait.Until(10*time.Second, 2*time.Millisecond, func() error {
-		if n := s.inflight.Load(); n < bound {
+		if n := s.Held(); n < bound {
 			return fmt.Errorf("%d PTR queries held, want %d", n, bound)
 		}
 		return nil
@@ -384,10 +393,10 @@ func TestLookupBound(t *testing.T) {
 		v.Verified(a)
 	}
 	wait.Sleep(context.Background(), 100*time.Millisecond)
-	if got, n := s.total("PTR"), len(v.slots); got != bound || n != bound {
+	if got, n := s.TotalQueries("PTR"), len(v.slots); got != bound || n != bound {
 		t.Errorf("PTR queries = %d, lookups under way = %d; want %d and %d", got, n, bound, bound)
 	}
-	s.release()
+	s.Release()
 	waitIdle(t, v)
 	// The others are looked up at later calls, never more at once.
 	for len(addrs) > 0 {
@@ -401,16 +410,16 @@ func TestLookupBound(t *testing.T) {
 		addrs = rest
 		waitIdle(t, v)
 	}
-	if got := s.total("PTR"); got != 20 {
+	if got := s.TotalQueries("PTR"); got != 20 {
 		t.Errorf("PTR queries = %d, want 20, one per address", got)
 	}
-	if most := s.mostAtOnce.Load(); most > bound {
+	if most := s.MostHeld(); most > bound {
 		t.Errorf("at most %d PTR queries at once, want ≤ %d", most, bound)
 	}
 }
 
 func TestCacheBound(t *testing.T) {
-	s := startDNS(t)
+	s := testenv.StartDNS(t)
 	const max = 64
 	v, _ := newVerifier(t, s, Config{MaxAddrs: max, MaxLookups: 16})
 	for i := range 600 {
@@ -454,7 +463,7 @@ func TestCacheEvictsOldest(t *testing.T) {
 }
 
 func TestNeverLookedUp(t *testing.T) {
-	s := startDNS(t)
+	s := testenv.StartDNS(t)
 	v, _ := newVerifier(t, s, Config{})
 	for _, a := range []netip.Addr{{}, netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("10.1.2.3"),
 		netip.MustParseAddr("192.168.0.1"), netip.MustParseAddr("::1"), netip.MustParseAddr("fe80::1"),
@@ -466,14 +475,14 @@ func TestNeverLookedUp(t *testing.T) {
 			t.Errorf("Lookup(%v) = %v, %v; want false, nil", a, ok, err)
 		}
 	}
-	if n := len(v.slots); n != 0 || s.total("PTR") != 0 {
-		t.Errorf("%d lookups started, %d PTR queries; want none for addresses no crawler has", n, s.total("PTR"))
+	if n := len(v.slots); n != 0 || s.TotalQueries("PTR") != 0 {
+		t.Errorf("%d lookups started, %d PTR queries; want none for addresses no crawler has", n, s.TotalQueries("PTR"))
 	}
 }
 
 func TestClose(t *testing.T) {
-	s := startDNS(t)
-	s.hold()
+	s := testenv.StartDNS(t)
+	s.Hold()
 	v, _ := newVerifier(t, s, Config{Timeout: time.Minute})
 	v.Verified(netip.MustParseAddr(googleV4))
 	if len(v.slots) != 1 {
@@ -494,11 +503,11 @@ func TestClose(t *testing.T) {
 }
 
 func TestCustomDomains(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR("203.0.113.60", "bot-1.crawler.example")
-	s.setIPs("bot-1.crawler.example", "203.0.113.60")
-	s.setPTR(googleV4, googleV4PT)
-	s.setIPs(googleV4PT, googleV4)
+	s := testenv.StartDNS(t)
+	s.SetPTR("203.0.113.60", "bot-1.crawler.example")
+	s.SetAddrs("bot-1.crawler.example", "203.0.113.60")
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
 	// Invalid domains are left out: "example" alone would make every
 	// host under it a crawler.
 	v, _ := newVerifier(t, s, Config{Domains: []string{"Crawler.Example.", "example", "bad..name"}})
@@ -514,9 +523,9 @@ func TestCustomDomains(t *testing.T) {
 }
 
 func TestVerifiedHitAllocatesNothing(t *testing.T) {
-	s := startDNS(t)
-	s.setPTR(googleV4, googleV4PT)
-	s.setIPs(googleV4PT, googleV4)
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
 	v, _ := newVerifier(t, s, Config{})
 	waitVerified(t, v, googleV4)
 	a := netip.MustParseAddr(googleV4)
