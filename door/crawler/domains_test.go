@@ -1,6 +1,7 @@
 package crawler
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,21 @@ func TestResolverAt(t *testing.T) {
 	for _, bad := range []string{"", "10.0.0.2", "10.0.0.2:", ":53", "10.0.0.2:0", "10.0.0.2:65536", "10.0.0.2:dns", "2001:db8::53"} {
 		if _, err := ResolverAt(bad); err == nil {
 			t.Errorf("ResolverAt(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+// TestDocsVendorTable: docs/configure.md's table of published domains is
+// Vendors, row for row.
+func TestDocsVendorTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configure.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Vendors() {
+		row := "| " + v.Name + " | `" + strings.Join(v.Domains, "`, `") + "` | <" + v.Source + "> |"
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/configure.md lacks the row\n%s", row)
 		}
 	}
 }
