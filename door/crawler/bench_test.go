@@ -12,7 +12,7 @@ func BenchmarkVerifiedHit(b *testing.B) {
 	v := New(Config{})
 	defer v.Close()
 	addrs := make([]netip.Addr, 1024)
-	until := time.Now().Add(time.Hour).UnixNano()
+	until := v.now() + int64(time.Hour)
 	for i := range addrs {
 		addrs[i] = netip.AddrFrom4([4]byte{66, 249, byte(i >> 8), byte(i)})
 		s := v.cache.shard(addrs[i])

@@ -7,7 +7,7 @@ import (
 )
 
 // answer is what the cache holds of one address: verified or not, until
-// an instant (Unix nanoseconds on the Verifier's clock).
+// an instant (Verifier.now).
 type answer struct {
 	verified bool
 	until    int64

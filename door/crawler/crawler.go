@@ -94,7 +94,11 @@ type Verifier struct {
 	ttl, negTTL, timeout time.Duration
 	cache                *cache
 	slots                chan struct{} // one token per lookup under way
-	now                  func() time.Time
+	// now is the time on the Verifier's clock, in nanoseconds since an
+	// instant of its own: the monotonic clock alone (a wall clock step
+	// neither extends nor cuts a TTL; time.Now would also read the wall
+	// clock, on every cache hit).
+	now func() int64
 
 	ctx    context.Context // the lookups', ended by Close
 	cancel context.CancelFunc
@@ -127,11 +131,12 @@ func New(cfg Config) *Verifier {
 		cfg.MaxLookups = DefaultMaxLookups
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	born := time.Now()
 	return &Verifier{
 		resolver: cfg.Resolver, domains: normalDomains(cfg.Domains),
 		ttl: cfg.TTL, negTTL: cfg.NegativeTTL, timeout: cfg.Timeout,
 		cache: newCache(cfg.MaxAddrs), slots: make(chan struct{}, cfg.MaxLookups),
-		now: time.Now, ctx: ctx, cancel: cancel,
+		now: func() int64 { return int64(time.Since(born)) }, ctx: ctx, cancel: cancel,
 	}
 }
 
@@ -146,7 +151,7 @@ func (v *Verifier) Verified(addr netip.Addr) bool {
 	if !lookable(addr) {
 		return false
 	}
-	now := v.now().UnixNano()
+	now := v.now()
 	s := v.cache.shard(addr)
 	if a, ok := s.get(addr); ok && now < a.until {
 		return a.verified
@@ -193,7 +198,7 @@ func (v *Verifier) verify(s *shard, addr netip.Addr) {
 		ttl = v.ttl
 	}
 	s.mu.Lock()
-	s.putLocked(addr, answer{verified: ok, until: v.now().Add(ttl).UnixNano()})
+	s.putLocked(addr, answer{verified: ok, until: v.now() + int64(ttl)})
 	delete(s.pending, addr)
 	s.mu.Unlock()
 	<-v.slots
