@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -100,6 +101,7 @@ type Verifier struct {
 	// clock, on every cache hit).
 	now func() int64
 
+	stats  counters
 	ctx    context.Context // the lookups', ended by Close
 	cancel context.CancelFunc
 	life   sync.RWMutex // closed, and wg.Add against Close's wg.Wait
@@ -192,11 +194,16 @@ func (v *Verifier) start(s *shard, addr netip.Addr, now int64) {
 // verify looks addr up, stores its answer and frees its slot.
 func (v *Verifier) verify(s *shard, addr netip.Addr) {
 	defer v.wg.Done()
-	ok, _ := v.Lookup(v.ctx, addr) // a failed lookup is a negative answer
+	ok, err := v.Lookup(v.ctx, addr) // a failed lookup is a negative answer
 	ttl := v.negTTL
-	if ok {
+	switch {
+	case ok:
 		ttl = v.ttl
+		v.stats.verified.Add(1)
+	case err != nil:
+		v.stats.failed.Add(1)
 	}
+	v.stats.lookups.Add(1)
 	s.mu.Lock()
 	s.putLocked(addr, answer{verified: ok, until: v.now() + int64(ttl)})
 	delete(s.pending, addr)
@@ -205,9 +212,9 @@ func (v *Verifier) verify(s *shard, addr netip.Addr) {
 }
 
 // Lookup checks addr now, waiting on DNS for at most Config.Timeout (or
-// until ctx ends): true when one of its PTR names (the first few under a
-// crawler domain) is under a crawler domain and resolves forward to addr.
-// It neither reads nor fills the cache. An address with no PTR name, or
+// until ctx ends): true when one of its PTR names is under a crawler
+// domain and resolves forward to addr (of its names under a crawler
+// domain, the first 8 are checked). It neither reads nor fills the cache. An address with no PTR name, or
 // whose names do not resolve, is false with a nil error; a DNS failure
 // or timeout that left it unproven is false with the error.
 func (v *Verifier) Lookup(ctx context.Context, addr netip.Addr) (bool, error) {
@@ -249,6 +256,22 @@ func (v *Verifier) Lookup(ctx context.Context, addr netip.Addr) (bool, error) {
 		}
 	}
 	return false, failed
+}
+
+// Stats are a Verifier's counts of background lookups since New.
+type Stats struct {
+	// Lookups ended; of them, Verified found a crawler and Failed ended
+	// on a DNS error or timeout (a resolver that never answers shows
+	// here: every crawler then answers false).
+	Lookups, Verified, Failed uint64
+}
+
+type counters struct{ lookups, verified, failed atomic.Uint64 }
+
+// Stats returns the counts of the background lookups (Verified's, not
+// Lookup's) so far.
+func (v *Verifier) Stats() Stats {
+	return Stats{Lookups: v.stats.lookups.Load(), Verified: v.stats.verified.Load(), Failed: v.stats.failed.Load()}
 }
 
 // Close stops the lookups under way (their addresses answer false until

@@ -101,6 +101,9 @@ func TestGenuineGooglebot(t *testing.T) {
 	if got := s.Queries("A", googleV4PT); got != 1 {
 		t.Errorf("A queries = %d, want 1", got)
 	}
+	if st := v.Stats(); st != (Stats{Lookups: 1, Verified: 1}) {
+		t.Errorf("Stats = %+v, want one lookup, verified", st)
+	}
 	// The answer is cached: more calls ask nothing.
 	for range 100 {
 		if !v.Verified(netip.MustParseAddr(googleV4)) {
@@ -258,6 +261,9 @@ func TestDNSTimeout(t *testing.T) {
 	waitIdle(t, v)
 	if v.Verified(a) {
 		t.Error("Verified = true after the lookup timed out, want false")
+	}
+	if st := v.Stats(); st != (Stats{Lookups: 1, Failed: 1}) {
+		t.Errorf("Stats = %+v, want one lookup, failed", st)
 	}
 	start = time.Now()
 	ok, err := v.Lookup(context.Background(), a)
