@@ -375,4 +375,3 @@ func TestCustomDomains(t *testing.T) {
 		t.Errorf("domains = %q, want [crawler.example]", got)
 	}
 }
-
