@@ -22,6 +22,7 @@ require (
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/miekg/dns v1.1.73
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0

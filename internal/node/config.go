@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/anteroom/anteroom/door/crawler"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/netguard"
@@ -200,6 +201,19 @@ type Config struct {
 	//
 	// Default: 3s
 	CaptchaTimeout time.Duration
+	// CrawlerResolver is the DNS server (host:port) the node asks to
+	// verify search-engine crawlers' addresses (package door/crawler, the
+	// rule function verified_crawler()).
+	//
+	// Default: "" (the system's resolver)
+	CrawlerResolver string
+	// CrawlerDomains are crawler domains verified besides the published
+	// ones (crawler.DefaultDomains): a PTR name under one of them that
+	// resolves back to the address is a crawler. Each must have two labels
+	// or more (crawler.CheckDomain).
+	//
+	// Default: none
+	CrawlerDomains []string
 	// AccessLog says which requests get an access-log line: off, errors
 	// (5xx answers and requests slower than SlowRequest) or all.
 	//
@@ -365,6 +379,9 @@ func (c *Config) validate() error {
 	if _, err := netguard.Allow(c.AllowPrivateTargets); err != nil {
 		return fmt.Errorf("ANTEROOM_ALLOW_PRIVATE_TARGETS: %w", err)
 	}
+	if err := c.checkCrawlers(); err != nil {
+		return err
+	}
 	if err := checkDevSiteverify(c.CaptchaSiteverifyURL); err != nil {
 		return err
 	}
@@ -412,4 +429,32 @@ func (c *Config) checkUserTokens() error {
 func (c *Config) targets() netguard.Policy {
 	p, _ := netguard.Allow(c.AllowPrivateTargets)
 	return p
+}
+
+// checkCrawlers checks the crawler resolver's host:port and the crawler
+// domains added (a bare top-level domain would make every host under it
+// a crawler).
+func (c *Config) checkCrawlers() error {
+	if c.CrawlerResolver != "" {
+		if _, err := crawler.ResolverAt(c.CrawlerResolver); err != nil {
+			return fmt.Errorf("ANTEROOM_CRAWLER_RESOLVER: %w", err)
+		}
+	}
+	for _, d := range c.CrawlerDomains {
+		if err := crawler.CheckDomain(d); err != nil {
+			return fmt.Errorf("ANTEROOM_CRAWLER_DOMAINS: %w", err)
+		}
+	}
+	return nil
+}
+
+// crawlers is the crawler verifier's configuration (checkCrawlers has
+// checked it): the published domains and the added ones, asked of the
+// crawler resolver or the system's.
+func (c *Config) crawlers() crawler.Config {
+	cc := crawler.Config{Domains: append(crawler.DefaultDomains(), c.CrawlerDomains...)}
+	if c.CrawlerResolver != "" {
+		cc.Resolver, _ = crawler.ResolverAt(c.CrawlerResolver)
+	}
+	return cc
 }

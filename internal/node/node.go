@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door/crawler"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/sale"
@@ -48,6 +49,9 @@ type Node struct {
 	// Limiter keeps the rate limits; its Degraded and Stats are for
 	// metrics.
 	Limiter *limit.Limiter
+	// Crawlers verifies search-engine crawlers' addresses (the rules'
+	// verified_crawler(), a door.Crawlers); Close stops its lookups.
+	Crawlers *crawler.Verifier
 }
 
 // Start connects or starts the backends, wires the services, starts the
@@ -137,6 +141,7 @@ func (n *Node) close(ctx context.Context) error {
 	}
 	n.cancel()
 	n.wg.Wait()
+	n.Crawlers.Close() // every request has ended: none asks it any more
 	// Every request and loop has ended: export the spans still queued,
 	// for a few seconds at most. A collector that does not take them
 	// loses them; the node still shuts down cleanly.

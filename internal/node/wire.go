@@ -10,6 +10,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door/crawler"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -68,6 +69,8 @@ type wiring struct {
 	svc      *claim.Service
 	pub      *claim.Publisher
 	issuer   *tokens.Issuer
+	// verifyCrawlers
+	crawlers *crawler.Verifier
 	// startLimiter
 	limitRDB redis.UniversalClient
 	limiter  *limit.Limiter
@@ -113,6 +116,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (n *Node, err error) 
 		w.startClock,
 		w.callers,
 		w.services,
+		w.verifyCrawlers,
 		w.startLimiter,
 		w.opsListeners,
 		w.edge,
@@ -256,6 +260,14 @@ func (w *wiring) services() error {
 	return nil
 }
 
+// verifyCrawlers makes the crawler verifier (verified_crawler()), whose
+// background lookups stop when a later step fails or the node closes.
+func (w *wiring) verifyCrawlers() error {
+	w.crawlers = crawler.New(w.cfg.crawlers())
+	w.undo.push(w.crawlers.Close)
+	return nil
+}
+
 // startLimiter opens the rate limiter's own Redis pool (one that honours
 // deadlines) and hands the limiter and the order lag to the metrics. The
 // pool is released on a later failure; once the node runs, a loop closes
@@ -355,6 +367,7 @@ func (w *wiring) node() *Node {
 		cfg: w.cfg, back: w.back, app: w.app, ln: w.ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1),
 		ops: w.ops, metrics: w.metrics, pprof: w.pprof, tracing: w.tracing,
 		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
+		Crawlers: w.crawlers,
 	}
 }
 
