@@ -55,6 +55,7 @@ var sentinels = []struct {
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
 	{"event.ErrClosed", event.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
+	{"event.ErrFailOpen", event.ErrFailOpen, http.StatusBadRequest, "bad_request"},
 	{"push.ErrInvalid", push.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"push.ErrTooLarge", push.ErrTooLarge, http.StatusBadRequest, "bad_request"},
 	{"push.ErrWrongEvent", push.ErrWrongEvent, http.StatusBadRequest, "bad_request"},
