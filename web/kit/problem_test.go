@@ -119,9 +119,10 @@ func TestErrorMap(t *testing.T) {
 			}
 			// An invalid or locked configuration's detail is the event
 			// package's message, written for staff, and an invalid push
-			// subscription's the push package's, written for its page;
+			// subscription's the push package's, written for its page,
+			// and a refused fail-open's the event package's, for staff;
 			// every other detail is the map's own text.
-			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached ||
+			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached || c.err == event.ErrFailOpen ||
 				c.err == push.ErrInvalid || c.err == push.ErrTooLarge
 			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
 				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)
