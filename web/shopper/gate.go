@@ -117,7 +117,10 @@ func (s *API) gate(c *fiber.Ctx) error {
 			return c.SendStatus(fiber.StatusNoContent)
 		}
 	}
-	if s.gateEnter(c, sale, now) {
+	if ok, err := s.gateEnter(c, sale, now); err != nil || ok {
+		if err != nil {
+			return err // the room cannot answer: 503, for the gateway to see
+		}
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 	c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
