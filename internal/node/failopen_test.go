@@ -173,3 +173,35 @@ func TestFailOpenGate(t *testing.T) {
 	}
 	t.Logf("deadline %s, gate closed again at %s (%s after)", until.Format(time.RFC3339Nano), closedAt.Format(time.RFC3339Nano), closedAt.Sub(until).Round(time.Millisecond))
 }
+
+// TestRoomGateRedisDown: a safety-net room whose Redis is down cannot
+// admit a newcomer, and its gate says so with 503 degraded (it answered
+// 401 before, sending the visitor to a waiting page that could not take
+// the join either, and leaving a gateway no failure to fail open on); a
+// visitor already admitted still passes, checked offline.
+func TestRoomGateRedisDown(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	nodetest.CreateSale(t, n, "site", safetyNet(100, 60, 100))
+	gate := func(hdr map[string]string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodGet, n.URL()+"/events/site/gate", hdr, nil)
+	}
+	first := gate(nil)
+	cookie := ""
+	for _, c := range (&http.Response{Header: first.Header}).Cookies() {
+		if c.Name == "anteroom_a_site" {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	if first.Status != http.StatusNoContent || cookie == "" {
+		t.Fatalf("first visitor: %d %v, want 204 with the admission cookie", first.Status, first.Header)
+	}
+	r.Kill(t)
+	if g := gate(nil); g.Status != http.StatusServiceUnavailable || nodetest.Str(g.Body, "code") != "degraded" || g.Header.Get("Retry-After") == "" {
+		t.Errorf("newcomer with Redis down: %d %s, want 503 degraded with Retry-After", g.Status, g.Raw)
+	}
+	if g := gate(map[string]string{"Cookie": cookie}); g.Status != http.StatusNoContent || g.Header.Get("X-Anteroom-User") == "" {
+		t.Errorf("admitted visitor with Redis down: %d %v, want 204 naming them", g.Status, g.Header)
+	}
+}
