@@ -150,6 +150,15 @@ type Config struct {
 	//
 	// Default: none (open)
 	Closed *Closure `json:"closed,omitempty"`
+	// FailOpenUntil, while in the future, makes the gate let everyone
+	// through (failopen.go): for a safety-net room or gated pages whose
+	// room cannot answer as it should. It ends by itself at the deadline
+	// and never applies to claims. Set only with PUT
+	// /admin/events/{id}/fail-open (a confirmation, at most 24 h ahead),
+	// ended early with DELETE; a PUT of the event keeps it. Never locks.
+	//
+	// Default: none (the gate checks admissions)
+	FailOpenUntil *time.Time `json:"fail_open_until,omitempty"`
 	// FrameAncestors are the origins that may show the event's waiting
 	// room in a frame (CSP frame-ancestors; embed.go): https://host[:port]
 	// or https://*.domain, http only for localhost, 127.0.0.1 and [::1];
@@ -373,6 +382,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateClosure(); err != nil {
+		return err
+	}
+	if err := c.validateFailOpen(); err != nil {
 		return err
 	}
 	if err := c.validateLanes(); err != nil {

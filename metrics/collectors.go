@@ -36,6 +36,7 @@ var (
 	configRate    = saleDesc("anteroom_admission_configured_rate", "Admissions per second the sale is configured for (admit_rate_per_second) in this node's view.")
 	pausedDesc    = saleDesc("anteroom_sale_paused", "1 while the sale is paused in this node's view, else 0.")
 	closedDesc    = saleDesc("anteroom_sale_closed", "1 while staff have the room closed (joins and claims refused) in this node's view, else 0.")
+	failOpenDesc  = saleDesc("anteroom_sale_fail_open", "1 while staff have the sale's gate failing open (fail_open_until ahead: everyone let through, claims excepted) in this node's view, else 0.")
 	soldOutDesc   = saleDesc("anteroom_sale_sold_out", "1 once the sale's stock is exhausted, else 0.")
 	healthDesc    = saleDesc("anteroom_sale_health_held", "1 while the shop's health check holds admission (apart from a staff pause), else 0.")
 	activeDesc    = saleDesc("anteroom_sale_checkout_active", "People in checkout, counted against max_active (0 without it).")
@@ -53,7 +54,7 @@ func newSaleCollector(s Sales) *saleCollector { return &saleCollector{sales: s, 
 // Describe sends the descriptors of every sale metric.
 func (c *saleCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{joinedDesc, admittedDesc, frontierDesc, lengthDesc, noShowsDesc,
-		remainingDesc, rateDesc, configRate, pausedDesc, closedDesc, soldOutDesc, healthDesc, activeDesc, viewAgeDesc} {
+		remainingDesc, rateDesc, configRate, pausedDesc, closedDesc, failOpenDesc, soldOutDesc, healthDesc, activeDesc, viewAgeDesc} {
 		ch <- d
 	}
 }
@@ -80,6 +81,7 @@ func (c *saleCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(configRate, s.Config.AdmitRatePerSecond)
 		gauge(pausedDesc, boolValue(s.Config.Paused))
 		gauge(closedDesc, boolValue(s.Config.IsClosed()))
+		gauge(failOpenDesc, boolValue(s.Config.FailsOpen(now)))
 		gauge(soldOutDesc, boolValue(s.SoldOut))
 		gauge(healthDesc, boolValue(s.HealthHeld))
 		gauge(activeDesc, float64(s.Active))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/failopenmap"
 	"github.com/anteroom/anteroom/internal/loopback"
 )
 
@@ -28,12 +29,24 @@ func (n *Nginx) URL() string { return "http://" + n.addr }
 // main configuration, pid file, logs and temporary files live in a
 // t.TempDir; nginx runs in the foreground as one process and is stopped on
 // cleanup. A missing nginx skips the test (fails it under CI=true).
+//
+// A site that includes the gateway's fail-open map at its installed path
+// (failopenmap.Path, as deploy/gateway's files do) gets an empty one in
+// the temporary directory instead: no fail-open. A test of the fail-open
+// replaces the path with its own file first.
 func StartNginx(t testing.TB, site string) *Nginx {
 	t.Helper()
 	bin := Binary(t, "nginx")
 	dir := t.TempDir()
 	if !strings.Contains(site, "listen 80;") {
 		t.Fatal(`testenv: nginx site has no "listen 80;" to replace`)
+	}
+	if strings.Contains(site, failopenmap.Path) {
+		empty := filepath.Join(dir, "anteroom-fail-open.map")
+		if err := os.WriteFile(empty, []byte(failopenmap.Map(time.Time{}, "testenv")), 0o600); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		site = strings.ReplaceAll(site, failopenmap.Path, empty)
 	}
 	const attempts = 5
 	var lastErr error

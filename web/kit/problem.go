@@ -251,6 +251,7 @@ var errorRows = []errorRow{
 		detail: "the room is closed for now; staff will reopen it", fill: closedRetry},
 	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: ErrUnknownEvent.Detail},
 	{err: event.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+	{err: event.ErrFailOpen, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.
 	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
 	{err: event.ErrConflict, status: fiber.StatusConflict, code: "conflict", detail: "the event changed concurrently; read it again and retry"},

@@ -55,6 +55,7 @@ var sentinels = []struct {
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
 	{"event.ErrClosed", event.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
+	{"event.ErrFailOpen", event.ErrFailOpen, http.StatusBadRequest, "bad_request"},
 	{"push.ErrInvalid", push.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"push.ErrTooLarge", push.ErrTooLarge, http.StatusBadRequest, "bad_request"},
 	{"push.ErrWrongEvent", push.ErrWrongEvent, http.StatusBadRequest, "bad_request"},
@@ -118,9 +119,10 @@ func TestErrorMap(t *testing.T) {
 			}
 			// An invalid or locked configuration's detail is the event
 			// package's message, written for staff, and an invalid push
-			// subscription's the push package's, written for its page;
+			// subscription's the push package's, written for its page,
+			// and a refused fail-open's the event package's, for staff;
 			// every other detail is the map's own text.
-			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached ||
+			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached || c.err == event.ErrFailOpen ||
 				c.err == push.ErrInvalid || c.err == push.ErrTooLarge
 			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
 				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
@@ -21,6 +22,11 @@ const (
 	GateReturnHeader   = "X-Original-URI"
 	GateRedirectHeader = "X-Anteroom-Redirect"
 )
+
+// GateFailOpenHeader is on every gate answer given while staff have the
+// gate failing open (event.Config.FailOpenUntil): the deadline, RFC 3339
+// in UTC. Such an answer lets a visitor through without an admission.
+const GateFailOpenHeader = "X-Anteroom-Fail-Open"
 
 // maxReturnLen bounds a return path.
 const maxReturnLen = 2048
@@ -82,6 +88,11 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // step; the 204 then sets the admission cookie, which the proxy passes
 // on). Only a visitor it cannot admit is sent to the waiting page. While
 // staff have closed the room, every visitor is.
+//
+// While staff have it failing open (event.Config.FailsOpen, and the room
+// not closed), it answers 204 to everyone with GateFailOpenHeader, naming
+// the user of an admission that verifies, and calls no Redis (no renewal,
+// no entrance): see gateFailOpen.
 func (s *API) gate(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	ev := sale.Config.ID
@@ -93,6 +104,9 @@ func (s *API) gate(c *fiber.Ctx) error {
 		c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
 		return errNotAdmitted
 	}
+	if sale.Config.FailsOpen(now) {
+		return s.gateFailOpen(c, &sale.Config, now)
+	}
 	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue
@@ -103,9 +117,32 @@ func (s *API) gate(c *fiber.Ctx) error {
 			return c.SendStatus(fiber.StatusNoContent)
 		}
 	}
-	if s.gateEnter(c, sale, now) {
+	if ok, err := s.gateEnter(c, sale, now); err != nil || ok {
+		if err != nil {
+			return err // the room cannot answer: 503, for the gateway to see
+		}
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 	c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
 	return errNotAdmitted
+}
+
+// gateFailOpen is the gate while cfg fails open at now: 204 for everyone,
+// GateFailOpenHeader naming the deadline, and GateUserHeader when an
+// admission verifies (offline), so the shop still knows who an admitted
+// visitor is. Nothing here calls Redis: a fail-open is for when it may be
+// failing. It lets through to the gated pages only; a claim still needs
+// an admission (turnstile.Authorize knows nothing of it).
+func (s *API) gateFailOpen(c *fiber.Ctx, cfg *event.Config, now time.Time) error {
+	c.Set(GateFailOpenHeader, cfg.FailOpenUntil.UTC().Format(time.RFC3339))
+	for _, raw := range [...]string{c.Cookies(AdmissionCookie(cfg.ID)), kit.Bearer(c)} {
+		if raw == "" {
+			continue
+		}
+		if a, err := s.deps.Turnstile.Verify(raw, cfg.ID, now); err == nil {
+			c.Set(GateUserHeader, a.User)
+			break
+		}
+	}
+	return c.SendStatus(fiber.StatusNoContent)
 }

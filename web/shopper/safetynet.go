@@ -117,36 +117,50 @@ func (s *API) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now
 // else gets a one-time id, since a gate answer passes on one cookie only.
 // The join's edge protection (per-IP budget and the other join limits)
 // applies.
-func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) bool {
+//
+// An entrance or admission that fails for another reason than a full room
+// (Redis down or failing) is errRoomUnavailable: the gate answers 503, so
+// a gateway can tell the room cannot answer (and fail open until its
+// deadline, docs/operate.md) rather than send the visitor to a waiting
+// page that cannot take their join either.
+func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) (bool, error) {
 	cfg := &sale.Config
 	if !cfg.IsSafetyNet() || s.deps.Rooms == nil || cfg.Paused || sale.Joined > int64(sale.Frontier) {
-		return false // somebody is waiting (as of this node's view): queue behind them
+		return false, nil // somebody is waiting (as of this node's view): queue behind them
 	}
 	user, err := s.deps.Identity.User(c, false)
 	if err != nil {
 		if user, err = oneTimeVisitor(); err != nil {
-			return false
+			return false, nil
 		}
 	}
 	if s.deps.Guard.Join(c, cfg, user) != nil {
-		return false
+		return false, nil
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, "", true))
+	if errors.Is(err, admission.ErrFull) {
+		return false, nil
+	}
 	if err != nil {
-		if !errors.Is(err, admission.ErrFull) {
-			s.cfg.Log.Warn("safety-net gate", "event", cfg.ID, "err", err)
-		}
-		return false
+		s.cfg.Log.Warn("safety-net gate", "event", cfg.ID, "err", err)
+		return false, errRoomUnavailable
 	}
 	if _, _, err := s.admitTo(c, cfg, user, en.Seq, now); err != nil {
 		s.cfg.Log.Warn("safety-net gate: issue", "event", cfg.ID, "err", err)
-		return false
+		if errors.Is(err, event.ErrClosed) {
+			return false, nil
+		}
+		return false, errRoomUnavailable
 	}
 	c.Set(GateUserHeader, user)
-	return true
+	return true, nil
 }
+
+// errRoomUnavailable is the gate's answer when a safety-net room cannot
+// take a visitor for another reason than being full: 503 degraded.
+var errRoomUnavailable = kit.RetryLater("degraded", "the room cannot admit right now", 5)
 
 // oneTimeVisitor returns a random visitor id ("g-" and 22 base64url
 // characters) for a gate visitor the identity mode does not name.

@@ -219,6 +219,10 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 		return old, event.Config{}, err
 	}
 	next := old
+	if old.FailOpenUntil != nil { // decoded into below: must not alias old's
+		u := *old.FailOpenUntil
+		next.FailOpenUntil = &u
+	}
 	if old.Shop.Health != nil { // decoded into below: must not alias old's
 		h := *old.Shop.Health
 		next.Shop.Health = &h
@@ -238,6 +242,9 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 	next.ID, next.Seed, next.SeedCommitment, next.Version = id, old.Seed, old.SeedCommitment, old.Version
 	next.LaneSeeds = old.LaneSeeds
 	next.PageVersion = old.PageVersion // set by publishing the page (page_admin.go)
+	if err := event.KeepFailOpen(&old, &next); err != nil {
+		return old, event.Config{}, err // set with its own route, confirmed (failopen.go)
+	}
 	event.KeepWebhookSecrets(&old, &next)
 	event.KeepShopSecret(&old, &next)
 	next.Defaults()

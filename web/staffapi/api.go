@@ -3,7 +3,7 @@
 // cookie with a CSRF token, console_session.go), staff accounts and API
 // keys, roles, the audit trail, and the event routes under
 // /admin/events/{id}: create and update, pause and resume, close and
-// reopen, rebuild,
+// reopen, fail open (a deadline) and end it, rebuild,
 // lifecycle, the post-sale report, bypass passes.
 //
 // It owns who may act as staff and what each role may do: the admin
@@ -184,6 +184,8 @@ func (s *API) MountEvent(adm fiber.Router) {
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
 	adm.Post("/close", s.allow(staff.Operator, false), s.closeEvent)
 	adm.Post("/reopen", s.allow(staff.Operator, false), s.reopenEvent)
+	adm.Put("/fail-open", s.allow(staff.Operator, false), s.failOpen)
+	adm.Delete("/fail-open", s.allow(staff.Operator, false), s.endFailOpen)
 	adm.Post("/rebuild", s.allow(staff.Operator, false), s.rebuildEvent)
 	adm.Get("/lifecycle", s.allow(staff.Viewer, false), s.lifecycleEvents)
 	adm.Get("/report", s.allow(staff.Viewer, false), s.getReport)

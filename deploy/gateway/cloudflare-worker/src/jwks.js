@@ -66,6 +66,31 @@ export async function keysFor(kid, cfg, now) {
 }
 
 /**
+ * reachable reports whether anteroom answers: whether the last JWKS fetch
+ * succeeded, fetching again first when the last attempt is older than
+ * cfg.refetchMs (so at most one fetch every cfg.refetchMs, however many
+ * visitors ask). The Worker asks it only while a fail-open deadline is
+ * ahead, for visitors without a valid token: when anteroom cannot answer,
+ * its waiting room cannot either.
+ *
+ * @param {Settings} cfg
+ * @param {number} now ms
+ * @returns {Promise<boolean>}
+ */
+export async function reachable(cfg, now) {
+  if (!cache || cache.url !== cfg.jwksURL) {
+    cache = { url: cfg.jwksURL, keys: new Map(), fetchedAt: 0, attemptAt: 0, fetching: false, error: "" };
+  }
+  const c = cache;
+  if (c.fetching && now - c.attemptAt < FETCH_TIMEOUT_MS) {
+    await waitForFetch(c);
+  } else if (c.attemptAt === 0 || now - c.attemptAt >= cfg.refetchMs) {
+    await refresh(c, cfg);
+  }
+  return c.fetchedAt !== 0 && c.error === "";
+}
+
+/**
  * waitForFetch waits for the fetch another request started, polling the
  * shared cache (a request must not await another request's promise in
  * workerd).

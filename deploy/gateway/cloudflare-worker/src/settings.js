@@ -16,10 +16,15 @@
  * @property {string | number} [JWKS_CACHE_SECONDS] keys are fetched again after this long; default 300
  * @property {string | number} [JWKS_REFETCH_SECONDS] at most one JWKS fetch this often; default 10
  * @property {string | number} [JWKS_MAX_STALE_SECONDS] keys not refreshed for this long are dropped (fail closed); default 900
+ * @property {string} [FAIL_OPEN_UNTIL] RFC 3339 deadline: until then, when anteroom cannot be reached, visitors pass to the origin; default "" (fail closed)
  */
 
 /** The JWKS path on anteroom's nodes. */
 export const JWKS_PATH = "/.well-known/jwks.json";
+/** An RFC 3339 date-time with its offset (Z or ±hh:mm). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+/** How far ahead a fail-open deadline may be (anteroom's event.MaxFailOpen). */
+export const MAX_FAIL_OPEN_MS = 24 * 3600 * 1000;
 /** Event ids anteroom accepts. */
 const EVENT_ID = /^[a-z0-9-]{1,64}$/;
 
@@ -35,6 +40,7 @@ const EVENT_ID = /^[a-z0-9-]{1,64}$/;
  * @property {number} cacheMs
  * @property {number} refetchMs
  * @property {number} maxStaleMs
+ * @property {number} failOpenUntil ms since the epoch; 0 = no fail-open
  */
 
 /**
@@ -67,6 +73,13 @@ export function settings(env) {
   if (maxStaleMs < cacheMs) {
     return "JWKS_MAX_STALE_SECONDS is shorter than JWKS_CACHE_SECONDS";
   }
+  let failOpenUntil = 0;
+  if (env.FAIL_OPEN_UNTIL) {
+    failOpenUntil = RFC3339.test(env.FAIL_OPEN_UNTIL) ? Date.parse(env.FAIL_OPEN_UNTIL) : NaN;
+    if (!Number.isFinite(failOpenUntil)) {
+      return `FAIL_OPEN_UNTIL ${JSON.stringify(env.FAIL_OPEN_UNTIL)} is not an RFC 3339 time`;
+    }
+  }
   const anteroom = env.ANTEROOM_URL.replace(/\/+$/, "");
   return {
     anteroom,
@@ -79,5 +92,6 @@ export function settings(env) {
     cacheMs,
     refetchMs,
     maxStaleMs,
+    failOpenUntil,
   };
 }

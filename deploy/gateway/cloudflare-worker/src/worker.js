@@ -14,6 +14,12 @@
 //   JWKS, cached in the isolate and fetched again for an unknown kid (a key
 //   rotation) at most every JWKS_REFETCH_SECONDS. Without keys it can
 //   trust, it fails closed: admitted visitors get 503 and the log says why.
+// - Unless the operator set a fail-open deadline (FAIL_OPEN_UNTIL, at most
+//   24 h ahead): until then, when anteroom cannot be reached (no keys it
+//   can trust, or the JWKS fetch failing), every visitor passes to the
+//   origin with USER_HEADER removed and X-Anteroom-Fail-Open on the
+//   answer; at the deadline it fails closed again by itself. Claims are
+//   anteroom's: they still need an admission.
 //
 // deploy/gateway/cloudflare-worker/README.md explains the settings;
 // internal/node TestCloudflareWorker runs this package in miniflare
@@ -21,7 +27,8 @@
 // admission.js, the JWKS cache in jwks.js, the settings in settings.js.
 
 import { verifyAdmission } from "./admission.js";
-import { JWKS_PATH, settings } from "./settings.js";
+import { reachable } from "./jwks.js";
+import { JWKS_PATH, MAX_FAIL_OPEN_MS, settings } from "./settings.js";
 
 /** @typedef {import("./settings.js").Env} Env */
 /** @typedef {import("./settings.js").Settings} Settings */
@@ -54,8 +61,14 @@ export default {
       }
       unavailable ||= v.unavailable;
     }
+    const failOpen = failingOpen(cfg, Date.now());
     if (unavailable) {
-      return closed(); // a token it cannot check: neither in nor to the room
+      // A token it cannot check: neither in nor to the room, unless the
+      // operator's deadline is ahead.
+      return failOpen ? toOriginFailOpen(request, url, cfg) : closed();
+    }
+    if (failOpen && !(await reachable(cfg, Date.now()))) {
+      return toOriginFailOpen(request, url, cfg); // the room cannot answer either
     }
     return waitingRoom(url, cfg.event);
   },
@@ -98,6 +111,52 @@ function toOrigin(request, url, cfg, user) {
   headers.set(cfg.userHeader, user);
   const target = cfg.origin ? cfg.origin + url.pathname + url.search : request.url;
   return pass(target, request, headers, "the origin");
+}
+
+/**
+ * failingOpen reports whether the operator's fail-open deadline is ahead
+ * at now (ms). A deadline more than 24 h ahead is refused (logged), as
+ * anteroom refuses one: a fail-open is time-boxed.
+ *
+ * @param {Settings} cfg
+ * @param {number} now
+ */
+function failingOpen(cfg, now) {
+  if (cfg.failOpenUntil <= now) {
+    return false;
+  }
+  if (cfg.failOpenUntil - now > MAX_FAIL_OPEN_MS) {
+    console.error("anteroom gate: FAIL_OPEN_UNTIL is more than 24 h ahead; ignored (fail closed)");
+    return false;
+  }
+  return true;
+}
+
+/** When the isolate last logged that it fails open (ms). */
+let lastFailOpenLog = 0;
+
+/**
+ * toOriginFailOpen passes a request to the shop while failing open: no
+ * user header (nobody was admitted; the client's own is removed), and
+ * X-Anteroom-Fail-Open with the deadline on the answer.
+ *
+ * @param {Request} request
+ * @param {URL} url
+ * @param {Settings} cfg
+ */
+async function toOriginFailOpen(request, url, cfg) {
+  const headers = new Headers(request.headers);
+  headers.delete(cfg.userHeader);
+  const target = cfg.origin ? cfg.origin + url.pathname + url.search : request.url;
+  const until = new Date(cfg.failOpenUntil).toISOString().replace(/\.\d{3}Z$/, "Z");
+  if (Date.now() - lastFailOpenLog >= 60_000) {
+    lastFailOpenLog = Date.now();
+    console.warn(`anteroom gate: anteroom cannot be reached; failing open until ${until} (logged once a minute)`);
+  }
+  const resp = await pass(target, request, headers, "the origin");
+  const out = new Response(resp.body, resp);
+  out.headers.set("X-Anteroom-Fail-Open", until);
+  return out;
 }
 
 /**
