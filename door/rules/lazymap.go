@@ -124,7 +124,7 @@ func (m *lazyMap) Iterator() traits.Iterator {
 	if l, ok := m.listed().(traits.Mapper); ok {
 		return l.Iterator()
 	}
-	return errIterator{}
+	return &errIterator{}
 }
 
 // Size implements traits.Sizer.
@@ -172,15 +172,19 @@ func (m *lazyMap) Type() ref.Type { return types.MapType }
 // Value implements ref.Val.
 func (m *lazyMap) Value() any { return m.native() }
 
-// errIterator is the iterator of a map that cannot be listed.
-type errIterator struct{}
+// errIterator is the iterator of a map that cannot be listed: one key,
+// an error, which fails the comprehension over it.
+type errIterator struct{ done bool }
 
-func (errIterator) HasNext() ref.Val { return types.WrapErr(errUnlisted) }
-func (errIterator) Next() ref.Val    { return types.WrapErr(errUnlisted) }
-func (errIterator) ConvertToNative(reflect.Type) (any, error) {
+func (it *errIterator) HasNext() ref.Val { return types.Bool(!it.done) }
+func (it *errIterator) Next() ref.Val {
+	it.done = true
+	return types.WrapErr(errUnlisted)
+}
+func (*errIterator) ConvertToNative(reflect.Type) (any, error) {
 	return nil, errUnlisted
 }
-func (errIterator) ConvertToType(ref.Type) ref.Val { return types.WrapErr(errUnlisted) }
-func (errIterator) Equal(ref.Val) ref.Val          { return types.WrapErr(errUnlisted) }
-func (errIterator) Type() ref.Type                 { return types.IteratorType }
-func (errIterator) Value() any                     { return nil }
+func (*errIterator) ConvertToType(ref.Type) ref.Val { return types.WrapErr(errUnlisted) }
+func (*errIterator) Equal(ref.Val) ref.Val          { return types.WrapErr(errUnlisted) }
+func (*errIterator) Type() ref.Type                 { return types.IteratorType }
+func (*errIterator) Value() any                     { return nil }
