@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"sync"
@@ -385,3 +386,79 @@ func TestConcurrentMatch(t *testing.T) {
 		t.Errorf("%d evaluation errors", n)
 	}
 }
+
+// TestTrackedRule: a rule estimated over trackAbove runs under the
+// runtime cost limit and still decides; one over MaxCost never compiles.
+func TestTrackedRule(t *testing.T) {
+	e := New(nil, nil)
+	when := `request.headers["a"].contains("x") && request.headers["b"].contains("y") && request.headers["c"].contains("z")`
+	checked, iss := e.env.Compile(when)
+	if iss.Err() != nil {
+		t.Fatal(iss.Err())
+	}
+	est, err := e.env.EstimateCost(checked, estimator{})
+	if err != nil || est.Max <= trackAbove || est.Max > MaxCost {
+		t.Fatalf("estimate %v %v: want between %d and %d for this test", est, err, trackAbove, MaxCost)
+	}
+	r := request("GET", "/", "", "", "", map[string]string{"a": strings.Repeat("-", maxString-1) + "x", "b": "y", "c": "z"}, nil)
+	if _, _, ok := e.Match(sale("tracked", 1, rule("r", when, "block")), r); !ok {
+		t.Error("a tracked rule does not hold")
+	}
+	// Its cost is tracked; a cheap rule's is not.
+	for _, c := range []struct {
+		when    string
+		tracked bool
+	}{{when, true}, {`request.path == "/"`, false}} {
+		progs, err := e.compile([]event.Rule{rule("r", c.when, "block")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := new(activation)
+		a.reset(r, nil, nil)
+		_, det, err := progs[0].prg.Eval(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tracked := det != nil && det.ActualCost() != nil; tracked != c.tracked {
+			t.Errorf("%s: tracked %v, want %v", c.when, tracked, c.tracked)
+		}
+	}
+	if n := e.EvalErrors(); n != 0 {
+		t.Errorf("%d evaluation errors", n)
+	}
+}
+
+// TestInvalidLoggedOnce: a sale version whose rules do not compile is
+// logged once however many requests meet it.
+func TestInvalidLoggedOnce(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	e := New(nil, nil, WithLog(slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	}), nil))))
+	cfg := sale("ev", 7, rule("bad", `in_list("vip", user)`, "bypass"))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				if _, _, ok := e.Match(cfg, request("GET", "/", "", "", "ann", nil, nil)); ok {
+					t.Error("an invalid rule matched")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := strings.Count(buf.String(), "do not compile"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, buf.String())
+	}
+	if !strings.Contains(buf.String(), "version=7") || !strings.Contains(buf.String(), "this node has no lists") {
+		t.Errorf("the log line does not say which version and why: %s", buf.String())
+	}
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
