@@ -11,6 +11,7 @@
 //	anteroom invite     print a signed invite of one user to an invite-only event
 //	anteroom gateway fail-open  print nginx's fail-open deadline for when anteroom cannot answer
 //	anteroom settings-table  print (or with -w rewrite) docs/configure.md's settings table
+//	anteroom rules-table  print (or with -w rewrite) docs/configure.md's door rules tables
 //	anteroom help       show this help
 //
 // Configuration comes from ANTEROOM_* environment variables and matching
@@ -55,6 +56,7 @@ commands:
   gateway fail-open  print the nginx map of a fail-open deadline (when anteroom cannot answer)
   natsd      run a NATS server with JetStream (for a loopback cluster)
   settings-table  print the settings table of docs/configure.md (-w docs/configure.md rewrites it there)
+  rules-table  print the door rules' variables and functions tables of docs/configure.md (-w docs/configure.md rewrites them there)
 
 Each command takes -h.
 `
@@ -88,6 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return gateway(args[1:], time.Now, stdout, stderr)
 	case "settings-table":
 		return settingsTable(args[1:], stdout, stderr)
+	case "rules-table":
+		return rulesTable(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

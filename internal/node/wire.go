@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door/crawler"
+	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -64,6 +65,8 @@ type wiring struct {
 	refusals *report.Refusals
 	reports  *report.Builder
 	lc       *lifecycle.Recorder
+	// rules are the door's rules, compiled once per sale version.
+	rules    *rules.Engine
 	push     *push.Service // nil: Web Push is off
 	ops      *ops
 	svc      *claim.Service
@@ -229,6 +232,7 @@ func (w *wiring) services() error {
 	w.refusals = report.NewRefusals(rdb)
 	w.reports = &report.Builder{Configs: w.events, Tallies: w.frontier, Sales: w.snaps, Refusals: w.refusals, Passes: admission.NewPasses(w.back.rdb), JS: w.js}
 	w.lc = lifecycle.NewRecorder(rdb, w.js)
+	w.rules = rules.New(nil, nil, rules.WithLog(w.cfg.Log))
 	if w.cfg.PushVAPIDKey != "" {
 		key, err := os.ReadFile(w.cfg.PushVAPIDKey)
 		if err != nil {
@@ -340,6 +344,9 @@ func (w *wiring) edge() error {
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 		Refusals: refusals,
+		// The door's rules: compiled at save, tried by the console.
+		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, nil) },
+		TryRules:   w.rules.Try,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
 				return report.Report{}, err
