@@ -168,4 +168,14 @@ func TestNetTableMatchesBruteForce(t *testing.T) {
 	for _, p := range ps {
 		probe(p.Addr())
 	}
+	all := newNetTable([]netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")})
+	one := newNetTable([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	for _, a := range []string{"0.0.0.0", "255.255.255.255", "::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "10.0.0.1"} {
+		if !all.has(netip.MustParseAddr(a)) {
+			t.Errorf("%s not in 0.0.0.0/0 or ::/0", a)
+		}
+	}
+	if !one.has(netip.MustParseAddr("10.255.0.1")) || one.has(netip.MustParseAddr("9.255.255.255")) || one.has(netip.MustParseAddr("11.0.0.0")) || one.has(netip.MustParseAddr("::a00:1")) {
+		t.Error("one network's table answers wrong")
+	}
 }
