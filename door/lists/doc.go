@@ -10,7 +10,10 @@
 // id's 8-byte keyed hash, SipHash-2-4 under a 128-bit key made once per
 // deployment (16 random bytes SET NX at ar:lists:hashkey by the first
 // node or command that needs it, read by every node at start: Store.Init).
-// Without the key nobody can tell which hashes stand for which ids.
+// Without the key nobody can tell which hashes stand for which ids. The
+// key is never replaced: missing while lists exist (lost data), a
+// starting node refuses to make another and a running one puts its own
+// back at its next Refresh; back it up with the rest of Redis.
 // Beside each hash a user list keeps the 4-byte FNV-1a-32 of the raw id,
 // queue's shard hash (queue.ShardOf, not a secret: anyone holding a
 // ticket can compute it), so a sale's copies can be split over its join
