@@ -253,7 +253,7 @@ func TestLoadFigures(t *testing.T) {
 	if nodePer > 4 {
 		t.Errorf("the node view holds %.2f B/entry, want ≤ 4", nodePer)
 	}
-	if pingWorst > time.Second {
+	if pingWorst > 3*time.Second { // a starved test process waits too: only a stall fails
 		t.Errorf("a PING waited %v during the load: the load stalls Redis", pingWorst)
 	}
 }
