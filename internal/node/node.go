@@ -11,6 +11,7 @@ import (
 
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door/crawler"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/sale"
@@ -52,6 +53,11 @@ type Node struct {
 	// Crawlers verifies search-engine crawlers' addresses (the rules'
 	// verified_crawler(), a door.Crawlers); Close stops its lookups.
 	Crawlers *crawler.Verifier
+	// Lists keeps the door's lists in Redis (the admin API's); ListView
+	// is this node's view of them (the door's checks), refreshed every
+	// tick.
+	Lists    *lists.Store
+	ListView *lists.Set
 }
 
 // Start connects or starts the backends, wires the services, starts the

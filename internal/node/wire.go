@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door/crawler"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
@@ -68,6 +69,8 @@ type wiring struct {
 	// rules are the door's rules, compiled once per sale version.
 	rules    *rules.Engine
 	push     *push.Service // nil: Web Push is off
+	lists    *lists.Store
+	listView *lists.Set
 	ops      *ops
 	svc      *claim.Service
 	pub      *claim.Publisher
@@ -232,7 +235,6 @@ func (w *wiring) services() error {
 	w.refusals = report.NewRefusals(rdb)
 	w.reports = &report.Builder{Configs: w.events, Tallies: w.frontier, Sales: w.snaps, Refusals: w.refusals, Passes: admission.NewPasses(w.back.rdb), JS: w.js}
 	w.lc = lifecycle.NewRecorder(rdb, w.js)
-	w.rules = rules.New(nil, nil, rules.WithLog(w.cfg.Log))
 	if w.cfg.PushVAPIDKey != "" {
 		key, err := os.ReadFile(w.cfg.PushVAPIDKey)
 		if err != nil {
@@ -258,10 +260,29 @@ func (w *wiring) services() error {
 	if err := w.snaps.Refresh(w.sctx); err != nil {
 		w.cfg.Log.Warn("first refresh", "err", err)
 	}
+	// The door's lists: the deployment's hash key first (a node that
+	// cannot read it cannot check a list), then every list's view.
+	w.lists = lists.NewStore(rdb)
+	if err := w.lists.Init(w.sctx); err != nil {
+		return err
+	}
+	w.listView = lists.NewSet(w.lists)
+	if err := w.listView.Refresh(w.sctx); err != nil {
+		w.cfg.Log.Warn("first lists refresh", "err", err)
+	}
 	// Every admission token's Ed25519 signature is verified, as a gateway
 	// verifies it with the JWKS: no key but the signing keys vouches for one.
 	w.issuer = tokens.NewIssuer(w.keys, tokens.IssuerConfig{Issuer: w.cfg.Issuer, Audience: w.cfg.Audience})
 	return nil
+}
+
+// listExists reports whether list name is stored: a rule's in_list may
+// name only a list that exists when staff save it.
+func (w *wiring) listExists(name string) bool {
+	ctx, cancel := context.WithTimeout(w.ctx, 3*time.Second)
+	defer cancel()
+	_, err := w.lists.Get(ctx, name)
+	return err == nil
 }
 
 // verifyCrawlers makes the crawler verifier (verified_crawler()), whose
@@ -269,6 +290,9 @@ func (w *wiring) services() error {
 func (w *wiring) verifyCrawlers() error {
 	w.crawlers = crawler.New(w.cfg.crawlers())
 	w.undo.push(w.crawlers.Close)
+	// The rules read this node's lists (in_list) and crawlers
+	// (verified_crawler()).
+	w.rules = rules.New(w.listView, w.crawlers, rules.WithLog(w.cfg.Log))
 	return nil
 }
 
@@ -345,7 +369,7 @@ func (w *wiring) edge() error {
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 		Refusals: refusals,
 		// The door's rules: compiled at save, tried by the console.
-		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, nil) },
+		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, w.listExists) },
 		TryRules:   w.rules.Try,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
@@ -375,6 +399,7 @@ func (w *wiring) node() *Node {
 		ops: w.ops, metrics: w.metrics, pprof: w.pprof, tracing: w.tracing,
 		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
 		Crawlers: w.crawlers,
+		Lists:    w.lists, ListView: w.listView,
 	}
 }
 
