@@ -9,6 +9,7 @@
 //	anteroom worker     run the order worker (confirms claims from the order stream)
 //	anteroom reconcile  rebuild an event's stock and claims from the order stream
 //	anteroom invite     print a signed invite of one user to an invite-only event
+//	anteroom lists      manage the door's block and eligibility lists through a node's admin API
 //	anteroom settings-table  print (or with -w rewrite) docs/configure.md's settings table
 //	anteroom help       show this help
 //
@@ -51,6 +52,7 @@ commands:
   reconcile  rebuild an event's stock and claims from the order stream after a Redis failover
   keys       rotate, retire or list the admission signing keys
   invite     print a signed invite of one user to an invite-only event
+  lists      manage block and eligibility lists on a node: ls, create, load, add, remove, export, delete
   natsd      run a NATS server with JetStream (for a loopback cluster)
   settings-table  print the settings table of docs/configure.md (-w docs/configure.md rewrites it there)
 
@@ -82,6 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return reconcileCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "invite":
 		return invite(args[1:], getenv, time.Now, stdout, stderr)
+	case "lists":
+		return lists(ctx, args[1:], getenv, stdout, stderr)
 	case "settings-table":
 		return settingsTable(args[1:], stdout, stderr)
 	case "help", "-h", "--help":

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -57,6 +58,7 @@ type wiring struct {
 	// services
 	events   *event.Store
 	claims   *claim.Store
+	lists    *lists.Store
 	frontier *admission.Frontier
 	snaps    *sale.Snapshots
 	shop     *admission.Health
@@ -215,6 +217,7 @@ func (w *wiring) services() error {
 	rdb := w.back.rdb
 	w.events = event.NewStore(rdb)
 	w.claims = claim.NewStore(rdb)
+	w.lists = lists.NewStore(rdb)
 	if w.cfg.CaptchaSiteverifyURL != "" {
 		w.cfg.Log.Warn("captcha tokens are checked by a development siteverify URL, not by the providers", "url", w.cfg.CaptchaSiteverifyURL)
 	}
@@ -312,6 +315,7 @@ func (w *wiring) edge() error {
 		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: w.issuer.Algorithms(),
 		AccessLog: cfg.AccessLog, SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
+		ListUploadMax: cfg.ListUploadMaxBytes, ListMaxEntries: cfg.ListMaxEntries,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 		Now:         w.clk.Now, NowAt: w.clk.At, Tap: cfg.Tap,
@@ -328,6 +332,7 @@ func (w *wiring) edge() error {
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 		Refusals: refusals,
+		Lists:    w.lists, SyncDoor: w.lists.Sync,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
 				return report.Report{}, err
