@@ -58,7 +58,6 @@ type wiring struct {
 	// services
 	events   *event.Store
 	claims   *claim.Store
-	lists    *lists.Store
 	frontier *admission.Frontier
 	snaps    *sale.Snapshots
 	shop     *admission.Health
@@ -66,6 +65,8 @@ type wiring struct {
 	reports  *report.Builder
 	lc       *lifecycle.Recorder
 	push     *push.Service // nil: Web Push is off
+	lists    *lists.Store
+	listView *lists.Set
 	ops      *ops
 	svc      *claim.Service
 	pub      *claim.Publisher
@@ -217,7 +218,6 @@ func (w *wiring) services() error {
 	rdb := w.back.rdb
 	w.events = event.NewStore(rdb)
 	w.claims = claim.NewStore(rdb)
-	w.lists = lists.NewStore(rdb)
 	if w.cfg.CaptchaSiteverifyURL != "" {
 		w.cfg.Log.Warn("captcha tokens are checked by a development siteverify URL, not by the providers", "url", w.cfg.CaptchaSiteverifyURL)
 	}
@@ -252,6 +252,16 @@ func (w *wiring) services() error {
 		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(w.snaps)), claim.WithStream(w.js), claim.WithClock(w.clk.Now))
 	if err := w.snaps.Refresh(w.sctx); err != nil {
 		w.cfg.Log.Warn("first refresh", "err", err)
+	}
+	// The door's lists: the deployment's hash key first (a node that
+	// cannot read it cannot check a list), then every list's view.
+	w.lists = lists.NewStore(rdb)
+	if err := w.lists.Init(w.sctx); err != nil {
+		return err
+	}
+	w.listView = lists.NewSet(w.lists)
+	if err := w.listView.Refresh(w.sctx); err != nil {
+		w.cfg.Log.Warn("first lists refresh", "err", err)
 	}
 	// Every admission token's Ed25519 signature is verified, as a gateway
 	// verifies it with the JWKS: no key but the signing keys vouches for one.
@@ -360,6 +370,7 @@ func (w *wiring) node() *Node {
 		cfg: w.cfg, back: w.back, app: w.app, ln: w.ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1),
 		ops: w.ops, metrics: w.metrics, pprof: w.pprof, tracing: w.tracing,
 		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
+		Lists: w.lists, ListView: w.listView,
 	}
 }
 
