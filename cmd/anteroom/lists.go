@@ -55,8 +55,14 @@ func lists(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	key := getenv("ANTEROOM_API_KEY")
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "api-key" {
+			key = *apiKey // given, even empty: the environment's is not used
+		}
+	})
 	c := listsClient{base: strings.TrimRight(cmp.Or(*base, getenv("ANTEROOM_URL"), "http://127.0.0.1:8080"), "/"),
-		auth: cmp.Or(*apiKey, getenv("ANTEROOM_API_KEY"), admin())}
+		auth: cmp.Or(key, admin())}
 	if len(words) == 0 {
 		fs.Usage()
 		return errors.New("lists: missing command")
@@ -221,7 +227,7 @@ func (c listsClient) load(ctx context.Context, name, file, format string, append
 		return fmt.Errorf("lists load: %w", err)
 	}
 	if out.DryRun {
-		fmt.Fprintf(stdout, "dry run, nothing changed: read %d, would add %d, duplicates %d; %s has %d entries\n",
+		fmt.Fprintf(stdout, "dry run, nothing changed: read %d, would add %d, duplicates %d; %s would have %d entries\n",
 			out.Read, out.Added, out.Duplicates, out.List.Name, out.List.Count)
 		return nil
 	}
