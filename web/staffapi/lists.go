@@ -230,6 +230,9 @@ func (s *API) exportList(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+name+`.txt"`)
 	c.Set("X-List-Count", itoa(m.Count))
 	c.Set("X-List-Version", itoa(m.Version))
+	if c.Method() == fiber.MethodHead {
+		return nil // the headers only: no export runs
+	}
 	store, log, rid := s.deps.Lists, s.cfg.Log, kit.RequestID(c)
 	c.Context().SetBodyStream(newExportBody(c.Context().Conn(), s.cfg.ListTimeout, func(ctx context.Context, w io.Writer) error {
 		err := store.Export(ctx, name, w)
