@@ -152,12 +152,12 @@ func (s *Store) replaceHash(ctx context.Context, key string, fill func(set func(
 		return fmt.Errorf("lists: write %s: %w", key, err)
 	}
 	w := s.newHashWriter(ctx, tmp)
-	any := false
+	wrote := false
 	err := fill(func(field string, value []byte) error {
 		if len(value) == 0 {
 			return nil
 		}
-		any = true
+		wrote = true
 		return w.set(field, value)
 	})
 	if err == nil {
@@ -167,7 +167,7 @@ func (s *Store) replaceHash(ctx context.Context, key string, fill func(set func(
 		s.rdb.Del(context.WithoutCancel(ctx), tmp)
 		return err
 	}
-	if !any {
+	if !wrote {
 		return s.rdb.Del(ctx, key).Err()
 	}
 	if err := s.rdb.Rename(ctx, tmp, key).Err(); err != nil {

@@ -207,13 +207,19 @@ func (s *Store) change(ctx context.Context, name, value string, add bool) (Meta,
 		return Meta{}, err
 	}
 	key, field := listKey(name), bucketField(b)
+	if add && m.Count >= MaxEntries {
+		cur, err := s.rdb.HGet(ctx, key, field).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return Meta{}, fmt.Errorf("lists: read %s: %w", key, err)
+		}
+		if _, found := search(cur, len(rec), rec); found {
+			return m, nil
+		}
+		return Meta{}, fmt.Errorf("%w: the list holds %d entries already", ErrTooLarge, m.Count)
+	}
 	changed, err := s.editBlob(ctx, key, field, len(rec), rec, add)
 	if err != nil || !changed {
 		return m, err
-	}
-	if add && m.Count >= MaxEntries {
-		_, _ = s.editBlob(ctx, key, field, len(rec), rec, false)
-		return Meta{}, fmt.Errorf("%w: the list holds %d entries already", ErrTooLarge, m.Count)
 	}
 	if err := s.stamp(ctx, &m); err != nil {
 		return Meta{}, err

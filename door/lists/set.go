@@ -13,6 +13,7 @@ import (
 
 	"github.com/FastFilter/xorfilter"
 	"github.com/anteroom/anteroom/door"
+	"github.com/redis/go-redis/v9"
 )
 
 // Set is a node's view of every list (door.Lists): for a list of ids, a
@@ -64,10 +65,20 @@ func (s *Set) Refresh(ctx context.Context) error {
 	if err := s.store.Init(ctx); err != nil {
 		return err
 	}
-	all, err := s.store.rdb.HGetAll(ctx, metaKey).Result()
+	// One round trip: the versions and the hash key, pipelined.
+	pipe := s.store.rdb.Pipeline()
+	allCmd := pipe.HGetAll(ctx, metaKey)
+	keyCmd := pipe.Get(ctx, hashKeyKey)
+	_, _ = pipe.Exec(ctx) // errors are per command, below
+	all, err := allCmd.Result()
 	if err != nil {
 		return fmt.Errorf("lists: refresh: %w", err)
 	}
+	got, kerr := keyCmd.Result()
+	if kerr != nil && !errors.Is(kerr, redis.Nil) {
+		return fmt.Errorf("lists: refresh: %w", kerr)
+	}
+	keyErr := s.store.checkKey(ctx, got)
 	metas := make(map[string]Meta, len(all))
 	for name, raw := range all {
 		m, err := decodeMeta(name, raw)
@@ -106,7 +117,7 @@ func (s *Set) Refresh(ctx context.Context) error {
 		for _, m := range stale {
 			errs = append(errs, s.build(ctx, m))
 		}
-		return errors.Join(append(errs, err)...)
+		return errors.Join(append(errs, err, keyErr)...)
 	}
 	for _, m := range stale {
 		go func() {
@@ -119,7 +130,7 @@ func (s *Set) Refresh(ctx context.Context) error {
 			}
 		}()
 	}
-	return err
+	return errors.Join(err, keyErr)
 }
 
 // build reads list m's entries, builds its view and publishes it.

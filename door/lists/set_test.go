@@ -168,4 +168,53 @@ func TestNetTableMatchesBruteForce(t *testing.T) {
 	for _, p := range ps {
 		probe(p.Addr())
 	}
+	all := newNetTable([]netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")})
+	one := newNetTable([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	for _, a := range []string{"0.0.0.0", "255.255.255.255", "::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "10.0.0.1"} {
+		if !all.has(netip.MustParseAddr(a)) {
+			t.Errorf("%s not in 0.0.0.0/0 or ::/0", a)
+		}
+	}
+	if !one.has(netip.MustParseAddr("10.255.0.1")) || one.has(netip.MustParseAddr("9.255.255.255")) || one.has(netip.MustParseAddr("11.0.0.0")) || one.has(netip.MustParseAddr("::a00:1")) {
+		t.Error("one network's table answers wrong")
+	}
+}
+
+// TestHashKeyLostIsPutBack: a hash key Redis lost while lists exist is
+// never replaced by a new one: a starting node refuses, a running node's
+// Refresh puts its own back (and says so), and then a node starts again
+// with the same hashes; a different key is reported.
+func TestHashKeyLostIsPutBack(t *testing.T) {
+	rdb := testenv.StartRedis(t).Client(t)
+	ctx, s := ctxOf(t), NewStore(rdb)
+	newList(t, s, "ids", KindUser, []string{"mallory"})
+	view := NewSet(s)
+	if err := view.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, hashKeyKey).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewStore(rdb).Init(ctx); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Init without the key while a list exists: %v, want a refusal", err)
+	}
+	if err := view.Refresh(ctx); err == nil || !strings.Contains(err.Error(), "put its own back") {
+		t.Fatalf("Refresh without the key: %v, want it put back", err)
+	}
+	again := NewStore(rdb)
+	if err := again.Init(ctx); err != nil || again.Hash("mallory") != s.Hash("mallory") {
+		t.Fatalf("Init after the key came back: %v, or another hash", err)
+	}
+	if err := view.Refresh(ctx); err != nil {
+		t.Fatalf("Refresh with the key back: %v", err)
+	}
+	if err := rdb.Set(ctx, hashKeyKey, strings.Repeat("x", 16), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := view.Refresh(ctx); err == nil || !strings.Contains(err.Error(), "differs") {
+		t.Fatalf("Refresh with another key: %v, want it reported", err)
+	}
+	if view.User("ids", "mallory") != door.Maybe {
+		t.Fatal("the node stopped answering with its own key")
+	}
 }

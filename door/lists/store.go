@@ -66,20 +66,34 @@ func NewStore(rdb redis.UniversalClient) *Store { return &Store{rdb: rdb} }
 
 // Init reads the deployment's hash key, creating it when no node has yet:
 // 16 random bytes SET NX at ar:lists:hashkey, never changed afterwards
-// (changing it would orphan every list's entries). A node calls it at
-// start, before anything calls Hash.
+// (another key would orphan every list's entries). A node calls it at
+// start, before anything calls Hash. When the key is missing while lists
+// exist (Redis lost it, or a cluster lost its slot), Init refuses rather
+// than make a new one: a node still running puts its key back within a
+// tick (Set.Refresh), else the key must be restored from a backup or
+// every list of ids loaded again.
 func (s *Store) Init(ctx context.Context) error {
 	if s.key.Load() != nil {
 		return nil
 	}
-	var fresh [16]byte
-	if _, err := rand.Read(fresh[:]); err != nil {
-		return err
-	}
-	if err := s.rdb.SetNX(ctx, hashKeyKey, string(fresh[:]), 0).Err(); err != nil {
-		return fmt.Errorf("lists: hash key: %w", err)
-	}
 	raw, err := s.rdb.Get(ctx, hashKeyKey).Result()
+	if errors.Is(err, redis.Nil) {
+		n, lerr := s.rdb.HLen(ctx, metaKey).Result()
+		if lerr != nil {
+			return fmt.Errorf("lists: hash key: %w", lerr)
+		}
+		if n > 0 {
+			return fmt.Errorf("lists: the hash key %s is missing while %d lists exist: restore it from a backup (a running node puts its own back), or delete and load again every list of ids", hashKeyKey, n)
+		}
+		var fresh [16]byte
+		if _, err := rand.Read(fresh[:]); err != nil {
+			return err
+		}
+		if serr := s.rdb.SetNX(ctx, hashKeyKey, string(fresh[:]), 0).Err(); serr != nil {
+			return fmt.Errorf("lists: hash key: %w", serr)
+		}
+		raw, err = s.rdb.Get(ctx, hashKeyKey).Result()
+	}
 	if err != nil {
 		return fmt.Errorf("lists: hash key: %w", err)
 	}
@@ -89,6 +103,32 @@ func (s *Store) Init(ctx context.Context) error {
 	k := [2]uint64{binary.LittleEndian.Uint64([]byte(raw[:8])), binary.LittleEndian.Uint64([]byte(raw[8:]))}
 	s.key.CompareAndSwap(nil, &k)
 	return nil
+}
+
+// rawKey is the key in force as Redis stores it.
+func (s *Store) rawKey() string {
+	k := s.key.Load()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], k[0])
+	binary.LittleEndian.PutUint64(b[8:], k[1])
+	return string(b[:])
+}
+
+// checkKey compares the key Redis holds (got, "" when missing) with the
+// one in force: a missing key is put back; another key is an error (the
+// node keeps hashing with its own).
+func (s *Store) checkKey(ctx context.Context, got string) error {
+	want := s.rawKey()
+	switch got {
+	case want:
+		return nil
+	case "":
+		if err := s.rdb.SetNX(ctx, hashKeyKey, want, 0).Err(); err != nil {
+			return fmt.Errorf("lists: put the hash key back: %w", err)
+		}
+		return fmt.Errorf("lists: the hash key %s was missing; this node put its own back", hashKeyKey)
+	}
+	return fmt.Errorf("lists: the hash key %s differs from the one this node started with: lists of ids do not match their ids; restart the nodes once the right key is back", hashKeyKey)
 }
 
 // Hash is value's keyed hash (SipHash-2-4 under the deployment's key):

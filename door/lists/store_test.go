@@ -2,9 +2,11 @@ package lists
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -208,6 +210,54 @@ func TestAddRemove(t *testing.T) {
 		}
 		if got := export(t, s, "nets"); got != "" {
 			t.Fatalf("nets after add and remove of the same network: %q", got)
+		}
+	})
+}
+
+// TestConcurrentChangesSerialised: adds from several nodes at once, and a
+// load beside them, lose nothing: changes to a list are serialised by its
+// lock, and its copy ends equal to it.
+func TestConcurrentChangesSerialised(t *testing.T) {
+	eachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxOf(t)
+		stores := []*Store{NewStore(rdb), NewStore(rdb), NewStore(rdb)}
+		newList(t, stores[0], "busy", KindUser, nil)
+		if err := stores[0].Sync(ctx, sale("ev", 1, false, []string{"busy"}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 64)
+		for i, s := range stores {
+			go func() {
+				for j := range 20 {
+					_, err := s.Add(ctx, "busy", "n"+strconv.Itoa(i)+"-"+strconv.Itoa(j))
+					errs <- err
+				}
+			}()
+		}
+		go func() {
+			_, err := stores[1].Load(ctx, "busy", csvOf(ids("bulk", 500)), LoadOptions{})
+			errs <- err
+		}()
+		for range 61 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := stores[2].Get(ctx, "busy")
+		if err != nil || m.Count != 560 {
+			t.Fatalf("after 60 adds and a load of 500: %+v, %v, want 560 entries", m, err)
+		}
+		key := CopyKey(queue.LaneTag("ev", 0), "busy")
+		vals, err := rdb.HVals(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, v := range vals {
+			n += len(v) / 6
+		}
+		if n != 560 || !listHas(t, rdb, stores[0], key, "n2-19") || !listHas(t, rdb, stores[0], key, "bulk-499") {
+			t.Fatalf("the copy holds %d entries, want 560", n)
 		}
 	})
 }
