@@ -2,6 +2,8 @@ package web
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/web/staffapi"
 )
 
 // TestUnreadBodyNeverARequest: bodies are streamed (body.go), so a body
@@ -66,5 +70,51 @@ func TestUnreadBodyNeverARequest(t *testing.T) {
 			t.Errorf("%s: the next request on the connection: %v", c.name, err)
 		}
 		conn.Close()
+	}
+}
+
+// failingExport is a list store whose export fails after some lines.
+type failingExport struct {
+	staffapi.ListStore
+	lines int
+}
+
+func (f failingExport) Get(_ context.Context, name string) (lists.Meta, error) {
+	return lists.Meta{Name: name, Kind: lists.KindUser, Count: int64(f.lines) * 2}, nil
+}
+
+func (f failingExport) Export(_ context.Context, _ string, w io.Writer) error {
+	for i := range f.lines {
+		if _, err := fmt.Fprintf(w, "%016x\n", i); err != nil {
+			return err
+		}
+	}
+	return errors.New("redis went away")
+}
+
+// TestExportCutShort: an export that fails midway is a truncated answer
+// (the connection cut before the chunked body's end), never a short one
+// that reads as whole.
+func TestExportCutShort(t *testing.T) {
+	app := limApp(t, Config{AdminToken: "admin-token-0123456789"}, limSale(event.Limits{}), Deps{Lists: failingExport{lines: 50000}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	req, _ := http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/admin/lists/l1/entries", nil)
+	req.Header.Set("Authorization", "Bearer admin-token-0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != 200 || err == nil {
+		t.Fatalf("a failed export: %d, %d bytes read, error %v; want 200 and a read error (truncated)", resp.StatusCode, n, err)
+	}
+	if n != 50000*17 {
+		t.Errorf("%d bytes before the cut, want the %d written", n, 50000*17)
 	}
 }
