@@ -99,13 +99,16 @@ func newExportBody(conn net.Conn, timeout time.Duration, write func(ctx context.
 }
 
 func (e *exportBody) Read(p []byte) (int, error) {
+	n, err := e.pr.Read(p)
+	// After the read, which waits for the store: what it returns gets
+	// streamIdle to be written, however long the store took.
 	if e.conn != nil {
 		if now := time.Now(); now.Sub(e.moved) > time.Second {
 			_ = e.conn.SetWriteDeadline(now.Add(streamIdle))
 			e.moved = now
 		}
 	}
-	return e.pr.Read(p)
+	return n, err
 }
 
 // Close ends the writing goroutine.
