@@ -22,6 +22,7 @@ import (
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
@@ -154,7 +155,9 @@ func TestEntryCap(t *testing.T) {
 
 // TestBodyLimitOnEveryRoute sends a body over 16 KB to every route the app
 // has, whatever its method: each is refused 413 too_large before any
-// handler runs.
+// handler runs; the list upload, the one route with its own limit
+// (TestListUploadLimit), sent the same body, reaches its handler. Each
+// body goes once with its length and once chunked.
 func TestBodyLimitOnEveryRoute(t *testing.T) {
 	app := limApp(t, Config{AdminToken: "admin-token-0123456789"}, limSale(event.Limits{}), Deps{})
 	// Over a socket: app.Test reports the oversized body as its own error.
@@ -165,27 +168,48 @@ func TestBodyLimitOnEveryRoute(t *testing.T) {
 	go func() { _ = app.Listener(ln) }()
 	t.Cleanup(func() { _ = app.Shutdown() })
 	big := bytes.Repeat([]byte("x"), BodyLimit+1)
-	n := 0
+	n, uploads := 0, 0
 	for _, r := range app.GetRoutes(true) {
 		if r.Method == "HEAD" || r.Method == "CONNECT" || r.Method == "TRACE" {
 			continue
 		}
-		path := strings.NewReplacer(":id", "ev", ":claim_id", "c1", "*", "x").Replace(r.Path)
-		req, _ := http.NewRequest(r.Method, "http://"+ln.Addr().String()+path, bytes.NewReader(big))
-		req.Header.Set("Authorization", "Bearer admin-token-0123456789")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", r.Method, path, err)
-		}
-		a := limAnswer{status: resp.StatusCode}
-		_ = json.NewDecoder(resp.Body).Decode(&a.body)
-		resp.Body.Close()
-		if a.status != 413 || a.code() != "too_large" {
-			t.Errorf("%s %s with %d bytes: %d %v, want 413 too_large", r.Method, path, len(big), a.status, a.body)
+		path := strings.NewReplacer(":id", "ev", ":claim_id", "c1", ":name", "l1", "*", "x").Replace(r.Path)
+		upload := staffapi.StreamsBody(r.Method, path)
+		for _, chunked := range []bool{false, true} {
+			var body io.Reader = bytes.NewReader(big)
+			if chunked {
+				body = io.MultiReader(bytes.NewReader(big)) // no length: sent chunked
+			}
+			req, _ := http.NewRequest(r.Method, "http://"+ln.Addr().String()+path, body)
+			req.Header.Set("Authorization", "Bearer admin-token-0123456789")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", r.Method, path, err)
+			}
+			a := limAnswer{status: resp.StatusCode}
+			_ = json.NewDecoder(resp.Body).Decode(&a.body)
+			resp.Body.Close()
+			switch {
+			case upload && a.code() == "too_large":
+				t.Errorf("%s %s (chunked %v) with %d bytes: 413, want the upload's handler (its own limit)", r.Method, path, chunked, len(big))
+			case !upload && (a.status != 413 || a.code() != "too_large"):
+				t.Errorf("%s %s (chunked %v) with %d bytes: %d %v, want 413 too_large", r.Method, path, chunked, len(big), a.status, a.body)
+			}
 		}
 		n++
+		uploads += bool2int(upload)
+	}
+	if uploads != 1 {
+		t.Errorf("%d list upload routes, want 1 (POST /admin/lists/:name/entries)", uploads)
 	}
 	t.Logf("%d routes checked", n)
+}
+
+func bool2int(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestRateLimitedAnswer checks the rules a join sends to the limiter and

@@ -209,6 +209,12 @@ type Deps struct {
 	// Push keeps shoppers' Web Push subscriptions (*push.Service); nil:
 	// Web Push is off (its routes answer 404).
 	Push pushStore
+	// Lists keeps the door's block and eligibility lists (*lists.Store);
+	// nil answers the list routes 503.
+	Lists staffapi.ListStore
+	// SyncDoor readies the lists an event's door references before its
+	// save (lists.Store.Sync); nil: none.
+	SyncDoor func(ctx context.Context, cfg *event.Config) error
 }
 
 // Config tunes the edge.
@@ -305,6 +311,16 @@ type Config struct {
 	//
 	// Default: t itself when Now is left at its default; otherwise none
 	NowAt func(t time.Time) time.Time
+	// ListUploadMax bounds a list upload's body in bytes (the one route
+	// BodyLimit does not hold); more answers 413 too_large.
+	//
+	// Default: staffapi.DefaultListUploadMax
+	ListUploadMax int64
+	// ListMaxEntries bounds a list's entries; an upload over it answers
+	// 413 too_large, nothing applied.
+	//
+	// Default: lists.MaxEntries
+	ListMaxEntries int64
 	// Tap is a middleware run first on every request, outside the
 	// metrics and the access log, for tests only: internal/nodetest
 	// checks each exchange against the HTTP contract with it
@@ -331,7 +347,9 @@ type Server struct {
 	staff *staffapi.API
 }
 
-// BodyLimit is the largest request body accepted.
+// BodyLimit is the largest request body accepted, on every route but a
+// list upload (staffapi.StreamsBody), which has its own
+// (Config.ListUploadMax).
 const BodyLimit = 16 * 1024
 
 // HeaderLimit bounds a request's line and headers together; larger ones
@@ -372,13 +390,15 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	s.edge = edge
 	s.tracing = newTracing(cfg, edge.Proxies())
 	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
-		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies()}, staffapi.Deps{
+		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies(),
+		ListUploadMax: cfg.ListUploadMax, ListMaxEntries: cfg.ListMaxEntries}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,
 		Friction: func(cfg *event.Config) any { return edge.FrictionOf(cfg) },
 		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
 		Lifecycle: deps.Lifecycle, PassTokens: edge.Passes(), Passes: deps.Passes,
 		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
 		CheckRules: deps.CheckRules, TryRules: deps.TryRules,
+		Lists: deps.Lists, SyncDoor: deps.SyncDoor,
 	})
 	pg := pages.New(pages.Config{Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now}, pages.Deps{
 		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,
@@ -401,6 +421,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	s.instrument(app) // outermost: metrics and access log see every answer
 	app.Use(recover.New())
 	app.Use(kit.AssignRequestIDs(edge.Proxies()))
+	app.Use(limitBody) // before anything may answer without reading the body
 	app.Use(edge.EntryCap)
 
 	// The routes table. Within a group fiber tries routes in order:
@@ -447,15 +468,24 @@ func (s *Server) ctx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 // the problem+json error handler logging to log, and the proxies whose
 // forwarding headers are believed. bench/ceiling runs its constant handler
 // on the same configuration, so the ceiling measures the same stack.
+//
+// Request bodies are streamed to the handlers (body.go): an app on this
+// configuration that reads bodies must hold them to BodyLimit itself, as
+// New does with limitBody; fasthttp's own limit bounds only what it reads
+// ahead (at most 8 KB).
 func FiberConfig(log *slog.Logger, trustedProxies []string) fiber.Config {
 	return fiber.Config{
-		AppName:               "anteroom",
-		BodyLimit:             BodyLimit,
-		DisableStartupMessage: true,
-		ErrorHandler:          kit.ErrorHandler(log),
-		ReadTimeout:           10 * time.Second,
-		WriteTimeout:          10 * time.Second,
-		IdleTimeout:           60 * time.Second,
+		AppName:           "anteroom",
+		BodyLimit:         BodyLimit,
+		StreamRequestBody: true, // see body.go: limitBody holds the limit
+		// Multipart forms are parsed from the body once it is read and
+		// held to BodyLimit, never ahead of it.
+		DisablePreParseMultipartForm: true,
+		DisableStartupMessage:        true,
+		ErrorHandler:                 kit.ErrorHandler(log),
+		ReadTimeout:                  10 * time.Second,
+		WriteTimeout:                 10 * time.Second,
+		IdleTimeout:                  60 * time.Second,
 		// Headers up to 16 KB: a shop's user token (up to 8 KB, RS256)
 		// plus the cookies a browser sends on the shop's domain. The
 		// token verifiers bound their own input below that.

@@ -10,6 +10,7 @@
 //	anteroom reconcile  rebuild an event's stock and claims from the order stream
 //	anteroom invite     print a signed invite of one user to an invite-only event
 //	anteroom gateway fail-open  print nginx's fail-open deadline for when anteroom cannot answer
+//	anteroom lists      manage the door's block and eligibility lists through a node's admin API
 //	anteroom settings-table  print (or with -w rewrite) docs/configure.md's settings table
 //	anteroom rules-table  print (or with -w rewrite) docs/configure.md's door rules tables
 //	anteroom help       show this help
@@ -54,6 +55,7 @@ commands:
   keys       rotate, retire or list the admission signing keys
   invite     print a signed invite of one user to an invite-only event
   gateway fail-open  print the nginx map of a fail-open deadline (when anteroom cannot answer)
+  lists      manage block and eligibility lists on a node: ls, create, load, add, remove, export, delete
   natsd      run a NATS server with JetStream (for a loopback cluster)
   settings-table  print the settings table of docs/configure.md (-w docs/configure.md rewrites it there)
   rules-table  print the door rules' variables and functions tables of docs/configure.md (-w docs/configure.md rewrites them there)
@@ -88,6 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return invite(args[1:], getenv, time.Now, stdout, stderr)
 	case "gateway":
 		return gateway(args[1:], time.Now, stdout, stderr)
+	case "lists":
+		return lists(ctx, args[1:], getenv, stdout, stderr)
 	case "settings-table":
 		return settingsTable(args[1:], stdout, stderr)
 	case "rules-table":

@@ -93,6 +93,10 @@ func nodeSettings(o *options) []settings.Setting {
 			Doc: "comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For, -Proto and -Host (and, in header mode, user id header) are believed; the client IP is the rightmost untrusted hop, several X-Forwarded-For lines read as one list"},
 		{Name: "max-in-flight", Default: strconv.Itoa(def.MaxInFlight), Set: maxInFlight(&c.MaxInFlight),
 			Doc: "requests in progress on this node before it answers 503 degraded"},
+		{Name: "list-upload-max-bytes", Default: strconv.FormatInt(def.ListUploadMaxBytes, 10), Set: positiveInt64(&c.ListUploadMaxBytes, "list upload max bytes"),
+			Doc: "the largest list upload (POST /admin/lists/{name}/entries, streamed; every other request body is held to 16 KB); a larger one is 413 too_large, unread past the limit"},
+		{Name: "list-max-entries", Default: strconv.FormatInt(def.ListMaxEntries, 10), Set: positiveInt64(&c.ListMaxEntries, "list max entries"),
+			Doc: "the most entries a block or eligibility list may hold (at most 10000000); an upload or entry over it is 413 too_large, nothing applied"},
 		{Name: "global-join-rate", Default: "0", Set: rate(&c.GlobalJoinRate, "global join rate"),
 			Doc: "joins per second over all events and nodes (a Redis token bucket, node-local when Redis is slow); 0: unlimited"},
 		{Name: "global-claim-rate", Default: "0", Set: rate(&c.GlobalClaimRate, "global claim rate"),
@@ -216,6 +220,17 @@ func siteverifyURL(to *string) func(string) error {
 			return fmt.Errorf("dev captcha siteverify url %q: want an absolute http(s) URL", v)
 		}
 		*to = v
+		return nil
+	}
+}
+
+func positiveInt64(to *int64, what string) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%s %q: want a positive integer", what, v)
+		}
+		*to = n
 		return nil
 	}
 }

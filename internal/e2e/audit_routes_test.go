@@ -71,6 +71,13 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 		{route: "POST /admin/events/:id/passes", path: func() string { return "/admin/events/gala/passes" }, who: func() map[string]string { return operator },
 			body: `{"uses":1}`, status: 201, action: "pass.mint", by: "olga"},
 		{route: "DELETE /admin/events/:id/passes/:pass", path: func() string { return "/admin/events/gala/passes/" + passID }, who: func() map[string]string { return operator }, status: 200, action: "pass.revoke", by: "olga"},
+		{route: "PUT /admin/lists/:name", path: func() string { return "/admin/lists/resellers" }, who: func() map[string]string { return admin },
+			body: `{"kind":"user"}`, status: 201, action: "list.create", by: "ada"},
+		{route: "POST /admin/lists/:name/entries", path: func() string { return "/admin/lists/resellers/entries?mode=append" }, who: func() map[string]string { return withHeader(operator, "Content-Type", "text/csv") },
+			body: "u1\nu2\n", status: 200, action: "list.load", by: "olga"},
+		{route: "PUT /admin/lists/:name/entries/:value", path: func() string { return "/admin/lists/resellers/entries/u3" }, who: func() map[string]string { return operator }, status: 200, action: "list.add", by: "olga"},
+		{route: "DELETE /admin/lists/:name/entries/:value", path: func() string { return "/admin/lists/resellers/entries/u1" }, who: func() map[string]string { return operator }, status: 200, action: "list.remove", by: "olga"},
+		{route: "DELETE /admin/lists/:name", path: func() string { return "/admin/lists/resellers" }, who: func() map[string]string { return admin }, status: 204, action: "list.delete", by: "ada"},
 		{route: "PUT /admin/events/:id/page", path: func() string { return "/admin/events/gala/page" }, who: func() map[string]string { return admin },
 			body: `{"name": "Gala"}`, status: 200, action: "page.draft", by: "ada"},
 		{route: "POST /admin/events/:id/page/publish", path: func() string { return "/admin/events/gala/page/publish" }, who: func() map[string]string { return admin }, status: 200, action: "page.publish", by: "ada"},
@@ -158,6 +165,15 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 			t.Errorf("%s by %s: no audit entry %q", c.route, c.by, c.action)
 		}
 	}
+}
+
+// withHeader is hdr with k set to v, hdr unchanged.
+func withHeader(hdr map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for hk, hv := range hdr {
+		out[hk] = hv
+	}
+	return out
 }
 
 // mustJSON is v as JSON.

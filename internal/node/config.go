@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/door/crawler"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/netguard"
@@ -20,6 +21,7 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/anteroom/anteroom/web/protect"
+	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -240,6 +242,17 @@ type Config struct {
 	//
 	// Default: protect.DefaultMaxInFlight
 	MaxInFlight int
+	// ListUploadMaxBytes bounds a list upload's body (POST
+	// /admin/lists/{name}/entries, the one route not held to 16 KB); a
+	// larger one answers 413 too_large, unread past the limit.
+	//
+	// Default: staffapi.DefaultListUploadMax (512 MiB)
+	ListUploadMaxBytes int64
+	// ListMaxEntries bounds a list's entries; an upload or an entry that
+	// would make a list longer answers 413 too_large, nothing applied.
+	//
+	// Default: lists.MaxEntries (10 million)
+	ListMaxEntries int64
 	// GlobalJoinRate and GlobalClaimRate cap joins and claims per second
 	// over every event and node together (burst: one second's worth).
 	//
@@ -312,6 +325,12 @@ func (c *Config) defaults() {
 	}
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = protect.DefaultMaxInFlight
+	}
+	if c.ListUploadMaxBytes == 0 {
+		c.ListUploadMaxBytes = staffapi.DefaultListUploadMax
+	}
+	if c.ListMaxEntries == 0 {
+		c.ListMaxEntries = lists.MaxEntries
 	}
 	if c.StreamReplicas == 0 {
 		c.StreamReplicas = 1
@@ -390,6 +409,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxInFlight < 0 || !(c.GlobalJoinRate >= 0 && c.GlobalJoinRate <= event.MaxRate) || !(c.GlobalClaimRate >= 0 && c.GlobalClaimRate <= event.MaxRate) {
 		return fmt.Errorf("max in flight and global rates must be between 0 and %d", event.MaxRate)
+	}
+	if c.ListUploadMaxBytes < 0 || c.ListMaxEntries < 0 || c.ListMaxEntries > lists.MaxEntries {
+		return fmt.Errorf("list upload max bytes must be positive and list max entries between 1 and %d", lists.MaxEntries)
 	}
 	return nil
 }

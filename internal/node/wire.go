@@ -352,6 +352,7 @@ func (w *wiring) edge() error {
 		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: w.issuer.Algorithms(),
 		AccessLog: cfg.AccessLog, SlowRequest: cfg.SlowRequest,
 		TrustedProxies: cfg.TrustedProxies, MaxInFlight: cfg.MaxInFlight,
+		ListUploadMax: cfg.ListUploadMaxBytes, ListMaxEntries: cfg.ListMaxEntries,
 		GlobalJoin:  limit.Limit{Rate: cfg.GlobalJoinRate, Burst: cfg.GlobalJoinRate},
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 		Now:         w.clk.Now, NowAt: w.clk.At, Tap: cfg.Tap,
@@ -371,6 +372,7 @@ func (w *wiring) edge() error {
 		// The door's rules: compiled at save, tried by the console.
 		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, w.listExists) },
 		TryRules:   w.rules.Try,
+		Lists:      w.lists, SyncDoor: w.lists.Sync,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
 				return report.Report{}, err

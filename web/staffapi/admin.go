@@ -259,6 +259,13 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 			return old, event.Config{}, err // a bad rule, by name and column: nothing saved
 		}
 	}
+	if s.deps.SyncDoor != nil && (doorLists(&old.Door) || doorLists(&next.Door)) {
+		// The lists the door references get their copies in the sale's
+		// slots before the save: an unknown one refuses it (400).
+		if err := s.deps.SyncDoor(ctx, &next); err != nil {
+			return old, event.Config{}, err
+		}
+	}
 	// The locks are judged by Redis TIME in the same step as the save. A
 	// change of stock holds the buckets and checks them before the save,
 	// and lays the stock after it (see claim.Store.Hold): a refused save
@@ -359,3 +366,6 @@ func (s *API) change(c *fiber.Ctx, edit func(cfg *event.Config) (action string, 
 		return c.JSON(out)
 	}
 }
+
+// doorLists reports whether a door references any list.
+func doorLists(d *event.Door) bool { return len(d.BlockLists)+len(d.EligibleLists) > 0 }

@@ -4,7 +4,9 @@
 // keys, roles, the audit trail, and the event routes under
 // /admin/events/{id}: create and update, pause and resume, close and
 // reopen, fail open (a deadline) and end it, rebuild,
-// lifecycle, the post-sale report, bypass passes, the door rules' tester.
+// lifecycle, the post-sale report, bypass passes, the door rules' tester;
+// and the door's lists under /admin/lists (lists.go), whose bulk upload
+// streams its body.
 //
 // It owns who may act as staff and what each role may do: the admin
 // token is the bootstrap, accounts have roles (viewer, operator, admin),
@@ -23,6 +25,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/staff"
@@ -107,6 +110,13 @@ type Deps struct {
 	// request, for the console's tester ((*rules.Engine).Try); nil
 	// answers 404 on the tester's route.
 	TryRules func(cfg *event.Config, r *door.Request) (rule string, then door.Action, matched bool, err error)
+	// Lists keeps the door's block and eligibility lists (*lists.Store);
+	// nil answers the list routes 503.
+	Lists ListStore
+	// SyncDoor readies the lists an event's door references before a
+	// save stores it (lists.Store.Sync): an unknown list refuses the save
+	// (400 naming it). nil: none.
+	SyncDoor func(ctx context.Context, cfg *event.Config) error
 }
 
 // Config tunes the staff API.
@@ -132,7 +142,26 @@ type Config struct {
 	// Proxies are the trusted proxies, for the client address failed
 	// authentications are counted by.
 	Proxies kit.Proxies
+	// ListUploadMax bounds a list upload's body in bytes; a larger one
+	// answers 413 too_large, unread past the limit.
+	//
+	// Default: DefaultListUploadMax
+	ListUploadMax int64
+	// ListMaxEntries bounds a list's entries (lists.LoadOptions.Max); an
+	// upload over it answers 413 too_large, nothing applied.
+	//
+	// Default: lists.MaxEntries
+	ListMaxEntries int64
+	// ListTimeout bounds a list upload or export, which may carry
+	// hundreds of megabytes (each must also make progress every 10 s).
+	//
+	// Default: 10m
+	ListTimeout time.Duration
 }
+
+// DefaultListUploadMax is Config.ListUploadMax's default: 512 MiB, about
+// 10 million lines of 50 bytes.
+const DefaultListUploadMax = 512 << 20
 
 // API serves the staff routes. It is safe for concurrent use.
 type API struct {
@@ -151,6 +180,15 @@ func New(cfg Config, deps Deps) *API {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.ListUploadMax <= 0 {
+		cfg.ListUploadMax = DefaultListUploadMax
+	}
+	if cfg.ListMaxEntries <= 0 {
+		cfg.ListMaxEntries = lists.MaxEntries
+	}
+	if cfg.ListTimeout <= 0 {
+		cfg.ListTimeout = 10 * time.Minute
 	}
 	if deps.StaffThrottle == nil || deps.StaffSessions == nil {
 		local := newLocalStaff(cfg.Now)
@@ -206,7 +244,8 @@ func (s *API) MountEvent(adm fiber.Router) {
 }
 
 // Mount adds the staff routes outside one event: accounts, keys, audit,
-// console sign-in, the event list and the event defaults.
+// console sign-in, the event list, the event defaults and the lists
+// (lists.go).
 func (s *API) Mount(app fiber.Router) {
 	app.Get("/admin/accounts", s.allow(staff.Admin, true), s.listAccounts)
 	app.Post("/admin/accounts", s.allow(staff.Admin, true), s.createAccount)
@@ -225,6 +264,7 @@ func (s *API) Mount(app fiber.Router) {
 	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
 	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
 	app.Get("/admin/defaults", s.allow(staff.Viewer, false), s.eventDefaults)
+	s.mountLists(app)
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel

@@ -5,6 +5,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/report"
@@ -58,6 +59,9 @@ func TestContractShapes(t *testing.T) {
 			Passes []admission.PassRecord `json:"passes"`
 			Counts admission.PassCounts   `json:"counts"`
 		}
+		listList struct {
+			Lists []lists.Meta `json:"lists"`
+		}
 	)
 	bodies := []conform.Shaped{
 		{Op: "signIn", Value: signInJSON{}},
@@ -88,6 +92,13 @@ func TestContractShapes(t *testing.T) {
 		{Op: "mintPass", Status: 201, Value: newPass{}},
 		{Op: "listPasses", Status: 200, Value: passList{}},
 		{Op: "revokePass", Status: 200, Value: admission.PassRecord{}},
+		{Op: "listLists", Status: 200, Value: listList{}},
+		{Op: "createList", Value: newListJSON{}},
+		{Op: "createList", Status: 201, Value: lists.Meta{}},
+		{Op: "getList", Status: 200, Value: lists.Meta{}},
+		{Op: "loadList", Status: 200, Value: loadJSON{}},
+		{Op: "addListEntry", Status: 200, Value: lists.Meta{}},
+		{Op: "removeListEntry", Status: 200, Value: lists.Meta{}},
 	}
 	for _, e := range c.Shapes(bodies, configParts...) {
 		t.Error(e)

@@ -14,12 +14,14 @@ import (
 // it may:
 //
 //	viewer    GET /admin/events, GET /admin/events/{id}[/lifecycle|/page|/preview],
-//	          GET /admin/audit[.csv]
+//	          GET /admin/audit[.csv], GET /admin/lists[/{name}[/entries]]
 //	operator  POST /admin/events/{id}/pause|resume|close|reopen|rebuild; staff reads
-//	          and releases of claims
+//	          and releases of claims; POST /admin/lists/{name}/entries (a bulk
+//	          upload), PUT and DELETE /admin/lists/{name}/entries/{value}
 //	admin     PUT /admin/events/{id}[/page], POST /admin/events/{id}/page/publish,
 //	          DELETE /admin/sessions, accounts and API keys
-//	          (/admin/accounts…, /admin/keys/{prefix})
+//	          (/admin/accounts…, /admin/keys/{prefix}), PUT and DELETE
+//	          /admin/lists/{name}
 //
 // A caller that is signed in but below the role gets 403 forbidden, never
 // 401. The admin token is the bootstrap: while no admin account exists it

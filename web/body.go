@@ -1,0 +1,80 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/staffapi"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Request bodies reach the app as streams (FiberConfig sets fasthttp's
+// StreamRequestBody): a list upload (staffapi.StreamsBody) is read by its
+// handler as it arrives, hundreds of megabytes under its own limit, never
+// whole in memory. Every other route is held to BodyLimit by limitBody,
+// which reads the body whole before any handler runs, so they see
+// c.Body() as without streaming.
+//
+// A body not read to its end stays on the connection, where the next
+// request would be read from: limitBody closes the connection after the
+// answer of such a request (one over the limit, an upload), so the rest
+// of a body is never taken for a request.
+
+// bodyBufs are the buffers limitBody reads bodies into.
+var bodyBufs = sync.Pool{New: func() any { b := make([]byte, BodyLimit+1); return &b }}
+
+// errTooLarge answers a body over BodyLimit (kit's too_large row).
+var errTooLarge = fiber.ErrRequestEntityTooLarge
+
+// limitBody holds every request's body but a list upload's to BodyLimit
+// (413 too_large, answered without reading it) and reads it whole before
+// the handlers; see above.
+func limitBody(c *fiber.Ctx) error {
+	req := c.Request()
+	if !req.IsBodyStream() {
+		return c.Next()
+	}
+	if staffapi.StreamsBody(c.Method(), c.Path()) {
+		defer func() {
+			// Whatever the handler read, the rest is never a request.
+			c.Response().Header.SetConnectionClose()
+			req.ResetBody()
+		}()
+		return c.Next()
+	}
+	n := req.Header.ContentLength() // -1: chunked
+	if n > BodyLimit {
+		c.Response().Header.SetConnectionClose()
+		req.ResetBody()
+		return errTooLarge
+	}
+	buf := bodyBufs.Get().(*[]byte)
+	defer bodyBufs.Put(buf)
+	b := *buf
+	if n >= 0 {
+		b = b[:n]
+	}
+	got, err := io.ReadFull(req.BodyStream(), b)
+	switch {
+	case n < 0 && err == nil: // more than BodyLimit chunked bytes
+		c.Response().Header.SetConnectionClose()
+		req.ResetBody()
+		return errTooLarge
+	case n < 0 && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
+		err = nil
+	}
+	if err != nil {
+		c.Response().Header.SetConnectionClose()
+		req.ResetBody()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return fiber.ErrRequestTimeout
+		}
+		return kit.BadRequest("the request body could not be read")
+	}
+	req.SetBody(b[:got]) // copied into the request's own buffer; closes the stream
+	return c.Next()
+}
