@@ -3,10 +3,12 @@ package node_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,6 +220,12 @@ func TestListUploadLimits(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+n.AdminToken)
 		req.Header.Set("Content-Type", "text/csv")
 		resp, err := http.DefaultClient.Do(req)
+		if err != nil && length > 64<<10 && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+			// Refused unread: the node closed the connection while the
+			// client still wrote megabytes, and the kernel's reset may
+			// overtake the 413 it sent. Nothing may be applied all the same.
+			return http.StatusRequestEntityTooLarge, nil, true
+		}
 		if err != nil {
 			t.Fatalf("upload: %v", err)
 		}
@@ -245,7 +253,8 @@ func TestListUploadLimits(t *testing.T) {
 			length, body = -1, io.MultiReader(body)
 		}
 		status, out, closed := post(body, length)
-		if status != http.StatusRequestEntityTooLarge || out["code"] != "too_large" ||
+		if out == nil && status == http.StatusRequestEntityTooLarge && c.bytes { // reset: see post
+		} else if status != http.StatusRequestEntityTooLarge || out["code"] != "too_large" ||
 			strings.Contains(fmt.Sprint(out["detail"]), "ANTEROOM_LIST_UPLOAD_MAX_BYTES") != c.bytes {
 			t.Errorf("%s: %d %v, want 413 too_large (over the byte limit: %v)", c.name, status, out, c.bytes)
 		}
