@@ -54,8 +54,8 @@ type joinBatcher struct {
 type joinGroup struct {
 	tag                       string
 	sharded                   bool
-	opens, windowEnd, joinEnd int64 // unix ms
-	until                     int64 // unix ms, 0: no bound (Times.Until)
+	opens, windowEnd, joinEnd int64  // unix ms
+	until                     int64  // unix ms, 0: no bound (Times.Until)
 	lists                     string // Times.Lists' keys (Lists.groupKey)
 }
 
