@@ -93,3 +93,15 @@ func (v Verdict) Err(cfg *event.Config) error {
 	}
 	return nil
 }
+
+// Challenges reports whether a rule of cfg may send a request to a
+// challenge: the proof-of-work challenge endpoint then issues challenges
+// for the sale, so a challenged client can solve one.
+func Challenges(cfg *event.Config) bool {
+	for i := range cfg.Door.Rules {
+		if cfg.Door.Rules[i].Then == "challenge" {
+			return true
+		}
+	}
+	return false
+}

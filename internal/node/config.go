@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/netguard"
@@ -26,7 +27,8 @@ import (
 // has one entry in the settings registry of cmd/anteroom (settings.go):
 // its flag, ANTEROOM_* environment variable, default (from DefaultConfig)
 // and doc, from which docs/configure.md's settings table is generated. Tick,
-// Manual, Tap, CaptchaTimeout and Limiter are for tests and embedders only.
+// Manual, Tap, CaptchaTimeout, Limiter, DoorLists and DoorRules are for tests
+// and embedders only.
 type Config struct {
 	// Addr is the HTTP listen address.
 	//
@@ -154,6 +156,13 @@ type Config struct {
 	//
 	// Default: none
 	Tap fiber.Handler
+	// DoorLists and DoorRules replace the node's views of the door's
+	// lists (package door/lists) and rules (package door/rules), for
+	// tests and embedders only.
+	//
+	// Default: the node's own
+	DoorLists door.Lists
+	DoorRules door.Rules
 	// WebhookAllowHTTP accepts and delivers to http webhook URLs; by
 	// default webhooks must be https.
 	//

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -68,6 +69,8 @@ type wiring struct {
 	svc      *claim.Service
 	pub      *claim.Publisher
 	issuer   *tokens.Issuer
+	// door: who may come in
+	door *door.Door
 	// startLimiter
 	limitRDB redis.UniversalClient
 	limiter  *limit.Limiter
@@ -113,6 +116,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (n *Node, err error) 
 		w.startClock,
 		w.callers,
 		w.services,
+		w.openDoor,
 		w.startLimiter,
 		w.opsListeners,
 		w.edge,
@@ -256,6 +260,15 @@ func (w *wiring) services() error {
 	return nil
 }
 
+// openDoor makes the node's door (package door) over its views of the
+// lists and the rules: Config.DoorLists and DoorRules when set. Without a
+// view the door has no lists (a sale's eligibility list then lets nobody
+// in) or no rules.
+func (w *wiring) openDoor() error {
+	w.door = door.New(w.cfg.DoorLists, w.cfg.DoorRules)
+	return nil
+}
+
 // startLimiter opens the rate limiter's own Redis pool (one that honours
 // deadlines) and hands the limiter and the order lag to the metrics. The
 // pool is released on a later failure; once the node runs, a loop closes
@@ -327,7 +340,7 @@ func (w *wiring) edge() error {
 		Observe: w.ops.observe(), Metrics: w.publicMetrics,
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
-		Refusals: refusals,
+		Refusals: refusals, Door: w.door,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
 				return report.Report{}, err

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
@@ -93,15 +95,40 @@ func (s *API) gate(c *fiber.Ctx) error {
 		c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
 		return errNotAdmitted
 	}
+	var adm *tokens.Admission
 	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue
 		}
 		if a, err := s.deps.Turnstile.Verify(raw, ev, now); err == nil {
-			s.gateRenew(c, &sale.Config, a, now)
-			c.Set(GateUserHeader, a.User)
-			return c.SendStatus(fiber.StatusNoContent)
+			adm = &a
+			break
 		}
+	}
+	if s.deps.Door.Applies(&sale.Config) {
+		// The door (doorstep.go): the admitted user, else the visitor the
+		// identity names without minting.
+		user := ""
+		if adm != nil {
+			user = adm.User
+		} else if u, err := s.deps.Identity.User(c, false); err == nil {
+			user = u
+		}
+		v, err := s.ask(c, &sale.Config, user, nil, now, door.Gate)
+		switch {
+		case err != nil:
+			return err // 403 blocked, not_eligible
+		case v.Action == door.Bypass:
+			return c.SendStatus(fiber.StatusNoContent)
+		case v.Action == door.Sink:
+			c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
+			return errNotAdmitted
+		}
+	}
+	if adm != nil {
+		s.gateRenew(c, &sale.Config, *adm, now)
+		c.Set(GateUserHeader, adm.User)
+		return c.SendStatus(fiber.StatusNoContent)
 	}
 	if s.gateEnter(c, sale, now) {
 		return c.SendStatus(fiber.StatusNoContent)
