@@ -128,7 +128,6 @@ func doorNode(t *testing.T, manual bool) (*node.Node, *testenv.Redis, *testLists
 
 func user(u string) map[string]string { return map[string]string{"X-User-ID": u} }
 
-
 // TestDoorBlockList: a listed user is refused 403 blocked at the join
 // (decided by the join script: the view says only "maybe") with nothing
 // written; a user listed after joining and being admitted is refused at
