@@ -169,6 +169,11 @@ type Deps struct {
 	Accounts staffapi.Accounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
 	Audit staffapi.AuditLog
+	// CheckRules and TryRules compile a sale's door rules at save and
+	// try them in the console's tester (*rules.Engine); nil checks none
+	// and has no tester (staffapi.Deps).
+	CheckRules func(cfg *event.Config) error
+	TryRules   func(cfg *event.Config, r *door.Request) (rule string, then door.Action, matched bool, err error)
 	// EdgeSecret keys proof-of-work challenges, invites and bypass
 	// passes: the ticket
 	// secret, the same on every node.
@@ -377,6 +382,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
 		Lifecycle: deps.Lifecycle, PassTokens: edge.Passes(), Passes: deps.Passes,
 		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
+		CheckRules: deps.CheckRules, TryRules: deps.TryRules,
 	})
 	pg := pages.New(pages.Config{Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now}, pages.Deps{
 		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,

@@ -10,6 +10,7 @@
 //	anteroom reconcile  rebuild an event's stock and claims from the order stream
 //	anteroom invite     print a signed invite of one user to an invite-only event
 //	anteroom settings-table  print (or with -w rewrite) docs/configure.md's settings table
+//	anteroom rules-table  print (or with -w rewrite) docs/configure.md's door rules tables
 //	anteroom help       show this help
 //
 // Configuration comes from ANTEROOM_* environment variables and matching
@@ -53,6 +54,7 @@ commands:
   invite     print a signed invite of one user to an invite-only event
   natsd      run a NATS server with JetStream (for a loopback cluster)
   settings-table  print the settings table of docs/configure.md (-w docs/configure.md rewrites it there)
+  rules-table  print the door rules' variables and functions tables of docs/configure.md (-w docs/configure.md rewrites them there)
 
 Each command takes -h.
 `
@@ -84,6 +86,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return invite(args[1:], getenv, time.Now, stdout, stderr)
 	case "settings-table":
 		return settingsTable(args[1:], stdout, stderr)
+	case "rules-table":
+		return rulesTable(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

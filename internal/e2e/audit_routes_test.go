@@ -24,6 +24,12 @@ var notStaff = map[string]string{
 	"POST /e/:id/basic/claim":                 "a shopper claims without JavaScript",
 }
 
+// readOnly are the staff routes that take a POST but change nothing,
+// each with why: nothing to audit.
+var readOnly = map[string]string{
+	"POST /admin/events/:id/door/test": "evaluates the door rules for a described request: saves nothing (TestDoorRulesTester)",
+}
+
 // auditedCall is one state-changing staff route: how the test calls it,
 // as whom, and the audit entry it must leave.
 type auditedCall struct {
@@ -95,8 +101,8 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 		}
 		route := r.Method + " " + r.Path
 		seen[route] = true
-		if _, ok := notStaff[route]; !ok && !covered[route] {
-			t.Errorf("%s changes state and no test asserts its audit entry: add it to TestEveryStaffChangeAudited (or to notStaff, with why it is not a staff action)", route)
+		if _, ok := notStaff[route]; !ok && !covered[route] && readOnly[route] == "" {
+			t.Errorf("%s changes state and no test asserts its audit entry: add it to TestEveryStaffChangeAudited (or to notStaff, with why it is not a staff action, or to readOnly, with why it changes nothing)", route)
 		}
 	}
 	for route := range covered {
@@ -107,6 +113,11 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 	for route := range notStaff {
 		if !seen[route] {
 			t.Errorf("%s is not in the routes table any more: remove it from notStaff", route)
+		}
+	}
+	for route := range readOnly {
+		if !seen[route] {
+			t.Errorf("%s is not in the routes table any more: remove it from readOnly", route)
 		}
 	}
 

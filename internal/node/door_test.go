@@ -116,14 +116,32 @@ func (headerRules) Match(cfg *event.Config, r *door.Request) (string, door.Actio
 	return "", door.Queue, false
 }
 
-// doorNode starts a node in header mode with the test views.
-func doorNode(t *testing.T, manual bool) (*node.Node, *testenv.Redis, *testLists) {
+// doorNode starts a node in header mode with the test view of the lists
+// and, unless realRules, the test rules (else the node's own CEL
+// engine, package door/rules).
+func doorNode(t *testing.T, manual, realRules bool) (*node.Node, *testenv.Redis, *testLists) {
 	t.Helper()
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	l := newTestLists(r.Client(t))
-	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: manual, DoorLists: l, DoorRules: headerRules{}}))
+	cfg := node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: manual, DoorLists: l}
+	if !realRules {
+		cfg.DoorRules = headerRules{}
+	}
+	n := nodetest.Start(t, nodetest.HeaderMode(cfg))
 	return n, r, l
+}
+
+// rule is a door rule that matches a request whose X-Test-Door header is
+// its name: in CEL for the node's engine, by name for headerRules.
+func rule(name, then string) map[string]string {
+	return map[string]string{"name": name, "when": `request.headers["x-test-door"] == "` + name + `"`, "then": then}
+}
+
+// bothRules runs f with the test rules and with the node's CEL engine.
+func bothRules(t *testing.T, f func(t *testing.T, real bool)) {
+	t.Run("test-rules", func(t *testing.T) { f(t, false) })
+	t.Run("cel", func(t *testing.T) { f(t, true) })
 }
 
 func user(u string) map[string]string { return map[string]string{"X-User-ID": u} }
@@ -134,7 +152,7 @@ func user(u string) map[string]string { return map[string]string{"X-User-ID": u}
 // their next status poll, at the gate and at the claim, and nothing is
 // claimed; taken off the list, the same token claims.
 func TestDoorBlockList(t *testing.T) {
-	n, r, l := doorNode(t, false)
+	n, r, l := doorNode(t, false, false)
 	sale := openSale(10, 1, 0, 0, 100)
 	sale["door"] = map[string]any{"block_lists": []string{"resellers"}}
 	nodetest.CreateSale(t, n, "blk", sale)
@@ -186,7 +204,7 @@ func TestDoorBlockList(t *testing.T) {
 // status poll; a member joins; a filter's false positive is caught by
 // the join script's exact copy.
 func TestDoorEligibility(t *testing.T) {
-	n, _, l := doorNode(t, false)
+	n, _, l := doorNode(t, false, false)
 	sale := openSale(10, 1, 0, 0, 100)
 	sale["door"] = map[string]any{"eligible_lists": []string{"registered"}, "not_eligible_message": "pre-registered members only"}
 	nodetest.CreateSale(t, n, "elig", sale)
@@ -214,14 +232,12 @@ func TestDoorEligibility(t *testing.T) {
 // (and the token claims) and lets the gate through without a token; its
 // challenge asks for the proof of work of a sale that asks for none (and
 // the challenge endpoint issues one); no rule matching queues as before.
-func TestDoorRules(t *testing.T) {
-	n, _, _ := doorNode(t, false)
+func TestDoorRules(t *testing.T) { bothRules(t, doorRules) }
+
+func doorRules(t *testing.T, real bool) {
+	n, _, _ := doorNode(t, false, real)
 	sale := openSale(10, 1, 0, 0, 1)
-	sale["door"] = map[string]any{"rules": []map[string]string{
-		{"name": "no", "when": "true", "then": "block"},
-		{"name": "partner", "when": "true", "then": "bypass"},
-		{"name": "hard", "when": "true", "then": "challenge"},
-	}}
+	sale["door"] = map[string]any{"rules": []map[string]string{rule("no", "block"), rule("partner", "bypass"), rule("hard", "challenge")}}
 	nodetest.CreateSale(t, n, "rules", sale)
 	base := n.URL() + "/events/rules"
 	if a := nodetest.Call(t, http.MethodPost, base+"/join", with(user("a"), "X-Test-Door", "no"), nil); a.Status != http.StatusForbidden || nodetest.Str(a.Body, "code") != "blocked" {
@@ -291,10 +307,12 @@ func headerNames(h http.Header) []string {
 // each poll; the real one is admitted, the sunk one never, however far
 // the frontier moves, and its polls issue no Redis command. A rule that
 // sinks a real ticket holder takes effect at their next poll.
-func TestDoorSink(t *testing.T) {
-	n, r, _ := doorNode(t, true)
+func TestDoorSink(t *testing.T) { bothRules(t, doorSink) }
+
+func doorSink(t *testing.T, real bool) {
+	n, r, _ := doorNode(t, true, real)
 	sale := openSale(10, 1, 0, 0, 50)
-	sale["door"] = map[string]any{"rules": []map[string]string{{"name": "bots", "when": "true", "then": "sink"}}}
+	sale["door"] = map[string]any{"rules": []map[string]string{rule("bots", "sink")}}
 	nodetest.CreateSale(t, n, "sink", sale)
 	base := n.URL() + "/events/sink"
 	refresh := func() {

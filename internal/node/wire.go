@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/luascript"
@@ -69,7 +70,11 @@ type wiring struct {
 	svc      *claim.Service
 	pub      *claim.Publisher
 	issuer   *tokens.Issuer
-	// door: who may come in
+	// rules are the door's rules, compiled once per sale version (no
+	// lists nor crawler verification wired yet: in_list does not
+	// compile, verified_crawler() is false).
+	rules *rules.Engine
+	// openDoor: who may come in
 	door *door.Door
 	// startLimiter
 	limitRDB redis.UniversalClient
@@ -229,6 +234,7 @@ func (w *wiring) services() error {
 	w.refusals = report.NewRefusals(rdb)
 	w.reports = &report.Builder{Configs: w.events, Tallies: w.frontier, Sales: w.snaps, Refusals: w.refusals, Passes: admission.NewPasses(w.back.rdb), JS: w.js}
 	w.lc = lifecycle.NewRecorder(rdb, w.js)
+	w.rules = rules.New(nil, nil, rules.WithLog(w.cfg.Log))
 	if w.cfg.PushVAPIDKey != "" {
 		key, err := os.ReadFile(w.cfg.PushVAPIDKey)
 		if err != nil {
@@ -261,11 +267,15 @@ func (w *wiring) services() error {
 }
 
 // openDoor makes the node's door (package door) over its views of the
-// lists and the rules: Config.DoorLists and DoorRules when set. Without a
-// view the door has no lists (a sale's eligibility list then lets nobody
-// in) or no rules.
+// lists and the rules (the node's rules.Engine): Config.DoorLists and
+// DoorRules replace them when set. Without a view of the lists the door
+// has none (a sale's eligibility list then lets nobody in).
 func (w *wiring) openDoor() error {
-	w.door = door.New(w.cfg.DoorLists, w.cfg.DoorRules)
+	var r door.Rules = w.rules
+	if w.cfg.DoorRules != nil {
+		r = w.cfg.DoorRules
+	}
+	w.door = door.New(w.cfg.DoorLists, r)
 	return nil
 }
 
@@ -341,6 +351,9 @@ func (w *wiring) edge() error {
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
 		Refusals: refusals, Door: w.door,
+		// The door's rules: compiled at save, tried by the console.
+		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, nil) },
+		TryRules:   w.rules.Try,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too
 				return report.Report{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/lifecycle"
@@ -88,6 +89,7 @@ var titles = map[string]string{
 	"not_configured":      "Conflict",
 	"needs_rebuild":       "Conflict",
 	"too_large":           "Request body too large",
+	"invalid_rule":        "Bad door rule",
 }
 
 // Codes are every problem code kit knows: those of its error table and
@@ -264,6 +266,9 @@ var errorRows = []errorRow{
 		detail: "the room is closed for now; staff will reopen it", fill: closedRetry},
 	{err: event.ErrNotFound, status: fiber.StatusNotFound, code: "unknown_event", detail: ErrUnknownEvent.Detail},
 	{err: event.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+	// A door rule that does not compile: the detail names the rule, the
+	// line and the column (rules.RuleError), written for staff.
+	{err: rules.ErrInvalidRule, status: fiber.StatusBadRequest, code: "invalid_rule", ownText: true},
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.
 	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
 	{err: event.ErrConflict, status: fiber.StatusConflict, code: "conflict", detail: "the event changed concurrently; read it again and retry"},

@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/netguard"
 	"github.com/anteroom/anteroom/internal/node"
@@ -39,6 +40,7 @@ var sentinels = []struct {
 	status int
 	code   string
 }{
+	{"door/rules.ErrInvalidRule", rules.ErrInvalidRule, http.StatusBadRequest, "invalid_rule"},
 	{"claim.ErrSoldOut", claim.ErrSoldOut, http.StatusGone, "sold_out"},
 	{"claim.ErrLimitReached", claim.ErrLimitReached, http.StatusConflict, "limit_reached"},
 	{"claim.ErrNotFound", claim.ErrNotFound, http.StatusNotFound, "not_found"},
@@ -126,7 +128,7 @@ func TestErrorMap(t *testing.T) {
 			// subscription's the push package's, written for its page;
 			// every other detail is the map's own text.
 			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached ||
-				c.err == push.ErrInvalid || c.err == push.ErrTooLarge
+				c.err == push.ErrInvalid || c.err == push.ErrTooLarge || c.err == rules.ErrInvalidRule
 			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
 				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)
 			}

@@ -247,6 +247,11 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 	if err := event.CheckWebhookSchemes(&next, s.cfg.WebhookAllowHTTP); err != nil {
 		return old, event.Config{}, err
 	}
+	if s.deps.CheckRules != nil {
+		if err := s.deps.CheckRules(&next); err != nil {
+			return old, event.Config{}, err // a bad rule, by name and column: nothing saved
+		}
+	}
 	// The locks are judged by Redis TIME in the same step as the save. A
 	// change of stock holds the buckets and checks them before the save,
 	// and lays the stock after it (see claim.Store.Hold): a refused save

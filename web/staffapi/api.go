@@ -4,7 +4,7 @@
 // keys, roles, the audit trail, and the event routes under
 // /admin/events/{id}: create and update, pause and resume, close and
 // reopen, rebuild,
-// lifecycle, the post-sale report, bypass passes.
+// lifecycle, the post-sale report, bypass passes, the door rules' tester.
 //
 // It owns who may act as staff and what each role may do: the admin
 // token is the bootstrap, accounts have roles (viewer, operator, admin),
@@ -22,6 +22,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/report"
 	"github.com/anteroom/anteroom/staff"
@@ -98,6 +99,14 @@ type Deps struct {
 	Accounts Accounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
 	Audit AuditLog
+	// CheckRules compiles a configuration's door rules before it is
+	// saved ((*rules.Engine).Compile): its error, a bad rule naming the
+	// rule and the column, refuses the save. Nil checks none.
+	CheckRules func(cfg *event.Config) error
+	// TryRules evaluates a configuration's door rules for a described
+	// request, for the console's tester ((*rules.Engine).Try); nil
+	// answers 404 on the tester's route.
+	TryRules func(cfg *event.Config, r *door.Request) (rule string, then door.Action, matched bool, err error)
 }
 
 // Config tunes the staff API.
@@ -191,6 +200,7 @@ func (s *API) MountEvent(adm fiber.Router) {
 	adm.Post("/passes", s.allow(staff.Operator, false), s.mintPass)
 	adm.Get("/passes", s.allow(staff.Viewer, false), s.listPasses)
 	adm.Delete("/passes/:pass", s.allow(staff.Operator, false), s.revokePass)
+	adm.Post("/door/test", s.allow(staff.Viewer, false), s.testDoor)
 }
 
 // Mount adds the staff routes outside one event: accounts, keys, audit,
