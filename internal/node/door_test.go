@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/lists"
@@ -394,4 +395,65 @@ func doorSink(t *testing.T, real bool) {
 	if !strings.Contains(string(rep.Raw), `{"reason":"join.sink","count":1}`) {
 		t.Fatalf("report: %s, want join.sink counted once", rep.Raw)
 	}
+}
+
+// TestDoorRealLists: the node's own lists (package door/lists' Store and
+// each node's view) on a Redis Cluster, for a sale of 8 join shards: the
+// listed users are refused at the join on whichever shard they land (the
+// view's "maybe" decided by the join script against the copy in that
+// shard's slot), the others join; a user added to the list after joining
+// is refused at their next poll once the view has the change.
+func TestDoorRealLists(t *testing.T) {
+	rc := testenv.StartRedisCluster(t, 3)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisClusterAddrs: rc.Addrs(), NATSURL: ns.URL()}))
+	ctx := context.Background()
+	if _, err := n.Lists.Create(ctx, "resellers", "user"); err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for i := range 30 {
+		u := "u" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if i%3 == 0 {
+			listed[u] = true
+			if _, err := n.Lists.Add(ctx, "resellers", u); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			listed[u] = false
+		}
+	}
+	sale := openSale(100, 1, 0, 0, 0.001)
+	sale["join_shards"] = 8
+	sale["door"] = map[string]any{"block_lists": []string{"resellers"}}
+	nodetest.CreateSale(t, n, "rl", sale)
+	cfg, err := n.Events.Get(ctx, "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Lists.Sync(ctx, &cfg); err != nil { // the copies (a staff save makes them)
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, "the view to hold the list", 20*time.Second, func() bool {
+		return n.ListView.User("resellers", "uaa") == door.Maybe
+	})
+	base := n.URL() + "/events/rl"
+	tickets := map[string]string{}
+	for u, bad := range listed {
+		j := nodetest.Call(t, http.MethodPost, base+"/join", user(u), nil)
+		switch {
+		case bad && (j.Status != http.StatusForbidden || nodetest.Str(j.Body, "code") != "blocked"):
+			t.Fatalf("listed %s: %d %s, want 403 blocked", u, j.Status, j.Raw)
+		case !bad && j.Status != http.StatusOK:
+			t.Fatalf("%s: %d %s", u, j.Status, j.Raw)
+		}
+		tickets[u] = nodetest.Str(j.Body, "ticket")
+	}
+	if _, err := n.Lists.Add(ctx, "resellers", "uba"); err != nil { // joined, listed now
+		t.Fatal(err)
+	}
+	nodetest.WaitFor(t, "the next poll to refuse", 20*time.Second, func() bool {
+		s := nodetest.Call(t, http.MethodGet, base+"/status", map[string]string{"Authorization": "Bearer " + tickets["uba"]}, nil)
+		return s.Status == http.StatusForbidden && nodetest.Str(s.Body, "code") == "blocked"
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/health"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/sale"
@@ -43,6 +44,8 @@ func (n *Node) startLoops(w *wiring) {
 	}
 	if !cfg.Manual {
 		n.goLoop(func() { _ = snaps.Run(lctx, cfg.Tick, logErr("refresh")) })
+		listView := w.listView
+		n.goLoop(func() { refreshLists(lctx, cfg.Tick, listView, logErr("lists refresh")) })
 		n.goLoop(func() {
 			_ = svc.Run(lctx, claim.RunConfig{Sales: salesOf(snaps), OnError: logErr("outbox")})
 		})
@@ -139,4 +142,23 @@ func nodeID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return host + "-" + hex.EncodeToString(b[:])
+}
+
+// refreshLists refreshes the node's view of the door's lists every tick
+// (one Redis round trip when no list changed) until ctx ends.
+func refreshLists(ctx context.Context, every time.Duration, view *lists.Set, onErr func(error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, max(every, time.Second))
+			if err := view.Refresh(rctx); err != nil && ctx.Err() == nil {
+				onErr(err)
+			}
+			cancel()
+		}
+	}
 }

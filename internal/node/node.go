@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/sale"
@@ -48,6 +49,11 @@ type Node struct {
 	// Limiter keeps the rate limits; its Degraded and Stats are for
 	// metrics.
 	Limiter *limit.Limiter
+	// Lists keeps the door's lists in Redis (the admin API's); ListView
+	// is this node's view of them (the door's checks), refreshed every
+	// tick.
+	Lists    *lists.Store
+	ListView *lists.Set
 }
 
 // Start connects or starts the backends, wires the services, starts the

@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/clock"
@@ -66,6 +67,8 @@ type wiring struct {
 	reports  *report.Builder
 	lc       *lifecycle.Recorder
 	push     *push.Service // nil: Web Push is off
+	lists    *lists.Store
+	listView *lists.Set
 	ops      *ops
 	svc      *claim.Service
 	pub      *claim.Publisher
@@ -260,22 +263,35 @@ func (w *wiring) services() error {
 	if err := w.snaps.Refresh(w.sctx); err != nil {
 		w.cfg.Log.Warn("first refresh", "err", err)
 	}
+	// The door's lists: the deployment's hash key first (a node that
+	// cannot read it cannot check a list), then every list's view.
+	w.lists = lists.NewStore(rdb)
+	if err := w.lists.Init(w.sctx); err != nil {
+		return err
+	}
+	w.listView = lists.NewSet(w.lists)
+	if err := w.listView.Refresh(w.sctx); err != nil {
+		w.cfg.Log.Warn("first lists refresh", "err", err)
+	}
 	// Every admission token's Ed25519 signature is verified, as a gateway
 	// verifies it with the JWKS: no key but the signing keys vouches for one.
 	w.issuer = tokens.NewIssuer(w.keys, tokens.IssuerConfig{Issuer: w.cfg.Issuer, Audience: w.cfg.Audience})
 	return nil
 }
 
-// openDoor makes the node's door (package door) over its views of the
-// lists and the rules (the node's rules.Engine): Config.DoorLists and
-// DoorRules replace them when set. Without a view of the lists the door
-// has none (a sale's eligibility list then lets nobody in).
+// openDoor makes the node's door (package door) over its view of the
+// lists (lists.Set, refreshed every tick) and its rules (rules.Engine):
+// Config.DoorLists and DoorRules replace them when set.
 func (w *wiring) openDoor() error {
+	var l door.Lists = w.listView
+	if w.cfg.DoorLists != nil {
+		l = w.cfg.DoorLists
+	}
 	var r door.Rules = w.rules
 	if w.cfg.DoorRules != nil {
 		r = w.cfg.DoorRules
 	}
-	w.door = door.New(w.cfg.DoorLists, r)
+	w.door = door.New(l, r)
 	return nil
 }
 
@@ -381,6 +397,7 @@ func (w *wiring) node() *Node {
 		cfg: w.cfg, back: w.back, app: w.app, ln: w.ln, loops: lctx, cancel: stop, serveErr: make(chan error, 1),
 		ops: w.ops, metrics: w.metrics, pprof: w.pprof, tracing: w.tracing,
 		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
+		Lists: w.lists, ListView: w.listView,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/netguard"
@@ -40,7 +41,8 @@ type Problem struct {
 	RequestID  string   `json:"request_id,omitempty"`
 	ClaimIDs   []string `json:"claim_ids,omitempty"`
 	RetryAfter int      `json:"retry_after_seconds,omitempty"`
-	// Line is the line of a page template a bad_template problem is on.
+	// Line is the line of a page template a bad_template problem is on,
+	// or of a list upload a bad_request problem names.
 	Line int `json:"line,omitempty"`
 }
 
@@ -90,6 +92,9 @@ var titles = map[string]string{
 	"needs_rebuild":       "Conflict",
 	"too_large":           "Request body too large",
 	"invalid_rule":        "Bad door rule",
+	"no_list":             "Not found",
+	"exists":              "Conflict",
+	"in_use":              "Conflict",
 }
 
 // Codes are every problem code kit knows: those of its error table and
@@ -273,6 +278,17 @@ var errorRows = []errorRow{
 	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
 	{err: event.ErrConflict, status: fiber.StatusConflict, code: "conflict", detail: "the event changed concurrently; read it again and retry"},
 
+	// The door's lists (package door/lists): their errors' text is
+	// written for staff (it names the list, the sale or the line). A line
+	// error wraps lists.ErrInvalid: before it.
+	{match: isLineError, status: fiber.StatusBadRequest, code: "bad_request", ownText: true, fill: lineOf},
+	{err: lists.ErrNoList, status: fiber.StatusNotFound, code: "no_list", detail: "no such list"},
+	{err: lists.ErrExists, status: fiber.StatusConflict, code: "exists", detail: "a list of that name exists"},
+	{err: lists.ErrInUse, status: fiber.StatusConflict, code: "in_use", ownText: true},
+	{err: lists.ErrTooLarge, status: fiber.StatusRequestEntityTooLarge, code: "too_large", ownText: true},
+	{err: lists.ErrUnknownList, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+	{err: lists.ErrInvalid, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
+
 	// Never returned to a handler: a weak secret stops the node at start,
 	// a bad webhook signature is the shop's verifier's answer, a full
 	// safety-net room sends the gate's visitor to the waiting page.
@@ -368,6 +384,19 @@ func notEligibleMessage(p *Problem, err error) {
 	var ne *door.NotEligibleError
 	if errors.As(err, &ne) && ne.Message != "" {
 		p.Detail = ne.Message
+	}
+}
+
+func isLineError(err error) bool {
+	var le *lists.LineError
+	return errors.As(err, &le)
+}
+
+// lineOf names the upload's bad line.
+func lineOf(p *Problem, err error) {
+	var le *lists.LineError
+	if errors.As(err, &le) {
+		p.Line = le.Line
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/netguard"
@@ -89,6 +90,12 @@ var sentinels = []struct {
 	{"turnstile.ErrNoToken", turnstile.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
 	{"turnstile.ErrOtherUser", turnstile.ErrOtherUser, http.StatusForbidden, "forbidden"},
 	{"turnstile.ErrPaused", turnstile.ErrPaused, http.StatusServiceUnavailable, "paused"},
+	{"door/lists.ErrNoList", lists.ErrNoList, http.StatusNotFound, "no_list"},
+	{"door/lists.ErrExists", lists.ErrExists, http.StatusConflict, "exists"},
+	{"door/lists.ErrInUse", lists.ErrInUse, http.StatusConflict, "in_use"},
+	{"door/lists.ErrTooLarge", lists.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
+	{"door/lists.ErrUnknownList", lists.ErrUnknownList, http.StatusBadRequest, "bad_request"},
+	{"door/lists.ErrInvalid", lists.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"turnstile.ErrUncounted", turnstile.ErrUncounted, http.StatusServiceUnavailable, "degraded"},
 	// Errors that never reach a handler: a weak secret stops the node at
 	// start, a bad webhook signature is the shop's verifier's answer, a
@@ -128,7 +135,8 @@ func TestErrorMap(t *testing.T) {
 			// subscription's the push package's, written for its page;
 			// every other detail is the map's own text.
 			staffText := c.err == event.ErrInvalid || c.err == event.ErrLocked || c.err == claim.ErrLockReached ||
-				c.err == push.ErrInvalid || c.err == push.ErrTooLarge || c.err == rules.ErrInvalidRule
+				c.err == push.ErrInvalid || c.err == push.ErrTooLarge || c.err == rules.ErrInvalidRule ||
+				c.err == lists.ErrInUse || c.err == lists.ErrTooLarge || c.err == lists.ErrUnknownList || c.err == lists.ErrInvalid
 			if !staffText && (strings.Contains(p.Detail, "handler context") || strings.Contains(p.Detail, c.err.Error())) {
 				t.Errorf("%s: detail %q carries internal error text", c.name, p.Detail)
 			}
@@ -136,6 +144,10 @@ func TestErrorMap(t *testing.T) {
 				t.Errorf("%s: status %d with Retry-After %d s", c.name, p.Status, p.RetryAfter)
 			}
 		})
+	}
+	var line error = &lists.LineError{Line: 7, Err: fmt.Errorf("%w: empty value", lists.ErrInvalid)}
+	if p, _ := kit.ToProblem(fmt.Errorf("load: %w", line)); p.Status != http.StatusBadRequest || p.Line != 7 || !strings.Contains(p.Detail, "line 7") {
+		t.Errorf("LineError on line 7 -> %d line %d %q, want 400 naming line 7", p.Status, p.Line, p.Detail)
 	}
 	var held error = &claim.LimitError{Held: []string{"c1"}}
 	if p, _ := kit.ToProblem(held); p.Code != "limit_reached" || len(p.ClaimIDs) != 1 {
