@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -117,28 +118,42 @@ func doorErr(cfg *event.Config, err error) error {
 // errSunkClaim refuses a sunk caller's claim as an expired token would be.
 var errSunkClaim = fmt.Errorf("%w: no admission", tokens.ErrInvalid)
 
-// joinPace remembers how long the join script's call takes (a moving
-// average), so that a sunk join answers after as long.
-type joinPace struct{ ns atomic.Int64 }
-
-// observe adds one real join's duration.
-func (p *joinPace) observe(d time.Duration) {
-	old := p.ns.Load()
-	if old == 0 {
-		p.ns.Store(int64(d))
-		return
-	}
-	p.ns.Store(old + (int64(d)-old)/16)
+// joinPace remembers how long the latest real joins' script calls took,
+// so that a sunk join waits as long as one of them, drawn at random: the
+// same distribution, its tail included.
+type joinPace struct {
+	next atomic.Uint64
+	took [32]atomic.Int64 // ns; 0: not yet
 }
 
-// wait sleeps about as long as a real join's script call (±25%), or
-// until ctx ends.
+// spinUnder is the wait below which a sunk join yields in a loop
+// instead of sleeping on a timer: an idle Go timer overshoots a short
+// wait by most of a millisecond, which would set a sunk join apart from
+// a real one (whose wait ends on the socket). The cost is the wait's CPU,
+// under the join's rate limits.
+const spinUnder = 2 * time.Millisecond
+
+// observe records one real join's duration.
+func (p *joinPace) observe(d time.Duration) {
+	p.took[p.next.Add(1)%uint64(len(p.took))].Store(int64(d))
+}
+
+// wait sleeps as long as a real join's script call drawn at random (1 ms
+// before any), or until ctx ends.
 func (p *joinPace) wait(ctx context.Context) {
-	d := time.Duration(p.ns.Load())
+	d := time.Duration(p.took[rand.IntN(len(p.took))].Load())
+	if d <= 0 {
+		d = time.Duration(p.took[p.next.Load()%uint64(len(p.took))].Load())
+	}
 	if d <= 0 {
 		d = time.Millisecond
 	}
-	d = time.Duration(float64(d) * (0.75 + 0.5*rand.Float64()))
+	if d < spinUnder {
+		for deadline := time.Now().Add(d); time.Now().Before(deadline) && ctx.Err() == nil; {
+			runtime.Gosched()
+		}
+		return
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
