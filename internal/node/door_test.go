@@ -472,3 +472,44 @@ func TestDoorRealLists(t *testing.T) {
 		return s.Status == http.StatusForbidden && nodetest.Str(s.Body, "code") == "blocked"
 	})
 }
+
+// TestDoorRoom: a safety-net room's door: a rule's block refuses the
+// room's join and the gate 403 blocked; its bypass admits the join at
+// once without a place (not counted under max_active: the next visitor is
+// still let in at once) and lets the gate through; its sink sends a gate
+// visitor with a valid admission to the waiting page.
+func TestDoorRoom(t *testing.T) {
+	n, _, _ := doorNode(t, true, true)
+	room := safetyNet(1, 60, 100)
+	room["door"] = map[string]any{"rules": []map[string]string{rule("no", "block"), rule("partner", "bypass"), rule("bots", "sink")}}
+	nodetest.CreateSale(t, n, "room", room)
+	if err := n.Snapshots.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	base := n.URL() + "/events/room"
+	for _, path := range []string{"/join", "/gate"} {
+		method := http.MethodPost
+		if path == "/gate" {
+			method = http.MethodGet
+		}
+		if a := nodetest.Call(t, method, base+path, with(user("x"), "X-Test-Door", "no"), nil); a.Status != http.StatusForbidden || nodetest.Str(a.Body, "code") != "blocked" {
+			t.Fatalf("blocked %s: %d %s", path, a.Status, a.Raw)
+		}
+	}
+	p := nodetest.Call(t, http.MethodPost, base+"/join", with(user("p"), "X-Test-Door", "partner"), nil)
+	if p.Status != http.StatusOK || nodetest.Str(p.Body, "state") != "admitted" || p.Body["position"] != nil {
+		t.Fatalf("bypassed room join: %d %s", p.Status, p.Raw)
+	}
+	v := nodetest.Call(t, http.MethodPost, base+"/join", user("v"), nil)
+	tok := nodetest.Str(v.Body, "admission_token")
+	if tok == "" {
+		t.Fatalf("the first visitor after a bypass (max_active 1): %s, want admitted at once", v.Raw)
+	}
+	if g := nodetest.Call(t, http.MethodGet, base+"/gate", map[string]string{"Authorization": "Bearer " + tok}, nil); g.Status != http.StatusNoContent {
+		t.Fatalf("gate with the admission: %d %s", g.Status, g.Raw)
+	}
+	g := nodetest.Call(t, http.MethodGet, base+"/gate", map[string]string{"Authorization": "Bearer " + tok, "X-Test-Door": "bots"}, nil)
+	if g.Status != http.StatusUnauthorized || g.Header.Get("X-Anteroom-Redirect") == "" {
+		t.Fatalf("sunk gate visitor: %d %s, want 401 to the waiting page", g.Status, g.Raw)
+	}
+}
