@@ -9,14 +9,17 @@
 //     client network is on one is refused, 403 blocked, whatever a rule
 //     says. A list's node filter can answer "maybe" (package door/lists):
 //     at the join the join script then decides exactly (Verdict.Exact);
-//     elsewhere a "maybe" refuses (a filter errs only toward refusing).
+//     elsewhere a "maybe" refuses (a filter errs only toward refusing),
+//     and so at the join for a request a rule bypasses or sinks, which no
+//     join script decides.
 //  2. Rules (event.Door.Rules), in order: the first whose `when` holds
 //     decides with its `then`: queue, bypass, block, challenge or sink.
 //     None matching is queue.
 //  3. Eligibility lists (event.Door.EligibleLists), for a request the
 //     rules left to the queue (or sent to a challenge): a caller on none
 //     of them is refused, 403 not_eligible with the sale's message. At
-//     the join a filter's "maybe" is decided exactly by the join script.
+//     the join a filter's "maybe" is decided exactly by the join script;
+//     elsewhere it lets the caller on (their join was exact).
 //
 // A sink is an endless queue: the caller sees an ordinary wait that never
 // comes up. Checks read only the node's memory (filters, the network

@@ -22,6 +22,12 @@ var (
 	// against come from a view of the sale read longer ago than
 	// Times.Until allows; the script acted on nothing. Refresh the view.
 	ErrStaleView = errors.New("queue: the view of the sale is stale")
+	// ErrBlocked: the user is on one of Times.Lists.Block (join.lua's
+	// exact check); nothing was written.
+	ErrBlocked = errors.New("queue: blocked by a list")
+	// ErrNotEligible: the user is on none of Times.Lists.Eligible;
+	// nothing was written.
+	ErrNotEligible = errors.New("queue: on no eligibility list")
 )
 
 // IsStaleView reports whether err is a script's refusal of a stale view
@@ -97,6 +103,45 @@ type Times struct {
 	// staff save overtook never freezes a window at an end, or opens a
 	// queue layout, that the store no longer has. Zero: no bound.
 	Until time.Time
+	// Lists are the door's exact list checks of this join (package door's
+	// Verdict.Exact), decided inside the join's own script call; the
+	// zero value checks none.
+	Lists Lists
+}
+
+// Lists are the exact copies of lists (package door/lists' layout) a
+// join checks its user against, in the join's own slot (JoinTag), and the
+// user's entry: a user on a block list is refused with ErrBlocked, one on
+// none of the eligibility lists (when there are some) with
+// ErrNotEligible; nothing is written for them.
+type Lists struct {
+	// Block and Eligible are the copies' keys (lists.CopyKey(JoinTag(…),
+	// list)); a key outside the join's slot fails the join.
+	Block, Eligible []string
+	// Hash is the user's 8-byte keyed hash (lists.Arg).
+	Hash string
+}
+
+// empty reports whether l checks nothing.
+func (l *Lists) empty() bool { return len(l.Block) == 0 && len(l.Eligible) == 0 }
+
+// groupKey is l's keys as one comparable string: the joins of one script
+// call share their lists.
+func (l *Lists) groupKey() string {
+	if l.empty() {
+		return ""
+	}
+	return strconv.Itoa(len(l.Block)) + "\x00" + strings.Join(l.Block, "\x00") + "\x00" + strings.Join(l.Eligible, "\x00")
+}
+
+// JoinTag is the hash tag of the queue that user's join to event ev at t
+// goes to: the lane's, or with join shards the user's shard's. The exact
+// copies a join checks (Times.Lists) are under it.
+func JoinTag(ev, user string, t Times) string {
+	if t.Lane == 0 && t.Shards > 1 {
+		return shardTag(ev, ShardOf(user, t.Shards))
+	}
+	return LaneTag(ev, t.Lane)
 }
 
 // Join gives user a sequence number in event ev, or returns the one they
@@ -118,9 +163,15 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 		group: joinGroup{
 			tag: tag, sharded: sharded,
 			opens: t.Opens.UnixMilli(), windowEnd: t.WindowEnd.UnixMilli(), joinEnd: t.JoinEnd.UnixMilli(),
-			until: untilMillis(t.Until),
+			until: untilMillis(t.Until), lists: t.Lists.groupKey(),
 		},
 		user: user, bucket: userKeyIn(tag, user),
+	}
+	if !t.Lists.empty() {
+		if err := t.Lists.check(tag); err != nil {
+			return Entry{}, fmt.Errorf("join %s: %w", ev, err)
+		}
+		c.lists = &t.Lists
 	}
 	var err error
 	if j.batch != nil {
@@ -142,6 +193,10 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 		return Entry{}, ErrClosed
 	case 4:
 		return Entry{}, fmt.Errorf("join %s: %w", ev, ErrStaleView)
+	case 5:
+		return Entry{}, ErrBlocked
+	case 6:
+		return Entry{}, ErrNotEligible
 	}
 	return Entry{Seq: Laned(t.Lane, r.seq), JoinedAt: time.Unix(r.joined, 0), Window: max(r.window, 0), Existing: r.code == 1, Shard: shard}, nil
 }
@@ -185,3 +240,19 @@ func KeysFor(ev string) Keys { return KeysForLane(ev, 0) }
 // one slot, JoinShards = 1), packed as join.lua packs it, for scripts of
 // other packages that keep entries the same way (admission's enter.lua).
 func UserKey(ev, user string) string { return userKey(ev, user) }
+
+// check refuses lists a join under tag cannot check in its script call:
+// a copy in another slot, or a hash that is not 8 bytes.
+func (l *Lists) check(tag string) error {
+	if len(l.Hash) != 8 {
+		return fmt.Errorf("queue: a list check needs the user's 8-byte hash, got %d bytes", len(l.Hash))
+	}
+	for _, keys := range [2][]string{l.Block, l.Eligible} {
+		for _, k := range keys {
+			if !strings.HasPrefix(k, tag) {
+				return fmt.Errorf("queue: list copy %q is not under the join's tag %q", k, tag)
+			}
+		}
+	}
+	return nil
+}

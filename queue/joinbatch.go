@@ -54,8 +54,9 @@ type joinBatcher struct {
 type joinGroup struct {
 	tag                       string
 	sharded                   bool
-	opens, windowEnd, joinEnd int64 // unix ms
-	until                     int64 // unix ms, 0: no bound (Times.Until)
+	opens, windowEnd, joinEnd int64  // unix ms
+	until                     int64  // unix ms, 0: no bound (Times.Until)
+	lists                     string // Times.Lists' keys (Lists.groupKey)
 }
 
 // joinCall is one join and where its reply goes. A call is queued until a
@@ -65,6 +66,7 @@ type joinCall struct {
 	group    joinGroup
 	user     string
 	bucket   string    // the user's hash bucket
+	lists    *Lists    // nil: no list check (group.lists is "")
 	deadline time.Time // the caller's, zero for none
 
 	done  chan struct{}
@@ -229,13 +231,27 @@ func groupArgs(hs *Highs, calls []*joinCall) ([]string, []any) {
 	if g.sharded {
 		sharded = 1
 	}
-	keys := append(queueKeys(g.tag, 1+len(calls)), fenceKey(g.tag))
-	args := make([]any, 7, 7+len(calls))
+	var lists *Lists // shared by the group's calls (group.lists)
+	if calls[0].lists != nil {
+		lists = calls[0].lists
+	}
+	nb, ne := 0, 0
+	if lists != nil {
+		nb, ne = len(lists.Block), len(lists.Eligible)
+	}
+	keys := append(queueKeys(g.tag, 1+nb+ne+len(calls)), fenceKey(g.tag))
+	if lists != nil {
+		keys = append(append(keys, lists.Block...), lists.Eligible...)
+	}
+	args := make([]any, 9, 9+2*len(calls))
 	args[0], args[1], args[2], args[3], args[4] = g.opens, g.windowEnd, g.joinEnd, sharded, g.until
-	args[5], args[6] = hs.High(g.tag), FailoverSpan.Milliseconds()
+	args[5], args[6], args[7], args[8] = hs.High(g.tag), FailoverSpan.Milliseconds(), nb, ne
 	for _, c := range calls {
 		keys = append(keys, c.bucket)
 		args = append(args, c.user)
+		if lists != nil {
+			args = append(args, c.lists.Hash)
+		}
 	}
 	return keys, args
 }

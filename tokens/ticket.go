@@ -31,6 +31,11 @@ type Ticket struct {
 	User     string
 	Seq      int64
 	IssuedAt time.Time
+	// Sunk marks a ticket of the door's endless queue (package door's
+	// Sink): it is signed with a key of its own, derived from the secret,
+	// so it reads like any ticket to whoever lacks the secret, and it is
+	// never admitted. It is not a claim of the payload.
+	Sunk bool
 }
 
 // ticketClaims is the JSON payload of a ticket. Pointers tell a missing
@@ -59,7 +64,13 @@ type ticketClaims struct {
 // [NewTickets].
 type Tickets struct {
 	macs sync.Pool // of hash.Hash: HMAC-SHA256 keyed with the secret
+	// sinks signs sunk tickets (Ticket.Sunk): HMAC-SHA256 keyed with
+	// HMAC-SHA256(secret, sinkLabel).
+	sinks sync.Pool
 }
+
+// sinkLabel derives the key of sunk tickets from the secret.
+const sinkLabel = "anteroom/v1 sunk ticket"
 
 // NewTickets returns a Tickets using secret, which must be at least
 // [MinSecretLen] random bytes (see [LoadOrCreateSecret]). The secret is
@@ -71,6 +82,8 @@ func NewTickets(secret []byte) (*Tickets, error) {
 	key := bytes.Clone(secret)
 	t := &Tickets{}
 	t.macs.New = func() any { return hmac.New(sha256.New, key) }
+	sinkKey := t.mac(sinkLabel)
+	t.sinks.New = func() any { return hmac.New(sha256.New, sinkKey) }
 	return t, nil
 }
 
@@ -80,12 +93,15 @@ func (t *Tickets) mac(input string) []byte {
 }
 
 // appendMAC appends HMAC-SHA256(secret, input) to b.
-func (t *Tickets) appendMAC(b, input []byte) []byte {
-	h := t.macs.Get().(hash.Hash)
+func (t *Tickets) appendMAC(b, input []byte) []byte { return appendMACOf(&t.macs, b, input) }
+
+// appendMACOf appends the MAC of pool's key over input to b.
+func appendMACOf(pool *sync.Pool, b, input []byte) []byte {
+	h := pool.Get().(hash.Hash)
 	h.Reset()
 	h.Write(input)
 	b = h.Sum(b)
-	t.macs.Put(h)
+	pool.Put(h)
 	return b
 }
 
@@ -113,7 +129,11 @@ func (t *Tickets) Sign(tk Ticket) (string, error) {
 	out = append(out, '.')
 	out = enc.AppendEncode(out, payload)
 	var sum [sha256.Size]byte
-	mac := t.appendMAC(sum[:0], out)
+	pool := &t.macs
+	if tk.Sunk {
+		pool = &t.sinks
+	}
+	mac := appendMACOf(pool, sum[:0], out)
 	out = append(out, '.')
 	out = enc.AppendEncode(out, mac)
 	return string(out), nil
@@ -136,8 +156,17 @@ func (t *Tickets) Verify(raw, event string) (Ticket, error) {
 		return Ticket{}, invalid("ticket is not three segments")
 	}
 	sig, err := unb64(sig64)
-	if err != nil || !hmac.Equal(sig, t.mac(raw[:len(raw)-len(sig64)-1])) {
+	if err != nil {
 		return Ticket{}, invalid("ticket signature mismatch")
+	}
+	signed := raw[:len(raw)-len(sig64)-1]
+	sunk := false
+	if !hmac.Equal(sig, t.mac(signed)) {
+		// A sunk ticket, or a forgery: the second key tells.
+		var sum [sha256.Size]byte
+		if sunk = hmac.Equal(sig, appendMACOf(&t.sinks, sum[:0], []byte(signed))); !sunk {
+			return Ticket{}, invalid("ticket signature mismatch")
+		}
 	}
 	payload, err := unb64(payload64)
 	if err != nil {
@@ -160,7 +189,7 @@ func (t *Tickets) Verify(raw, event string) (Ticket, error) {
 	if c.Event != event {
 		return Ticket{}, fmt.Errorf("%w: ticket for event %q", ErrWrongEvent, c.Event)
 	}
-	return Ticket{Event: c.Event, User: c.User, Seq: *c.Seq, IssuedAt: time.Unix(*c.Iat, 0).UTC()}, nil
+	return Ticket{Event: c.Event, User: c.User, Seq: *c.Seq, IssuedAt: time.Unix(*c.Iat, 0).UTC(), Sunk: sunk}, nil
 }
 
 // String redacts the secret.

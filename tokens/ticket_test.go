@@ -1,6 +1,8 @@
 package tokens
 
 import (
+	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +188,41 @@ func TestTicketIsStandardJWT(t *testing.T) {
 	}
 	if got := tok.Header; len(got) != 2 || got["alg"] != "HS256" || got["typ"] != "JWT" {
 		t.Errorf("header: got %v, want alg HS256, typ JWT", got)
+	}
+}
+
+// TestSunkTicket: a sunk ticket verifies as sunk, has the shape of any
+// ticket (same header and payload, a signature of the same length), is
+// not a real ticket's signature, and a ticket signed by another secret's
+// sink key is refused.
+func TestSunkTicket(t *testing.T) {
+	tk, err := NewTickets(bytes.Repeat([]byte("k"), 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Ticket{Event: "ev", User: "u", Seq: 42, IssuedAt: time.Unix(1700000000, 0).UTC()}
+	real, _ := tk.Sign(in)
+	sunkIn := in
+	sunkIn.Sunk = true
+	sunk, _ := tk.Sign(sunkIn)
+	if real == sunk {
+		t.Fatal("a sunk ticket is the real one")
+	}
+	rp := strings.Split(real, ".")
+	sp := strings.Split(sunk, ".")
+	if rp[0] != sp[0] || rp[1] != sp[1] || len(rp[2]) != len(sp[2]) {
+		t.Fatalf("a sunk ticket's shape differs: %q vs %q", real, sunk)
+	}
+	got, err := tk.Verify(sunk, "ev")
+	if err != nil || !got.Sunk || got.Seq != 42 || got.User != "u" {
+		t.Fatalf("sunk: %+v, %v", got, err)
+	}
+	if got, err := tk.Verify(real, "ev"); err != nil || got.Sunk {
+		t.Fatalf("real: %+v, %v", got, err)
+	}
+	other, _ := NewTickets(bytes.Repeat([]byte("o"), 32))
+	forged, _ := other.Sign(sunkIn)
+	if _, err := tk.Verify(forged, "ev"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("another secret's sunk ticket: %v, want ErrInvalid", err)
 	}
 }

@@ -18,7 +18,7 @@ var refusalCodes = map[string]bool{
 	"rate_limited": true, "pow_required": true, "invite_required": true,
 	"captcha_required": true, "captcha_failed": true, "captcha_unavailable": true, "sold_out": true,
 	"not_selected": true, "limit_reached": true, "not_open": true, "forbidden": true,
-	"untrusted_signal": true,
+	"untrusted_signal": true, "blocked": true, "not_eligible": true,
 }
 
 // countRefusal counts the problem a join or claim was answered with as a

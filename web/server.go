@@ -198,8 +198,12 @@ type Deps struct {
 	// nil answers 503.
 	Report func(ctx context.Context, ev string) (report.Report, error)
 	// Refusals counts what join and claim refused, by reason, for the
-	// report (*report.Refusals); nil counts nothing.
+	// report (*report.Refusals), and the door's sunk joins ("join.sink");
+	// nil counts nothing.
 	Refusals refusalCounter
+	// Door decides who may come into a sale (package door); nil: no
+	// door, everyone queues.
+	Door *door.Door
 	// Sessions ends checkout sessions the shop reports finished
 	// (*admission.Frontier); nil answers 503.
 	Sessions sessions
@@ -413,6 +417,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Invites: edge.Invites(), PassTokens: edge.Passes(), Passes: deps.Passes,
 		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health, Push: deps.Push,
 		Basic: pg, Forms: edge, // the basic page (no JavaScript)
+		Door: deps.Door, Proxies: edge.Proxies(), Refusals: deps.Refusals,
 	})
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	if cfg.Tap != nil {

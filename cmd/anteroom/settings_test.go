@@ -93,6 +93,8 @@ func TestEverySettableFieldHasASetting(t *testing.T) {
 		"Tick":           "tests and embedders only: the frontier tick",
 		"Manual":         "tests only: no background loops",
 		"Tap":            "tests only: the contract check of every exchange",
+		"DoorLists":      "tests and embedders only: the door's view of the lists",
+		"DoorRules":      "tests and embedders only: the door's compiled rules",
 		"CaptchaTimeout": "tests only: one siteverify call's bound",
 		"Limiter":        "tests only: how rate limiting degrades",
 		"Log":            "made from -log-format (checked below)",

@@ -58,7 +58,7 @@ var pins = map[string]struct {
 	"limit/bucket.lua":         {1, "adec3d64e72e43ead04076069a270f7d1d4204a6"},
 	"limit/heartbeat.lua":      {1, "1e82913de175ad4ead0edd0816e21ef2f2b00a39"},
 	"limit/reserve.lua":        {1, "5ae450cc915d0a9251b683a102722fc6b2277a60"},
-	"queue/join.lua":           {7, "941b018f6461792499cb361f3bd422a5c9e4ff1a"},
+	"queue/join.lua":           {8, "6f619c023dfb87083f0ebf64cd876e376f2cd7f7"},
 	"queue/readshard.lua":      {4, "423782f5078f88d2f212224ae40dfd2e12ffc4fb"},
 	"push/unlock.lua":          {1, "1337074e8394c6ed699bec6fd957241e972a318a"},
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/crawler"
 	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
@@ -29,7 +30,8 @@ import (
 // has one entry in the settings registry of cmd/anteroom (settings.go):
 // its flag, ANTEROOM_* environment variable, default (from DefaultConfig)
 // and doc, from which docs/configure.md's settings table is generated. Tick,
-// Manual, Tap, CaptchaTimeout and Limiter are for tests and embedders only.
+// Manual, Tap, CaptchaTimeout, Limiter, DoorLists and DoorRules are for tests
+// and embedders only.
 type Config struct {
 	// Addr is the HTTP listen address.
 	//
@@ -157,6 +159,13 @@ type Config struct {
 	//
 	// Default: none
 	Tap fiber.Handler
+	// DoorLists and DoorRules replace the node's views of the door's
+	// lists (package door/lists) and rules (package door/rules), for
+	// tests and embedders only.
+	//
+	// Default: the node's own
+	DoorLists door.Lists
+	DoorRules door.Rules
 	// WebhookAllowHTTP accepts and delivers to http webhook URLs; by
 	// default webhooks must be https.
 	//

@@ -10,6 +10,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/crawler"
 	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
@@ -77,6 +78,8 @@ type wiring struct {
 	issuer   *tokens.Issuer
 	// verifyCrawlers
 	crawlers *crawler.Verifier
+	// openDoor: who may come in
+	door *door.Door
 	// startLimiter
 	limitRDB redis.UniversalClient
 	limiter  *limit.Limiter
@@ -123,6 +126,7 @@ func wire(ctx context.Context, cfg Config, back *backends) (n *Node, err error) 
 		w.callers,
 		w.services,
 		w.verifyCrawlers,
+		w.openDoor,
 		w.startLimiter,
 		w.opsListeners,
 		w.edge,
@@ -290,9 +294,25 @@ func (w *wiring) listExists(name string) bool {
 func (w *wiring) verifyCrawlers() error {
 	w.crawlers = crawler.New(w.cfg.crawlers())
 	w.undo.push(w.crawlers.Close)
-	// The rules read this node's lists (in_list) and crawlers
+	return nil
+}
+
+// openDoor makes the node's door (package door) over its view of the
+// lists (lists.Set, refreshed every tick) and its rules (rules.Engine):
+// Config.DoorLists and DoorRules replace them when set.
+func (w *wiring) openDoor() error {
+	var l door.Lists = w.listView
+	if w.cfg.DoorLists != nil {
+		l = w.cfg.DoorLists
+	}
+	// The rules read the same lists (in_list) and this node's crawlers
 	// (verified_crawler()).
-	w.rules = rules.New(w.listView, w.crawlers, rules.WithLog(w.cfg.Log))
+	w.rules = rules.New(l, w.crawlers, rules.WithLog(w.cfg.Log))
+	var r door.Rules = w.rules
+	if w.cfg.DoorRules != nil {
+		r = w.cfg.DoorRules
+	}
+	w.door = door.New(l, r)
 	return nil
 }
 
@@ -368,7 +388,7 @@ func (w *wiring) edge() error {
 		Observe: w.ops.observe(), Metrics: w.publicMetrics,
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
-		Refusals: refusals,
+		Refusals: refusals, Door: w.door,
 		// The door's rules: compiled at save, tried by the console.
 		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, w.listExists) },
 		TryRules:   w.rules.Try,

@@ -65,13 +65,25 @@ func (p Proxies) Trusts(a netip.Addr) bool {
 // An entry that is not an address ends the walk at the last
 // trusted hop.
 func (p Proxies) ClientIP(c *fiber.Ctx) string {
+	a := p.ClientAddr(c)
+	if !a.IsValid() {
+		return c.Context().RemoteIP().String()
+	}
+	return a.String()
+}
+
+// ClientAddr is ClientIP's address, unmapped (an IPv4 address as
+// itself); the zero Addr when the peer's is not an IP address. It
+// allocates only to join several X-Forwarded-For lines of a trusted
+// proxy.
+func (p Proxies) ClientAddr(c *fiber.Ctx) netip.Addr {
 	peer, ok := netip.AddrFromSlice(c.Context().RemoteIP())
 	if !ok {
-		return c.Context().RemoteIP().String()
+		return netip.Addr{}
 	}
 	peer = peer.Unmap()
 	if len(p) == 0 || !p.Trusts(peer) {
-		return peer.String()
+		return peer
 	}
 	// Several X-Forwarded-For lines are one list, in order (RFC 9110
 	// 5.3): a client's own line first cannot hide the proxy's last one.
@@ -99,9 +111,9 @@ func (p Proxies) ClientIP(c *fiber.Ctx) string {
 			break
 		}
 		if a = a.Unmap(); !p.Trusts(a) {
-			return a.String()
+			return a
 		}
 		peer = a
 	}
-	return peer.String()
+	return peer
 }

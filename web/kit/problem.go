@@ -13,6 +13,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
@@ -57,6 +58,8 @@ func NewProblem(status int, code, detail string) *Problem {
 // "Internal error".
 var titles = map[string]string{
 	"bad_request":         "Bad request",
+	"blocked":             "Not allowed",
+	"not_eligible":        "Not allowed",
 	"bad_template":        "Bad page template",
 	"unauthenticated":     "Authentication required",
 	"forbidden":           "Not allowed",
@@ -181,6 +184,7 @@ type errorRow struct {
 const (
 	limitHeld     = "you already hold your allowed claims"
 	passInvalid   = "this pass is not valid for this sale, or has expired"
+	blockedDetail = "you may not enter this sale"
 	RetrySameKey  = "a backing service is not answering; retry with the same Idempotency-Key"
 	internalError = "something went wrong; quote the request id when reporting it"
 )
@@ -243,6 +247,15 @@ var errorRows = []errorRow{
 	{err: staff.ErrLastAdmin, status: fiber.StatusConflict, code: "conflict", detail: "the last admin account cannot be removed or demoted"},
 	{err: staff.ErrBadLogin, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "wrong name, password or key"},
 	{err: staff.ErrStale, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "the account changed since this session signed in; sign in again"},
+
+	// The door (package door): a refusal says nothing beyond its code,
+	// but a sale's own not-eligible message. The join script's exact
+	// check answers queue's two, which the join turns into the door's.
+	{match: isNotEligible, status: fiber.StatusForbidden, code: "not_eligible", detail: event.DefaultNotEligibleMessage, fill: notEligibleMessage},
+	{err: door.ErrNotEligible, status: fiber.StatusForbidden, code: "not_eligible", detail: event.DefaultNotEligibleMessage},
+	{err: door.ErrBlocked, status: fiber.StatusForbidden, code: "blocked", detail: blockedDetail},
+	{err: queue.ErrBlocked, status: fiber.StatusForbidden, code: "blocked", detail: blockedDetail},
+	{err: queue.ErrNotEligible, status: fiber.StatusForbidden, code: "not_eligible", detail: event.DefaultNotEligibleMessage},
 
 	// The queue, the view and the events.
 	{err: report.ErrNotInView, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "this node has not read the event yet; retry in a moment"},
@@ -359,6 +372,19 @@ func closedRetry(p *Problem, err error) {
 	var ce *event.ClosedError
 	if errors.As(err, &ce) {
 		p.RetryAfter = Seconds(ce.RetryAfter)
+	}
+}
+
+func isNotEligible(err error) bool {
+	var ne *door.NotEligibleError
+	return errors.As(err, &ne)
+}
+
+// notEligibleMessage shows the sale's own message.
+func notEligibleMessage(p *Problem, err error) {
+	var ne *door.NotEligibleError
+	if errors.As(err, &ne) && ne.Message != "" {
+		p.Detail = ne.Message
 	}
 }
 

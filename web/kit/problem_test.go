@@ -15,6 +15,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
@@ -66,6 +67,10 @@ var sentinels = []struct {
 	{"queue.ErrNotOpen", queue.ErrNotOpen, http.StatusForbidden, "not_open"},
 	{"queue.ErrClosed", queue.ErrClosed, http.StatusForbidden, "forbidden"},
 	{"queue.ErrStaleView", queue.ErrStaleView, http.StatusServiceUnavailable, "degraded"},
+	{"queue.ErrBlocked", queue.ErrBlocked, http.StatusForbidden, "blocked"},
+	{"queue.ErrNotEligible", queue.ErrNotEligible, http.StatusForbidden, "not_eligible"},
+	{"door.ErrBlocked", door.ErrBlocked, http.StatusForbidden, "blocked"},
+	{"door.ErrNotEligible", door.ErrNotEligible, http.StatusForbidden, "not_eligible"},
 	{"tokens.ErrInvalid", tokens.ErrInvalid, http.StatusUnauthorized, "unauthenticated"},
 	{"tokens.ErrWrongEvent", tokens.ErrWrongEvent, http.StatusForbidden, "forbidden"},
 	{"limit.ErrTaken", limit.ErrTaken, http.StatusConflict, "limit_reached"},
@@ -153,6 +158,13 @@ func TestErrorMap(t *testing.T) {
 	var closed error = &event.ClosedError{RetryAfter: 90 * time.Minute}
 	if p, _ := kit.ToProblem(fmt.Errorf("join: %w", closed)); p.Status != http.StatusServiceUnavailable || p.Code != "closed" || p.RetryAfter != 5400 {
 		t.Errorf("ClosedError until +90 min -> %d %s Retry-After %d, want 503 closed 5400", p.Status, p.Code, p.RetryAfter)
+	}
+	var notEligible error = &door.NotEligibleError{Message: "only for members of the club"}
+	if p, _ := kit.ToProblem(fmt.Errorf("join: %w", notEligible)); p.Status != http.StatusForbidden || p.Code != "not_eligible" || p.Detail != "only for members of the club" {
+		t.Errorf("NotEligibleError -> %d %s %q, want 403 not_eligible with the sale's message", p.Status, p.Code, p.Detail)
+	}
+	if p, _ := kit.ToProblem(door.ErrBlocked); p.Detail != "you may not enter this sale" {
+		t.Errorf("blocked: detail %q says more than the code", p.Detail)
 	}
 	if p, known := kit.ToProblem(errors.New("a bug")); p.Status != http.StatusInternalServerError || known {
 		t.Errorf("an unknown error -> %d (known %v), want 500, logged", p.Status, known)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
@@ -153,7 +154,7 @@ func (s *Edge) challenge(c *fiber.Ctx) error {
 	cfg := &kit.SaleOf(c).Config
 	lim := &cfg.Limits // defaulted when the configuration was read
 	c.Set(fiber.HeaderCacheControl, "no-store")
-	if !cfg.PoWRequired(s.anonymous) {
+	if !cfg.PoWRequired(s.anonymous) && !door.Challenges(cfg) { // a rule may send a join to a challenge
 		return c.JSON(challengeJSON{Required: false})
 	}
 	user, err := s.deps.Identity.User(c, true)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -131,6 +132,15 @@ type Deps struct {
 	// Push keeps shoppers' Web Push subscriptions (*push.Service); nil:
 	// Web Push is off on this node (404).
 	Push pushStore
+	// Door decides who may come in (doorstep.go); nil: no door, everyone
+	// queues.
+	Door *door.Door
+	// Proxies are the trusted proxies, by which the door reads the
+	// client's address (kit.Proxies.ClientAddr); nil: the peer's.
+	Proxies kit.Proxies
+	// Refusals counts the door's sunk joins for the report
+	// (*report.Refusals, reason "join.sink"); nil counts nothing.
+	Refusals interface{ Add(ev, reason string) }
 }
 
 // Config tunes the handlers.
@@ -156,6 +166,8 @@ type API struct {
 	cfg   Config
 	now   func() time.Time
 	clock kit.Clock
+	// pace is how long the join script takes: a sunk join waits as long.
+	pace joinPace
 }
 
 // New returns the API over deps, cfg defaulted.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
@@ -220,10 +221,21 @@ func (s *API) basicJoin(c *fiber.Ctx) error {
 	if cfg.IsSafetyNet() {
 		return errBasicRoom
 	}
-	if err := s.deps.Guard.Join(c, cfg, user); err != nil { // invite, proof of work, rate limits, captcha
+	v, err := s.ask(c, cfg, user, claims, now, door.Join) // who may come in (doorstep.go)
+	if err != nil {
 		return err
 	}
-	if _, _, _, err := s.enqueue(c, sale, user, claims, now); err != nil {
+	if err := s.deps.Guard.Join(c, challenged(cfg, v), user); err != nil { // invite, proof of work, rate limits, captcha
+		return err
+	}
+	// A bypass queues here: the page shows a place, and a bypassed
+	// client uses the JSON join.
+	if v.Action == door.Sink {
+		_, _, _, err = s.sink(c, sale, user, now)
+	} else {
+		_, _, _, err = s.enqueue(c, sale, user, claims, now, v)
+	}
+	if err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderCacheControl, "no-store")

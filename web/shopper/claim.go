@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
@@ -50,6 +51,13 @@ func (s *API) spend(c *fiber.Ctx, cfg *event.Config, raw, key string) (claim.Res
 		key = "jti:" + adm.ID
 	case !validIdemKey(key):
 		return claim.Result{}, kit.BadRequest("Idempotency-Key must be 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+	}
+	// The door (doorstep.go) before the claim script: a blocked or
+	// ineligible caller is refused, a sunk one as an invalid token.
+	if v, err := s.ask(c, cfg, adm.User, nil, s.now(), door.Claim); err != nil {
+		return claim.Result{}, err
+	} else if v.Action == door.Sink {
+		return claim.Result{}, errSunkClaim
 	}
 	if err := s.deps.Guard.Claim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
 		return claim.Result{}, err

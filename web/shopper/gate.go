@@ -5,10 +5,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/gofiber/fiber/v2"
 )
+
+// GateFailOpenHeader is on every gate answer given while staff have the
+// gate failing open (event.Config.FailOpenUntil): the deadline, RFC 3339
+// in UTC. Such an answer lets a visitor through without an admission.
+const GateFailOpenHeader = "X-Anteroom-Fail-Open"
 
 // GateUserHeader is the header of a gate answer that names the admitted
 // user (the admission token's sub), for a proxy to forward to the shop.
@@ -22,11 +29,6 @@ const (
 	GateReturnHeader   = "X-Original-URI"
 	GateRedirectHeader = "X-Anteroom-Redirect"
 )
-
-// GateFailOpenHeader is on every gate answer given while staff have the
-// gate failing open (event.Config.FailOpenUntil): the deadline, RFC 3339
-// in UTC. Such an answer lets a visitor through without an admission.
-const GateFailOpenHeader = "X-Anteroom-Fail-Open"
 
 // maxReturnLen bounds a return path.
 const maxReturnLen = 2048
@@ -90,9 +92,10 @@ func setAdmissionCookie(c *fiber.Ctx, ev, token string, exp time.Time) {
 // staff have closed the room, every visitor is.
 //
 // While staff have it failing open (event.Config.FailsOpen, and the room
-// not closed), it answers 204 to everyone with GateFailOpenHeader, naming
-// the user of an admission that verifies, and calls no Redis (no renewal,
-// no entrance): see gateFailOpen.
+// not closed), it answers 204 to everyone the door lets on, with
+// GateFailOpenHeader, naming the user of an admission that verifies, and
+// calls no Redis (no renewal, no entrance): see gateFailOpen. The door
+// still refuses whom it blocks: a fail-open opens the queue, not the door.
 func (s *API) gate(c *fiber.Ctx) error {
 	sale := kit.SaleOf(c)
 	ev := sale.Config.ID
@@ -104,18 +107,43 @@ func (s *API) gate(c *fiber.Ctx) error {
 		c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
 		return errNotAdmitted
 	}
-	if sale.Config.FailsOpen(now) {
-		return s.gateFailOpen(c, &sale.Config, now)
-	}
+	var adm *tokens.Admission
 	for _, raw := range [...]string{c.Cookies(AdmissionCookie(ev)), kit.Bearer(c)} {
 		if raw == "" {
 			continue
 		}
 		if a, err := s.deps.Turnstile.Verify(raw, ev, now); err == nil {
-			s.gateRenew(c, &sale.Config, a, now)
-			c.Set(GateUserHeader, a.User)
-			return c.SendStatus(fiber.StatusNoContent)
+			adm = &a
+			break
 		}
+	}
+	if s.deps.Door.Applies(&sale.Config) {
+		// The door (doorstep.go): the admitted user, else the visitor the
+		// identity names without minting.
+		user := ""
+		if adm != nil {
+			user = adm.User
+		} else if u, err := s.deps.Identity.User(c, false); err == nil {
+			user = u
+		}
+		v, err := s.ask(c, &sale.Config, user, nil, now, door.Gate)
+		switch {
+		case err != nil:
+			return err // 403 blocked, not_eligible
+		case v.Action == door.Bypass:
+			return c.SendStatus(fiber.StatusNoContent)
+		case v.Action == door.Sink:
+			c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
+			return errNotAdmitted
+		}
+	}
+	if sale.Config.FailsOpen(now) {
+		return s.gateFailOpen(c, &sale.Config, now)
+	}
+	if adm != nil {
+		s.gateRenew(c, &sale.Config, *adm, now)
+		c.Set(GateUserHeader, adm.User)
+		return c.SendStatus(fiber.StatusNoContent)
 	}
 	if ok, err := s.gateEnter(c, sale, now); err != nil || ok {
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/turnstile"
 	"github.com/anteroom/anteroom/web/kit"
@@ -51,12 +52,23 @@ type passJoinJSON struct {
 // redeemPass answers a join that carries a pass: an admission token for
 // user at once, or 403 pass_invalid / pass_revoked / pass_used_up with
 // nothing changed but the refusal counter.
-func (s *API) redeemPass(c *fiber.Ctx, sale *admission.Sale, user, raw string) error {
+//
+// The door judges a redemption as the claim it buys (door.Claim): a
+// blocked or ineligible caller is refused before a use is spent, and a
+// sunk one is answered pass_invalid. A pass is staff's own way past the
+// queue, so the door's rules that send a join to a challenge or a bypass
+// do not apply to it.
+func (s *API) redeemPass(c *fiber.Ctx, sale *admission.Sale, user string, claims map[string][]string, raw string) error {
 	if s.deps.Passes == nil {
 		return errNoPasses
 	}
 	cfg := &sale.Config
 	now := s.now()
+	if v, err := s.ask(c, cfg, user, claims, now, door.Claim); err != nil {
+		return err
+	} else if v.Action == door.Sink {
+		return fmt.Errorf("door: %w", tokens.ErrPassInvalid)
+	}
 	ps, expired, err := s.deps.PassTokens.Verify(raw, cfg.ID, now)
 	ctx, cancel := s.ctx(c)
 	defer cancel()

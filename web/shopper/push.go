@@ -50,6 +50,11 @@ func (s *API) pushSubscribe(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if t.Sunk {
+		// The door's endless queue: answered as kept, never kept (its
+		// turn never comes).
+		return c.SendStatus(fiber.StatusNoContent)
+	}
 	shard := -1
 	if cfg.JoinShards > 1 {
 		if lane, _ := queue.Unlane(t.Seq); lane == 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -35,20 +36,39 @@ func (s *API) join(c *fiber.Ctx) error {
 		return err
 	}
 	if raw := c.Get(tokens.PassHeader); raw != "" { // staff and testing: no queue, no ticket
-		return s.redeemPass(c, sale, user, raw)
+		return s.redeemPass(c, sale, user, claims, raw)
 	}
-	if err := s.deps.Guard.Join(c, cfg, user); err != nil { // invite, proof of work, rate limits
+	v, err := s.ask(c, cfg, user, claims, now, joinStep(cfg)) // who may come in (doorstep.go)
+	if err != nil {
 		return err
+	}
+	if err := s.deps.Guard.Join(c, challenged(cfg, v), user); err != nil { // invite, proof of work, rate limits
+		return err
+	}
+	switch v.Action {
+	case door.Sink:
+		return s.sinkJoin(c, sale, user, now)
+	case door.Bypass:
+		return s.bypassJoin(c, cfg, user, now)
 	}
 	if cfg.IsSafetyNet() {
 		return s.joinRoom(c, sale, user)
 	}
-	entry, lane, ticket, err := s.enqueue(c, sale, user, claims, now)
+	entry, lane, ticket, err := s.enqueue(c, sale, user, claims, now, v)
 	if err != nil {
 		return err
 	}
 	d := admission.DecidePlace(sale, queue.Place{Shard: entry.Shard, Seq: entry.Seq, Joined: entry.JoinedAt}, now, rand.Float64)
-	out := joinJSON{Ticket: ticket, Seq: entry.Seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
+	return s.joinAnswer(c, cfg, ticket, entry.Seq, lane, d)
+}
+
+// joinAnswer answers a join to a sale (not a room) with ticket, number
+// seq in lane and decision d: the one shape of a real and a sunk join.
+func (s *API) joinAnswer(c *fiber.Ctx, cfg *event.Config, ticket string, seq int64, lane int, d admission.Decision) error {
+	if cfg.IsSafetyNet() {
+		return roomWaiting(c, ticket, seq, d)
+	}
+	out := joinJSON{Ticket: ticket, Seq: seq, State: d.State, PollAfterMs: pollMillis(d.PollAfter)}
 	if lane > 0 {
 		out.Lane = cfg.Lanes[lane-1].Name
 	}
@@ -65,7 +85,12 @@ func (s *API) join(c *fiber.Ctx) error {
 // the claims of their user token), and gives them the ticket cookie: join's
 // step after its defences, shared with the basic page's join form. It
 // returns the entry, the lane and the signed ticket.
-func (s *API) enqueue(c *fiber.Ctx, sale *admission.Sale, user string, claims map[string][]string, now time.Time) (queue.Entry, int, string, error) {
+//
+// The door's verdict v names the lists the join script decides exactly
+// (door.Verdict.Exact): their copies in the join's slot ride its one
+// script call, which refuses a listed user (403 blocked or not_eligible)
+// with nothing written.
+func (s *API) enqueue(c *fiber.Ctx, sale *admission.Sale, user string, claims map[string][]string, now time.Time, v door.Verdict) (queue.Entry, int, string, error) {
 	cfg := &sale.Config
 	lane, err := s.laneOf(c, cfg, user, claims, now)
 	if err != nil {
@@ -73,9 +98,13 @@ func (s *API) enqueue(c *fiber.Ctx, sale *admission.Sale, user string, claims ma
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, sale.JoinTimes(lane)) // refused from a view older than event.MaxViewAge
+	times := sale.JoinTimes(lane)
+	times.Lists = s.exactLists(cfg, user, times, v)
+	start := time.Now()
+	entry, err := s.deps.Joiner.Join(ctx, cfg.ID, user, times) // refused from a view older than event.MaxViewAge
+	s.pace.observe(time.Since(start))
 	if err != nil {
-		return queue.Entry{}, 0, "", err
+		return queue.Entry{}, 0, "", doorErr(cfg, err)
 	}
 	ticket, err := s.giveTicket(c, cfg, user, entry.Seq, entry.JoinedAt)
 	if err != nil {
@@ -155,6 +184,11 @@ func (s *API) status(c *fiber.Ctx) error {
 // page both decide here.
 func (s *API) decide(c *fiber.Ctx, sale *admission.Sale, t tokens.Ticket, now time.Time) (admission.Decision, string, tokens.Admission, error) {
 	cfg := &sale.Config
+	if t.Sunk || s.deps.Door.Applies(cfg) { // a sale without a door: one branch
+		if d, sunk, err := s.sunkStatus(c, sale, t, now); err != nil || sunk {
+			return d, "", tokens.Admission{}, err // never an admission
+		}
+	}
 	d := admission.DecidePlace(sale, queue.Place{Shard: queue.ShardOf(t.User, cfg.JoinShards), Seq: t.Seq, Joined: t.IssuedAt}, now, rand.Float64)
 	if d.State == admission.Admitted && cfg.IsSafetyNet() && d.Position <= sale.Stale {
 		// In a safety-net room an admission ends: leaving ends the turn.
@@ -205,7 +239,13 @@ func statusOf(d admission.Decision) statusJSON {
 // at joined, and sets it as the ticket cookie (HttpOnly, until an hour
 // after the sale ends).
 func (s *API) giveTicket(c *fiber.Ctx, cfg *event.Config, user string, seq int64, joined time.Time) (string, error) {
-	ticket, err := s.deps.Tickets.Sign(tokens.Ticket{Event: cfg.ID, User: user, Seq: seq, IssuedAt: joined})
+	return s.signTicket(c, cfg, tokens.Ticket{Event: cfg.ID, User: user, Seq: seq, IssuedAt: joined})
+}
+
+// signTicket signs t and sets it as the ticket cookie (giveTicket; a
+// sunk ticket the same way).
+func (s *API) signTicket(c *fiber.Ctx, cfg *event.Config, t tokens.Ticket) (string, error) {
+	ticket, err := s.deps.Tickets.Sign(t)
 	if err != nil {
 		return "", err
 	}

@@ -71,12 +71,48 @@ func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
 		return c.JSON(out)
 	}
 	d := admission.DecidePlace(sale, queue.Place{Seq: en.Seq, Joined: en.JoinedAt}, now, mathrand.Float64)
+	return roomWaiting(c, ticket, en.Seq, d)
+}
+
+// roomWaiting answers a room's join that waits, with ticket for number
+// seq (the room's position) and decision d: the one shape of a real and a
+// sunk room join (sinkJoin).
+func roomWaiting(c *fiber.Ctx, ticket string, seq int64, d admission.Decision) error {
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	out := roomJoinJSON{joinJSON: joinJSON{Ticket: ticket, Seq: seq}}
+	pos := seq
+	out.Position = &pos
 	if d.State == admission.Admitted {
 		// The view is older than this step, which found the entry waiting.
 		d.State, d.PollAfter = admission.Waiting, admission.MinPoll
 	}
 	out.State, out.PollAfterMs = d.State, pollMillis(d.PollAfter)
 	return c.JSON(out)
+}
+
+// bypassJoinJSON answers a join a door rule bypasses.
+type bypassJoinJSON struct {
+	State          admission.State `json:"state"`
+	Position       *int64          `json:"position"`
+	AdmissionToken string          `json:"admission_token"`
+	ExpiresAt      time.Time       `json:"admission_expires_at"`
+}
+
+// bypassJoin admits user at once, without a place, as a bypass pass does
+// (turnstile.Pass: not counted under max_active, no presence; the claim
+// still holds the stock and the per-user limit): a join a door rule
+// bypasses, to a sale or a safety-net room.
+func (s *API) bypassJoin(c *fiber.Ctx, cfg *event.Config, user string, now time.Time) error {
+	ctx, cancel := s.ctx(c)
+	defer cancel()
+	tok, a, err := s.deps.Turnstile.Admit(ctx, cfg, turnstile.Entry{Kind: turnstile.Pass, User: user}, now)
+	if err != nil {
+		return err
+	}
+	exp := a.ExpiresAt.UTC()
+	setAdmissionCookie(c, cfg.ID, tok, exp)
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(bypassJoinJSON{State: admission.Admitted, AdmissionToken: tok, ExpiresAt: exp})
 }
 
 // admitTo admits user (at position pos) to cfg's room (turnstile.Room:
