@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/anteroom/anteroom/web/kit"
 	"github.com/anteroom/anteroom/web/staffapi"
@@ -21,7 +22,31 @@ import (
 // A body not read to its end stays on the connection, where the next
 // request would be read from: limitBody closes the connection after the
 // answer of such a request (one over the limit, an upload), so the rest
-// of a body is never taken for a request.
+// of a body is never taken for a request. Before it closes, it reads and
+// drops up to lingerBytes of what is left, for at most lingerTime (as
+// nginx's lingering close): a socket closed with unread bytes resets the
+// connection, and the reset can overtake the 413 on its way to a client
+// still sending.
+
+// lingerBytes and lingerTime bound the drain of a body left unread.
+const (
+	lingerBytes = 1 << 20
+	lingerTime  = 500 * time.Millisecond
+)
+
+// drop drains and drops what is left of the body of c's request (see
+// lingerBytes) and marks the connection to close after the answer.
+func drop(c *fiber.Ctx) {
+	c.Response().Header.SetConnectionClose()
+	req := c.Request()
+	if req.IsBodyStream() {
+		if conn := c.Context().Conn(); conn != nil {
+			_ = conn.SetReadDeadline(time.Now().Add(lingerTime))
+		}
+		_, _ = io.CopyN(io.Discard, req.BodyStream(), lingerBytes)
+	}
+	req.ResetBody()
+}
 
 // bodyBufs are the buffers limitBody reads bodies into.
 var bodyBufs = sync.Pool{New: func() any { b := make([]byte, BodyLimit+1); return &b }}
@@ -38,17 +63,12 @@ func limitBody(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	if staffapi.StreamsBody(c.Method(), c.Path()) {
-		defer func() {
-			// Whatever the handler read, the rest is never a request.
-			c.Response().Header.SetConnectionClose()
-			req.ResetBody()
-		}()
+		defer drop(c) // whatever the handler read, the rest is never a request
 		return c.Next()
 	}
 	n := req.Header.ContentLength() // -1: chunked
 	if n > BodyLimit {
-		c.Response().Header.SetConnectionClose()
-		req.ResetBody()
+		drop(c)
 		return errTooLarge
 	}
 	buf := bodyBufs.Get().(*[]byte)
@@ -60,8 +80,7 @@ func limitBody(c *fiber.Ctx) error {
 	got, err := io.ReadFull(req.BodyStream(), b)
 	switch {
 	case n < 0 && err == nil: // more than BodyLimit chunked bytes
-		c.Response().Header.SetConnectionClose()
-		req.ResetBody()
+		drop(c)
 		return errTooLarge
 	case n < 0 && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)):
 		err = nil
