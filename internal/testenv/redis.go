@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -86,6 +87,9 @@ func StartRedis(t testing.TB, opts ...RedisOption) *Redis {
 		}
 		r.port, r.args = port, args
 		lastErr = r.start()
+		if lastErr == nil && cfg.replicaOf != "" {
+			lastErr = r.waitLinked(t)
+		}
 		if lastErr == nil {
 			return r
 		}
@@ -96,6 +100,25 @@ func StartRedis(t testing.TB, opts ...RedisOption) *Redis {
 	t.Fatalf("testenv: start redis-server: %v", lastErr)
 	return nil
 }
+
+// waitLinked waits until replica r has synced with its primary. A
+// primary takes a new replication id when its first replica attaches
+// (the failover fences read it: internal/luascript's seqfence.lua), so a
+// test that wrote before the link was up would see that change land
+// between its writes, as a failover: a stressed CI run's
+// TestRoomAfterLaggingFailover got seq 14 for its second entrant.
+func (r *Redis) waitLinked(t testing.TB) error {
+	c := r.Client(t)
+	return poll(linkTimeout, func() error {
+		if ReplicationField(context.Background(), c, "master_link_status") == "up" {
+			return nil
+		}
+		return fmt.Errorf("replica %s: the link to its primary is not up", r.Addr())
+	})
+}
+
+// linkTimeout bounds a replica's first sync (a bound, not a timing).
+const linkTimeout = 60 * time.Second
 
 // commandLine builds redis-server's arguments for port and dir.
 func (c *redisConfig) commandLine(port int, dir string) ([]string, error) {
