@@ -130,6 +130,14 @@ func doorNode(t *testing.T, manual, realRules bool) (*node.Node, *testenv.Redis,
 		cfg.DoorRules = headerRules{}
 	}
 	n := nodetest.Start(t, nodetest.HeaderMode(cfg))
+	// The lists the tests' doors name exist in the node's store (a save
+	// naming an unknown list is refused); their entries are the test
+	// view's, written into the copies by testLists.set.
+	for _, name := range []string{"resellers", "registered"} {
+		if _, err := n.Lists.Create(context.Background(), name, lists.KindUser); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return n, r, l
 }
 
