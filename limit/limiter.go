@@ -164,7 +164,7 @@ func (l *Limiter) decide(ctx context.Context, rules []Rule, d *Decision) {
 	}
 	d.Local = true
 	now := l.now()
-	nodes := l.h.healthyNodes()
+	nodes := l.h.splitNodes()
 	for _, r := range rules {
 		lim := r.Limit
 		if r.Dim.Shared() {
