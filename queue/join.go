@@ -216,6 +216,11 @@ func userKeyIn(tag, user string) string {
 	return tag + "u:" + strconv.FormatUint(uint64(userHash(user)%userShards), 10)
 }
 
+// UserHash is the hash that places user in a join shard (ShardOf: it
+// modulo the shards), for a package that splits what it keeps of a user
+// over a sale's shards (door/lists' copies). Not a secret.
+func UserHash(user string) uint32 { return userHash(user) }
+
 // userHash is the 32-bit FNV-1a hash of user's bytes (as hash/fnv's
 // New32a computes it, without allocating: status calls it per poll).
 func userHash(user string) uint32 {

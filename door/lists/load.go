@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/anteroom/anteroom/queue"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,7 +57,7 @@ func (s *Store) record(k Kind, value string) ([]byte, int, error) {
 		h := s.Hash(value)
 		r := make([]byte, idRecordSize)
 		binary.BigEndian.PutUint64(r, h)
-		binary.BigEndian.PutUint32(r[8:], fnv32(value))
+		binary.BigEndian.PutUint32(r[8:], queue.UserHash(value))
 		return r, int(h >> 52), nil
 	}
 	p, err := ParseNetwork(value)

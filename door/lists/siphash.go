@@ -55,15 +55,3 @@ func sipHash(k0, k1 uint64, msg string) uint64 {
 	round()
 	return v0 ^ v1 ^ v2 ^ v3
 }
-
-// fnv32 is FNV-1a-32 of s: queue's shard hash (queue.ShardOf), kept beside
-// each entry of a user list so a sale's copies can be split over its join
-// shards without the raw ids. Not a secret.
-func fnv32(s string) uint32 {
-	h := uint32(2166136261)
-	for i := range len(s) {
-		h ^= uint32(s[i])
-		h *= 16777619
-	}
-	return h
-}

@@ -32,8 +32,8 @@ func TestSipHashVector(t *testing.T) {
 func TestFNVIsQueueShard(t *testing.T) {
 	for _, u := range []string{"", "a", "user-1", "ünï", "0123456789abcdef0123456789"} {
 		for _, s := range []int{2, 3, 16, 255} {
-			if got, want := int(fnv32(u)%uint32(s)), queue.ShardOf(u, s); got != want {
-				t.Errorf("fnv32(%q) %% %d = %d, want queue.ShardOf = %d", u, s, got, want)
+			if got, want := int(queue.UserHash(u)%uint32(s)), queue.ShardOf(u, s); got != want {
+				t.Errorf("queue.UserHash(%q) %% %d = %d, want queue.ShardOf = %d", u, s, got, want)
 			}
 		}
 	}
