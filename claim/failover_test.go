@@ -114,8 +114,13 @@ func TestFailoverRebuild(t *testing.T) {
 	if err := rb.unfreeze(ctx, SaleOf(cfg), token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rb.setPaused(ctx, cfg.ID, false); err != nil {
+	if cur, err := configs.Get(ctx, cfg.ID); err != nil {
 		t.Fatal(err)
+	} else if cur.Paused {
+		cur.Paused = false
+		if _, err := configs.Put(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	rep, err := rb.Rebuild(ctx, cfg.ID)

@@ -113,8 +113,10 @@ func (r *Rebuilder) Rebuild(ctx context.Context, ev string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	wasPaused := cfg.Paused
-	paused, err := r.setPaused(ctx, ev, true)
+	// What the rebuild restores is the flag its own pause replaced, not
+	// the one read above: a pause stored between the two reads is the
+	// operator's, and stays.
+	paused, wasPaused, err := r.pause(ctx, ev)
 	if err != nil {
 		return Report{}, err
 	}
@@ -266,20 +268,26 @@ func (r *Rebuilder) unfreeze(ctx context.Context, sale Sale, token string) error
 	return errors.Join(errs...)
 }
 
-// setPaused sets the event's paused flag with a compare-and-set, retrying
-// a few times when another writer wins, and returns the stored config.
-func (r *Rebuilder) setPaused(ctx context.Context, ev string, paused bool) (event.Config, error) {
+// pause sets the event's paused flag with a compare-and-set, retrying a
+// few times when another writer wins, and returns the stored config and
+// whether it was paused already. A save its replicas have not copied
+// (event.ErrNotReplicated) counts as saved: the rebuild runs on the
+// primary, and a failover meanwhile needs another rebuild anyway.
+func (r *Rebuilder) pause(ctx context.Context, ev string) (event.Config, bool, error) {
 	for attempt := 0; ; attempt++ {
 		cfg, err := r.configs.Get(ctx, ev)
-		if err != nil || cfg.Paused == paused {
-			return cfg, err
+		if err != nil || cfg.Paused {
+			return cfg, cfg.Paused, err
 		}
-		cfg.Paused = paused
+		cfg.Paused = true
 		saved, err := r.configs.Put(ctx, cfg)
 		if errors.Is(err, event.ErrConflict) && attempt < 5 {
 			continue
 		}
-		return saved, err
+		if errors.Is(err, event.ErrNotReplicated) {
+			err = nil
+		}
+		return saved, false, err
 	}
 }
 
@@ -300,7 +308,9 @@ func (r *Rebuilder) restorePaused(ctx context.Context, ev string, was bool, vers
 		// Written meanwhile: that writer decides.
 		cfg, err = r.configs.Get(ctx, ev)
 		return cfg.Paused || err != nil, err
-	} else if err != nil {
+	} else if err != nil && !errors.Is(err, event.ErrNotReplicated) {
+		// Not copied yet, the resume stands; a failover would bring back
+		// the pause, which errs toward holding.
 		return true, err
 	}
 	return was, nil

@@ -148,3 +148,43 @@ func TestRebuildFailureUnfreezes(t *testing.T) {
 		t.Errorf("rebuild after the fix: %+v %v, want 1 granted", rep, err)
 	}
 }
+
+// pauseBetweenReads is the event store with an operator whose pause is
+// stored between the rebuild's first read of the configuration and its
+// own pause's read.
+type pauseBetweenReads struct {
+	*event.Store
+	t    *testing.T
+	gets int
+}
+
+func (c *pauseBetweenReads) Get(ctx context.Context, id string) (event.Config, error) {
+	if c.gets++; c.gets == 2 {
+		cur, err := c.Store.Get(ctx, id)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		cur.Paused = true
+		if _, err := c.Store.Put(ctx, cur); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	return c.Store.Get(ctx, id)
+}
+
+// TestRebuildKeepsPauseBeforeItsOwn: an operator's pause stored after the
+// rebuild first read the (running) event and before its own pause finds
+// the flag set. The rebuild paused nothing, so it must resume nothing.
+func TestRebuildKeepsPauseBeforeItsOwn(t *testing.T) {
+	e := singleRedis(t)
+	ctx := context.Background()
+	cfg := saleConfig(t, e, Sale{ID: "between", Buckets: 2}, 10)
+	configs := &pauseBetweenReads{Store: event.NewStore(e.rdb), t: t}
+	rep, err := NewRebuilder(e.svc, e.js, configs).Rebuild(ctx, cfg.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := configs.Store.Get(ctx, cfg.ID); err != nil || !got.Paused || !rep.Paused {
+		t.Errorf("after the rebuild: paused=%v (report %v, %v), want the operator's pause kept", got.Paused, rep.Paused, err)
+	}
+}
