@@ -157,6 +157,48 @@ func TestHeartbeatCountsNodes(t *testing.T) {
 	}
 }
 
+// TestDegradedSplitKeepsALateNode: node 2's beat comes late (a loaded
+// machine), so node 1's last beat sees only itself; Redis fails just then.
+// Degraded, node 1 must still split the shared budget in two — the most
+// nodes its last three beats saw — or the late node's share is handed out
+// twice (a stressed CI run of TestSharedBudgetHoldsAcrossModes: 900
+// admitted against 600). Stats tell both counts.
+func TestDegradedSplitKeepsALateNode(t *testing.T) {
+	r := testenv.StartRedis(t)
+	l1 := limit.New(client(t, r.Client(t)), limit.Config{SlowAfter: time.Second})
+	l2 := limit.New(client(t, r.Client(t)), limit.Config{SlowAfter: time.Second})
+	const every = 100 * time.Millisecond // a node unseen for 300 ms is gone
+	hb1, hb2 := l1.NewHeartbeat("n1", every), l2.NewHeartbeat("n2", every)
+	for _, hb := range []*limit.Heartbeat{hb1, hb2, hb1} {
+		if err := hb.Beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(4 * every) // node 2 late: its entry expires
+	if err := hb1.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := l1.Stats(); s.HealthyNodes != 1 || s.SplitNodes != 2 {
+		t.Fatalf("node 1 after node 2's late beat: %d nodes seen, split by %d; want 1 and 2", s.HealthyNodes, s.SplitNodes)
+	}
+	r.Stop(t)
+	if err := hb1.Beat(ctx); err == nil || !l1.Degraded() {
+		t.Fatalf("beat with Redis down: %v, degraded %v; want an error and degraded", err, l1.Degraded())
+	}
+	// A shared budget of 10 at once, refilled at 1 a second: degraded,
+	// node 1 may take its half, 5, in a burst.
+	rule := limit.Rule{Budget: "late", Dim: limit.Global, Limit: limit.Limit{Rate: 1, Burst: 10}}
+	allowed := 0
+	for range 20 {
+		if l1.Allow(ctx, rule).Allowed {
+			allowed++
+		}
+	}
+	if allowed > 6 {
+		t.Errorf("degraded node 1 allowed %d of a shared burst of 10, want its half (5, one refilled at most)", allowed)
+	}
+}
+
 // node is one limiter instance with its own Redis client and heartbeat,
 // offering load on one shared rule and counting what it admits.
 type node struct {

@@ -98,9 +98,11 @@ type Stats struct {
 	// Degraded is true while decisions are node-local.
 	Degraded bool
 	// HealthyNodes is the last number of nodes seen in the heartbeat set
-	// (at least 1). Degraded, shared budgets are split by the most nodes
-	// the last three beats saw.
+	// (at least 1).
 	HealthyNodes int
+	// SplitNodes is what shared budgets are split by while degraded: the
+	// most nodes the last three beats saw (at least HealthyNodes).
+	SplitNodes int
 	// RedisDecisions and LocalDecisions count Allow calls decided by
 	// Redis and by node-local buckets.
 	RedisDecisions, LocalDecisions uint64
@@ -117,7 +119,7 @@ type Stats struct {
 
 func (h *health) stats() Stats {
 	return Stats{
-		Degraded: h.degraded.Load(), HealthyNodes: h.healthyNodes(),
+		Degraded: h.degraded.Load(), HealthyNodes: h.healthyNodes(), SplitNodes: h.splitNodes(),
 		RedisDecisions: h.redisDecisions.Load(), LocalDecisions: h.localDecisions.Load(),
 		Allowed: h.allowed.Load(), Denied: h.denied.Load(),
 		RedisErrors: h.errors.Load(), SlowCalls: h.slow.Load(), Probes: h.probes.Load(),
