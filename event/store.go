@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,16 @@ var ErrNotFound = errors.New("event: not found")
 
 // ErrConflict is returned when the stored version moved under a Put.
 var ErrConflict = errors.New("event: changed concurrently, retry")
+
+// ErrNotReplicated is returned (wrapped) by a Put that was saved on the
+// Redis primary while the replicas it had did not acknowledge the save
+// within ReplicaWait: the save stands, and a failover now would lose it.
+// Saving the same change again is safe.
+var ErrNotReplicated = errors.New("event: saved on the Redis primary, not yet copied by its replicas")
+
+// ReplicaWait bounds how long a save waits for the primary's replicas to
+// acknowledge it (Redis WAIT).
+const ReplicaWait = time.Second
 
 //go:embed put.lua
 var putLua string
@@ -114,7 +125,8 @@ func (s *Store) IDs(ctx context.Context) ([]string, error) {
 // Put stores c if the stored version still equals c.Version (0 for a new
 // event), and returns the stored copy with the version increased. A new
 // event gets its seed and seed commitment here. ErrConflict means another
-// writer won; read again and retry.
+// writer won; read again and retry. An error wrapping ErrNotReplicated
+// comes with the saved copy: saved, but not yet safe from a failover.
 func (s *Store) Put(ctx context.Context, c Config) (Config, error) {
 	saved, _, err := s.PutBefore(ctx, c, time.Time{})
 	return saved, err
@@ -143,7 +155,14 @@ func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config
 	if !lock.IsZero() {
 		lockMs = max(lock.UnixMilli(), 1)
 	}
-	res, err := s.put.Run(ctx, s.rdb, []string{configKey(c.ID)}, expect, raw, lockMs).Int64Slice()
+	// One connection for the save and the WAIT after it: WAIT counts the
+	// writes of its own connection.
+	conn, err := s.pin(ctx, configKey(c.ID))
+	if err != nil {
+		return Config{}, time.Time{}, fmt.Errorf("event %s: put: %w", c.ID, err)
+	}
+	defer conn.Close()
+	res, err := s.put.Run(ctx, conn, []string{configKey(c.ID)}, expect, raw, lockMs).Int64Slice()
 	if err != nil {
 		return Config{}, time.Time{}, fmt.Errorf("event %s: put: %w", c.ID, err)
 	}
@@ -160,7 +179,59 @@ func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config
 	if err := s.rdb.SAdd(ctx, indexKey, c.ID).Err(); err != nil {
 		return Config{}, now, fmt.Errorf("event %s: index: %w", c.ID, err)
 	}
+	if err := replicated(ctx, conn); err != nil {
+		return c, now, fmt.Errorf("event %s: version %d: %w", c.ID, c.Version, err)
+	}
 	return c, now, nil
+}
+
+// pin returns a connection of its own to the server that holds key.
+func (s *Store) pin(ctx context.Context, key string) (*redis.Conn, error) {
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return m.Conn(), nil
+	}
+	c, ok := s.rdb.(*redis.Client)
+	if !ok {
+		return nil, fmt.Errorf("a %T cannot pin a connection", s.rdb)
+	}
+	return c.Conn(), nil
+}
+
+// replicated waits, up to ReplicaWait, until every replica the primary
+// behind conn has online acknowledged conn's writes (Redis replicates
+// asynchronously: a save its replicas have not copied is lost by a
+// failover, issue 34). A server without replicas, or without ROLE (the
+// embedded default), has nothing to wait for. A replica that stopped
+// copying but is still connected makes the save ErrNotReplicated; one the
+// primary dropped is not waited for — min-replicas-to-write, as
+// deploy/redis sets it, refuses writes then.
+func replicated(ctx context.Context, conn *redis.Conn) error {
+	role, err := conn.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "ERR unknown command") {
+			return nil
+		}
+		return err
+	}
+	if len(role) < 3 || role[0] != "master" {
+		return nil
+	}
+	replicas, _ := role[2].([]any)
+	if len(replicas) == 0 {
+		return nil
+	}
+	acked, err := conn.Wait(ctx, len(replicas), ReplicaWait).Result()
+	if err != nil {
+		return err
+	}
+	if acked < int64(len(replicas)) {
+		return fmt.Errorf("%w: %d of %d replicas acknowledged it within %s", ErrNotReplicated, acked, len(replicas), ReplicaWait)
+	}
+	return nil
 }
 
 // limitsSchema is the revision of the stored limits. Revision 2 keeps

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -35,5 +38,70 @@ func TestPutBeforeUsesRedisTime(t *testing.T) {
 	got, err := s.Get(ctx, c.ID)
 	if err != nil || got.Supply != 50 || got.Version != saved.Version {
 		t.Fatalf("stored supply %d version %d (%v), want 50 and %d", got.Supply, got.Version, err, saved.Version)
+	}
+}
+
+// TestPutWaitsForReplicas: a save is acknowledged once the primary's
+// replicas copied it. A replica still connected that stopped copying (here
+// SIGSTOPped) makes the save ErrNotReplicated, with the saved copy: it
+// stands on the primary, and a failover now would lose it. On a Redis
+// Cluster the save waits on the master that holds the event.
+func TestPutWaitsForReplicas(t *testing.T) {
+	ctx := context.Background()
+	primary := testenv.StartRedis(t)
+	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
+	s := NewStore(primary.Client(t))
+	c := valid()
+	saved, err := s.Put(ctx, c)
+	if err != nil {
+		t.Fatalf("save with a replica copying: %v", err)
+	}
+	if got, err := NewStore(replica.Client(t)).Get(ctx, c.ID); err != nil || got.Version != saved.Version {
+		t.Fatalf("the replica holds version %d (%v) when the save was answered, want %d", got.Version, err, saved.Version)
+	}
+
+	replica.Stall(t)
+	next := saved
+	next.Paused = true
+	start := time.Now()
+	got, err := s.Put(ctx, next)
+	if !errors.Is(err, ErrNotReplicated) || !got.Paused || got.Version != saved.Version+1 {
+		t.Fatalf("save with the replica stalled: %+v %v, want the saved copy and ErrNotReplicated", got.Version, err)
+	}
+	if waited := time.Since(start); waited < ReplicaWait {
+		t.Errorf("answered after %s, before ReplicaWait (%s)", waited, ReplicaWait)
+	}
+	if stored, err := s.Get(ctx, c.ID); err != nil || !stored.Paused {
+		t.Fatalf("the primary holds paused=%v (%v), want the save standing", stored.Paused, err)
+	}
+
+	replica.Resume()
+	again, err := s.Put(ctx, got)
+	if err != nil || again.Version != got.Version+1 {
+		t.Fatalf("the same change sent again once the replica copies: %+v %v", again.Version, err)
+	}
+}
+
+// TestPutWithoutReplicas: a server without replicas (or without ROLE, as
+// the embedded default) answers a save at once; so does a Redis Cluster
+// whose masters have none.
+func TestPutWithoutReplicas(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	for name, rdb := range map[string]redis.UniversalClient{
+		"redis-server": testenv.StartRedis(t).Client(t),
+		"embedded":     redis.NewClient(&redis.Options{Addr: mr.Addr()}),
+		"cluster":      testenv.StartRedisCluster(t, 3).Client(t),
+	} {
+		s := NewStore(rdb)
+		c := valid()
+		saved, err := s.Put(ctx, c)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		saved.Paused = true
+		if _, err := s.Put(ctx, saved); err != nil {
+			t.Fatalf("%s: second save: %v", name, err)
+		}
 	}
 }

@@ -182,20 +182,19 @@ func (f *faults) failover(ctx context.Context) error { return f.failoverWith(ctx
 func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between func()) error {
 	s := f.s
 	s.mu.Lock()
-	old, promoted := s.primary, s.replica
+	old, promoted, link := s.primary, s.replica, s.replLink
 	s.mu.Unlock()
 	if lag > 0 {
-		// Pointed at a port nobody serves, the replica keeps its data and
-		// copies nothing more.
-		if err := promoted.Client(s.t).Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
-			return fmt.Errorf("REPLICAOF away: %w", err)
-		}
-		f.h.note("fault", "redis replica stopped replicating")
+		// Its link stalled, the replica stays connected (the primary
+		// counts it) and copies nothing more: a replica falling behind.
+		link.stall()
+		f.h.note("fault", "redis replica stopped replicating (its link stalled)")
 		wait.Sleep(ctx, lag)
 	}
 	f.h.note("fault", "redis primary SIGKILLed")
 	old.Kill(s.t)
 	wait.Sleep(ctx, 2*time.Second-lag/2) // the operator notices
+	link.close()                         // what a stalled link held is lost with the primary
 	rc := promoted.Client(s.t)
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		return fmt.Errorf("REPLICAOF NO ONE: %w", err)
@@ -228,12 +227,15 @@ func (f *faults) failoverWith(ctx context.Context, lag time.Duration, between fu
 	} else {
 		rebuildErr = f.rebuildOnEvidence(ctx, promotedAt)
 	}
-	fresh := testenv.StartRedis(s.t, testenv.WithReplicaOf(promoted.Addr()))
+	fresh, freshLink, err := startReplica(s.t, promoted.Addr())
+	if err != nil {
+		return err
+	}
 	if err := testenv.WaitSynced(ctx, rc, fresh.Client(s.t), 60*time.Second); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	s.replica = fresh
+	s.replica, s.replLink = fresh, freshLink
 	s.mu.Unlock()
 	f.h.note("fault", "new replica in sync")
 	return rebuildErr

@@ -404,6 +404,8 @@ func (v violation) render(seed uint64) string {
 	for _, o := range v.Ops {
 		b.WriteString("  " + o.String() + "\n")
 	}
+	// Again at the end: a CI log often shows only its tail.
+	fmt.Fprintf(&b, "VIOLATION (history above): %s\n", v.What)
 	return b.String()
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/internal/wait"
@@ -133,8 +134,9 @@ func (ss *sales) edit(ev string, rnd *rand.Rand, kind int, when string) {
 		}
 	case status >= 500 && status != http.StatusServiceUnavailable:
 		ss.h.violateNow(ev, "staff save %s answered %d: %s", body, status, raw)
-	case status == 0:
-		// No answer: the save may have happened; the higher supply stays.
+	case status == 0 || strings.Contains(string(raw), `"not_replicated"`):
+		// No answer, or saved on a primary whose replica lags (a failover
+		// may lose it): either may hold; the higher supply stays.
 	default:
 		ss.h.setSupply(ev, old)
 	}

@@ -21,6 +21,9 @@ type proxy struct {
 	target atomic.Value // string
 	delay  atomic.Int64 // nanoseconds added to every chunk
 	cut    atomic.Bool
+	// stalled holds every chunk, the connections open, until the proxy
+	// closes (what it held is then dropped).
+	stalled atomic.Bool
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
@@ -58,6 +61,10 @@ func (p *proxy) setCut(on bool) {
 	}
 }
 
+// stall holds every chunk each way from now on, the connections open,
+// until close drops them with what they held.
+func (p *proxy) stall() { p.stalled.Store(true) }
+
 func (p *proxy) dropAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -69,6 +76,7 @@ func (p *proxy) dropAll() {
 func (p *proxy) close() {
 	_ = p.ln.Close()
 	p.dropAll()
+	p.stalled.Store(false) // after the drop: what was held goes nowhere
 }
 
 func (p *proxy) track(c net.Conn, on bool) {
@@ -123,6 +131,9 @@ func (p *proxy) pipe(dst, src net.Conn) {
 		if n > 0 {
 			if d := time.Duration(p.delay.Load()); d > 0 {
 				time.Sleep(d) // the fault itself: a slow link
+			}
+			for p.stalled.Load() {
+				time.Sleep(5 * time.Millisecond)
 			}
 			if p.cut.Load() {
 				return

@@ -33,7 +33,10 @@ type system struct {
 	mu      sync.Mutex
 	primary *testenv.Redis
 	replica *testenv.Redis
-	rdb     redis.UniversalClient // to the primary, for the sampler and the audit
+	// replLink is the replica's link to the primary: a lagging failover
+	// stalls it (the replica stays connected and copies nothing more).
+	replLink *proxy
+	rdb      redis.UniversalClient // to the primary, for the sampler and the audit
 	// cluster, when set, is the Redis the soak runs on instead of the
 	// primary and replica: three masters, no replicas, no proxies (a
 	// cluster client follows the nodes' own addresses).
@@ -64,6 +67,17 @@ func newDeployment(dir, bin string) (*testenv.Deployment, error) {
 	return testenv.NewDeployment(dir, bin)
 }
 
+// startReplica starts a replica of the primary at addr, linked to it
+// through a proxy (closed when the test ends).
+func startReplica(t *testing.T, addr string) (*testenv.Redis, *proxy, error) {
+	link, err := newProxy(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.Cleanup(link.close)
+	return testenv.StartRedis(t, testenv.WithReplicaOf(link.addr())), link, nil
+}
+
 // startSystem starts the soak's processes, running bin (empty: this
 // tree's anteroom, built).
 func startSystem(t *testing.T, onCluster bool, bin string) *system {
@@ -80,7 +94,9 @@ func startSystem(t *testing.T, onCluster bool, bin string) *system {
 		s.rdb = s.cluster.Client(t)
 	} else {
 		s.primary = testenv.StartRedis(t)
-		s.replica = testenv.StartRedis(t, testenv.WithReplicaOf(s.primary.Addr()))
+		if s.replica, s.replLink, err = startReplica(t, s.primary.Addr()); err != nil {
+			t.Fatal(err)
+		}
 		s.rdb = s.primary.Client(t)
 	}
 	s.nats = testenv.StartNATSCluster(t, 3)

@@ -242,6 +242,28 @@ func (r *Redis) kill() {
 	}
 }
 
+// Stall stops the server with SIGSTOP: its connections stay open and it
+// answers nothing (a replica stalled so stops acknowledging what it is
+// sent) until Resume, which runs at the test's end too.
+func (r *Redis) Stall(t testing.TB) {
+	t.Helper()
+	p := r.current()
+	if p == nil {
+		t.Fatalf("testenv: redis-server %s is not running", r.Addr())
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Resume)
+}
+
+// Resume continues a server Stall stopped (SIGCONT).
+func (r *Redis) Resume() {
+	if p := r.current(); p != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
 // current returns the running process, or nil.
 func (r *Redis) current() *process {
 	r.mu.Lock()

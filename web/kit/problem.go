@@ -85,6 +85,7 @@ var titles = map[string]string{
 	"closed":              "Closed",
 	"degraded":            "Temporarily unavailable",
 	"stock_not_laid":      "Temporarily unavailable",
+	"not_replicated":      "Temporarily unavailable",
 	"captcha_unavailable": "Temporarily unavailable",
 	"conflict":            "Conflict",
 	"locked":              "Conflict",
@@ -278,6 +279,9 @@ var errorRows = []errorRow{
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.
 	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
 	{err: event.ErrConflict, status: fiber.StatusConflict, code: "conflict", detail: "the event changed concurrently; read it again and retry"},
+	// Saved on the primary, not yet on its replicas: staff send it again.
+	{err: event.ErrNotReplicated, status: fiber.StatusServiceUnavailable, code: "not_replicated", retry: 1,
+		detail: "saved on the Redis primary, but its replicas did not copy it in time, so a Redis failover now would lose it; send the same change again"},
 
 	// The door's lists (package door/lists): their errors' text is
 	// written for staff (it names the list, the sale or the line). A line

@@ -57,6 +57,7 @@ var sentinels = []struct {
 	{"event.ErrNotFound", event.ErrNotFound, http.StatusNotFound, "unknown_event"},
 	{"event.ErrConflict", event.ErrConflict, http.StatusConflict, "conflict"},
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
+	{"event.ErrNotReplicated", event.ErrNotReplicated, http.StatusServiceUnavailable, "not_replicated"},
 	{"event.ErrClosed", event.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"event.ErrFailOpen", event.ErrFailOpen, http.StatusBadRequest, "bad_request"},

@@ -162,14 +162,17 @@ func (s *API) putEvent(c *fiber.Ctx) error {
 			continue
 		}
 		var unlaid *stockNotLaid
-		if errors.As(err, &unlaid) {
-			// Saved, its stock not laid: recorded as saved, answered as
-			// what it is.
+		if errors.As(err, &unlaid) || errors.Is(err, event.ErrNotReplicated) {
+			// Saved, its stock not laid or its replicas behind: recorded
+			// as saved, answered as what it is.
 			s.recordPut(c, id, &old, &saved)
 			if rerr := s.deps.Sales.Reload(ctx, id); rerr != nil {
 				s.cfg.Log.Warn("refresh after a save", "event", id, "err", rerr)
 			}
-			return unlaid.problem(id)
+			if unlaid != nil {
+				return unlaid.problem(id)
+			}
+			return err
 		}
 		if err != nil {
 			return err
@@ -302,13 +305,19 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 			return old, event.Config{}, why // names the locked fields
 		}
 	}
-	if err != nil {
+	// Saved on the primary and not yet copied by its replicas, the save
+	// stands: its stock is laid, and the caller answers what it is.
+	unreplicated := errors.Is(err, event.ErrNotReplicated)
+	if err != nil && !unreplicated {
 		return old, event.Config{}, err
 	}
 	if hold != nil {
 		if err := hold.Lay(ctx); err != nil {
 			return old, saved, &stockNotLaid{version: saved.Version, err: err}
 		}
+	}
+	if unreplicated {
+		return old, saved, err
 	}
 	return old, saved, nil
 }
@@ -352,12 +361,16 @@ func (s *API) change(c *fiber.Ctx, edit func(cfg *event.Config) (action string, 
 		if errors.Is(err, event.ErrConflict) && attempt < 3 {
 			continue
 		}
-		if err != nil {
+		unreplicated := errors.Is(err, event.ErrNotReplicated)
+		if err != nil && !unreplicated {
 			return err
 		}
 		s.record(c, action, id, before, after)
 		if err := s.deps.Sales.Reload(ctx, id); err != nil {
 			return err
+		}
+		if unreplicated {
+			return err // saved on the primary: staff send it again
 		}
 		out, err := s.adminView(ctx, saved)
 		if err != nil {
