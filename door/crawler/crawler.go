@@ -16,9 +16,9 @@
 // Verified never waits on DNS: an address not known yet answers false and
 // is looked up in the background, at most Config.MaxLookups addresses at
 // a time and one lookup per address, each bounded by Config.Timeout. The
-// answers are cached (a verified one for Config.TTL, any other for
-// Config.NegativeTTL) for at most Config.MaxAddrs addresses, the oldest
-// evicted first. A cache hit takes one shard's read lock and allocates
+// answers are cached (a verified one for Config.TTL, a definite no for
+// Config.NegativeTTL, a failed lookup for Config.FailedTTL) for at most
+// Config.MaxAddrs addresses, the oldest evicted first. A cache hit takes one shard's read lock and allocates
 // nothing.
 package crawler
 
@@ -51,12 +51,19 @@ type Config struct {
 	//
 	// Default: 24h
 	TTL time.Duration
-	// NegativeTTL is how long any other answer (not a crawler, or the
-	// lookup failed or timed out) is kept before the address may be
-	// looked up again.
+	// NegativeTTL is how long a definite "not a crawler" (no PTR name
+	// under a crawler's domain, or none resolving back) is kept before the
+	// address may be looked up again.
 	//
 	// Default: 1h
 	NegativeTTL time.Duration
+	// FailedTTL is how long a lookup that failed or timed out (a DNS
+	// outage proves nothing) is kept before the address may be looked up
+	// again: short, so a resolver's bad minute does not queue a search
+	// engine for an hour.
+	//
+	// Default: 1m
+	FailedTTL time.Duration
 	// Timeout bounds one address's lookups, reverse and forward.
 	//
 	// Default: 2s
@@ -78,6 +85,7 @@ type Config struct {
 const (
 	DefaultTTL         = 24 * time.Hour
 	DefaultNegativeTTL = time.Hour
+	DefaultFailedTTL   = time.Minute
 	DefaultTimeout     = 2 * time.Second
 	DefaultMaxAddrs    = 100_000
 	DefaultMaxLookups  = 16
@@ -90,11 +98,11 @@ const maxNames = 8
 // Verifier verifies crawlers' addresses (door.Crawlers). It is safe for
 // concurrent use; Close stops its lookups.
 type Verifier struct {
-	resolver             *net.Resolver
-	domains              domains
-	ttl, negTTL, timeout time.Duration
-	cache                *cache
-	slots                chan struct{} // one token per lookup under way
+	resolver                        *net.Resolver
+	domains                         domains
+	ttl, negTTL, failedTTL, timeout time.Duration
+	cache                           *cache
+	slots                           chan struct{} // one token per lookup under way
 	// now is the time on the Verifier's clock, in nanoseconds since an
 	// instant of its own: the monotonic clock alone (a wall clock step
 	// neither extends nor cuts a TTL; time.Now would also read the wall
@@ -123,6 +131,9 @@ func New(cfg Config) *Verifier {
 	if cfg.NegativeTTL <= 0 {
 		cfg.NegativeTTL = DefaultNegativeTTL
 	}
+	if cfg.FailedTTL <= 0 {
+		cfg.FailedTTL = DefaultFailedTTL
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -136,7 +147,7 @@ func New(cfg Config) *Verifier {
 	born := time.Now()
 	return &Verifier{
 		resolver: cfg.Resolver, domains: normalDomains(cfg.Domains),
-		ttl: cfg.TTL, negTTL: cfg.NegativeTTL, timeout: cfg.Timeout,
+		ttl: cfg.TTL, negTTL: cfg.NegativeTTL, failedTTL: cfg.FailedTTL, timeout: cfg.Timeout,
 		cache: newCache(cfg.MaxAddrs), slots: make(chan struct{}, cfg.MaxLookups),
 		now: func() int64 { return int64(time.Since(born)) }, ctx: ctx, cancel: cancel,
 	}
@@ -201,6 +212,7 @@ func (v *Verifier) verify(s *shard, addr netip.Addr) {
 		ttl = v.ttl
 		v.stats.verified.Add(1)
 	case err != nil:
+		ttl = v.failedTTL
 		v.stats.failed.Add(1)
 	}
 	v.stats.lookups.Add(1)

@@ -375,3 +375,27 @@ func TestCustomDomains(t *testing.T) {
 		t.Errorf("domains = %q, want [crawler.example]", got)
 	}
 }
+
+// TestFailedLookupRetriedSoon: a lookup that timed out proves nothing.
+// Past Config.FailedTTL (a minute), well within the hour of a definite
+// no, the address is looked up again and a genuine crawler verified.
+func TestFailedLookupRetriedSoon(t *testing.T) {
+	s := testenv.StartDNS(t)
+	s.SetPTR(googleV4, googleV4PT)
+	s.SetAddrs(googleV4PT, googleV4)
+	s.SetSilent(true)
+	v, clk := newVerifier(t, s, Config{Timeout: 200 * time.Millisecond})
+	if verifiedOnce(t, v, googleV4) {
+		t.Fatal("Verified = true with a DNS server that does not answer")
+	}
+	s.SetSilent(false)
+	clk.add(30 * time.Second)
+	if verifiedOnce(t, v, googleV4) {
+		t.Fatal("Verified = true within FailedTTL: the failure is still cached, want false")
+	}
+	clk.add(31 * time.Second)
+	waitVerified(t, v, googleV4)
+	if st := v.Stats(); st.Failed != 1 || st.Verified != 1 {
+		t.Errorf("Stats = %+v, want one failed lookup, then one verified", st)
+	}
+}
