@@ -23,6 +23,7 @@ require (
 require (
 	github.com/FastFilter/xorfilter v0.4.2-0.20260120015552-4e5a4d9df65a
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/dchest/siphash v1.2.3
 	github.com/google/cel-go v0.31.0
 	github.com/miekg/dns v1.1.73
 	go.opentelemetry.io/otel v1.47.0
