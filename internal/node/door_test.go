@@ -521,3 +521,46 @@ func TestDoorRoom(t *testing.T) {
 		t.Fatalf("sunk gate visitor: %d %s, want 401 to the waiting page", g.Status, g.Raw)
 	}
 }
+
+// TestRefusedSaveKeepsDoorCopies: a save that drops the sale's block list
+// and is then refused (its mode locked since the start) must leave the
+// list's copies the join script reads: the stored configuration still
+// names the list, so a listed user's join stays 403 blocked. A save that
+// is taken drops them.
+func TestRefusedSaveKeepsDoorCopies(t *testing.T) {
+	ctx := context.Background()
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	if _, err := n.Lists.Create(ctx, "resellers", lists.KindUser); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Lists.Add(ctx, "resellers", "mallory"); err != nil {
+		t.Fatal(err)
+	}
+	sale := openSale(10, 1, 0, 0, 100)
+	sale["door"] = map[string]any{"block_lists": []string{"resellers"}}
+	nodetest.CreateSale(t, n, "keep", sale)
+	join := func() nodetest.Answer {
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/keep/join", user("mallory"), nil)
+	}
+	nodetest.WaitFor(t, "mallory's join refused", 10*time.Second, func() bool { return join().Status == http.StatusForbidden })
+
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	put := func(body string) nodetest.Answer {
+		return nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/keep", admin, []byte(body))
+	}
+	if a := put(`{"door": {"block_lists": []}, "mode": "lottery"}`); a.Status != http.StatusConflict {
+		t.Fatalf("a locked save: %d %s, want 409", a.Status, a.Raw)
+	}
+	if a := join(); a.Status != http.StatusForbidden || nodetest.Str(a.Body, "code") != "blocked" {
+		t.Fatalf("mallory's join after the refused save: %d %s, want 403 blocked", a.Status, a.Raw)
+	}
+	if a := put(`{"door": {"block_lists": []}}`); a.Status != http.StatusOK {
+		t.Fatalf("the list's removal: %d %s", a.Status, a.Raw)
+	}
+	nodetest.WaitFor(t, "mallory's join taken", 10*time.Second, func() bool { return join().Status == http.StatusOK })
+	if err := n.Lists.Delete(ctx, "resellers"); err != nil {
+		t.Fatalf("delete the list no sale names now: %v", err)
+	}
+}

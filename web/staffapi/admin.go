@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -215,8 +216,8 @@ func (s *API) recordPut(c *fiber.Ctx, id string, old, saved *event.Config) {
 }
 
 // applyPut saves the configuration and returns it and the one it replaced.
-func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Config, event.Config, error) {
-	old, err := s.deps.Configs.Get(ctx, id)
+func (s *API) applyPut(ctx context.Context, id string, body []byte) (old, saved event.Config, err error) {
+	old, err = s.deps.Configs.Get(ctx, id)
 	exists := err == nil
 	if err != nil && !errors.Is(err, event.ErrNotFound) {
 		return old, event.Config{}, err
@@ -263,11 +264,27 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (event.Confi
 		}
 	}
 	if s.deps.SyncDoor != nil && (doorLists(&old.Door) || doorLists(&next.Door)) {
-		// The lists the door references get their copies in the sale's
-		// slots before the save: an unknown one refuses it (400).
-		if err := s.deps.SyncDoor(ctx, &next); err != nil {
+		// The lists either door references get their copies in the
+		// sale's slots before the save (an unknown one refuses it, 400);
+		// once the save is judged, the door stored keeps its own and the
+		// other's go. Until then the join script reads the stored door's
+		// copies: a refused save must not drop them.
+		both := next
+		both.Door.BlockLists = slices.Concat(old.Door.BlockLists, next.Door.BlockLists)
+		both.Door.EligibleLists = slices.Concat(old.Door.EligibleLists, next.Door.EligibleLists)
+		if err := s.deps.SyncDoor(ctx, &both); err != nil {
 			return old, event.Config{}, err
 		}
+		defer func() {
+			keep := saved
+			if err != nil && saved.Version == 0 { // not saved: the stored door stays
+				keep = old
+				keep.ID = id
+			}
+			if serr := s.deps.SyncDoor(context.WithoutCancel(ctx), &keep); serr != nil {
+				s.cfg.Log.Warn("settle the door's list copies after a save (the next save does)", "event", id, "err", serr)
+			}
+		}()
 	}
 	// The locks are judged by Redis TIME in the same step as the save. A
 	// change of stock holds the buckets and checks them before the save,
