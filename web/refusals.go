@@ -5,10 +5,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// refusalCounter counts the requests join and claim refused, by reason
-// (*report.Refusals: node-local, flushed to Redis in the background).
+// refusalCounter counts the requests join and claim refused, by reason,
+// and the requests each door rule decided (Match, counted by package
+// web/shopper) (*report.Refusals: node-local, flushed to Redis in the
+// background).
 type refusalCounter interface {
 	Add(ev, reason string)
+	Match(ev, rule string)
 }
 
 // refusalCodes are the problem codes of join and claim that count as a
