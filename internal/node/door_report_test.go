@@ -3,6 +3,7 @@ package node_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"reflect"
 	"testing"
 	"time"
@@ -185,4 +186,40 @@ func TestDoorReportPreRegisteredLottery(t *testing.T) {
 		}
 	}
 	checkReportCSV(t, n, "prereg", map[string]string{"door/pre_registered_lottery": "true", "door/eligible_lists": "registered", "door/not_eligible": "1"})
+}
+
+// TestDoorReportCountsBasicJoins: the basic page's join form meets the
+// same door, and the report counts it as the JSON join's: a listed user's
+// refusal as join.blocked (the page answers it itself, so the edge's
+// count once missed it), a sunk join as join.sink and its rule's match.
+func TestDoorReportCountsBasicJoins(t *testing.T) {
+	n, _, l := doorNode(t, false, true)
+	sale := openSale(10, 1, 0, 0, 100)
+	sale["door"] = map[string]any{"rules": []map[string]string{rule("bots", "sink")}, "block_lists": []string{"resellers"}}
+	nodetest.CreateSale(t, n, "form", sale)
+	l.set(t, "form", "resellers", "mallory", true)
+	post := func(who string, extra ...string) nodetest.Answer {
+		t.Helper()
+		lobby := nodetest.Call(t, http.MethodGet, n.URL()+"/e/form/basic", user(who), nil)
+		form := match1(basicForm, string(lobby.Raw))
+		if form == "" {
+			t.Fatalf("the lobby of %s: %d %.300s, want the join form", who, lobby.Status, lobby.Raw)
+		}
+		hdr := with(user(who), "Content-Type", "application/x-www-form-urlencoded")
+		hdr = with(with(hdr, "Origin", n.URL()), "Sec-Fetch-Site", "same-origin")
+		if len(extra) == 2 {
+			hdr = with(hdr, extra[0], extra[1])
+		}
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/e/form/basic/join", hdr, []byte(url.Values{"form": {form}}.Encode()))
+	}
+	if a := post("mallory"); a.Status != http.StatusForbidden {
+		t.Fatalf("listed basic join: %d %.300s, want 403", a.Status, a.Raw)
+	}
+	if a := post("bot", "X-Test-Door", "bots"); a.Status != http.StatusOK { // 303 to the page, followed
+		t.Fatalf("sunk basic join: %d %.300s, want the page", a.Status, a.Raw)
+	}
+	d := getReport(t, n, "form").Door
+	if d.Blocked != 1 || d.Sunk != 1 || len(d.Rules) != 1 || d.Rules[0].Matches != 1 {
+		t.Fatalf("door section %+v, want 1 blocked, 1 sunk, bots matched once", d)
+	}
 }
