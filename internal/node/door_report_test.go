@@ -223,3 +223,41 @@ func TestDoorReportCountsBasicJoins(t *testing.T) {
 		t.Fatalf("door section %+v, want 1 blocked, 1 sunk, bots matched once", d)
 	}
 }
+
+// TestDoorReportCountsRoomJoins: a safety-net room's join asks the door
+// (door.Room), and the room's report counts its rules' matches as a
+// sale's: two bypassed joins, one blocked (a refused join too), and a
+// plain join that no rule decides.
+func TestDoorReportCountsRoomJoins(t *testing.T) {
+	n, _, _ := doorNode(t, false, true)
+	room := safetyNet(5, 60, 100)
+	room["door"] = map[string]any{"rules": []map[string]string{rule("partner", "bypass"), rule("no", "block")}}
+	nodetest.CreateSale(t, n, "site", room)
+	base := n.URL() + "/events/site"
+	for _, c := range []struct {
+		who, rule string
+		want      int
+	}{{"p1", "partner", http.StatusOK}, {"p2", "partner", http.StatusOK}, {"x", "no", http.StatusForbidden}, {"v", "", http.StatusOK}} {
+		hdr := user(c.who)
+		if c.rule != "" {
+			hdr = with(hdr, "X-Test-Door", c.rule)
+		}
+		var a nodetest.Answer
+		nodetest.WaitFor(t, "the room in the node's view", 10*time.Second, func() bool {
+			a = nodetest.Call(t, http.MethodPost, base+"/join", hdr, nil)
+			return a.Status != http.StatusNotFound
+		})
+		if a.Status != c.want {
+			t.Fatalf("room join of %s as %q: %d %s, want %d", c.who, c.rule, a.Status, a.Raw, c.want)
+		}
+	}
+	want := []report.RuleMatches{{Rule: "partner", Then: "bypass", Matches: 2}, {Rule: "no", Then: "block", Matches: 1}}
+	var d report.Door
+	nodetest.WaitFor(t, "the room's report", 10*time.Second, func() bool {
+		d = getReport(t, n, "site").Door
+		return d.Rules != nil
+	})
+	if !reflect.DeepEqual(d.Rules, want) || d.Blocked != 1 {
+		t.Fatalf("room's door section %+v, want rules %+v and 1 blocked", d, want)
+	}
+}
