@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -13,9 +14,12 @@ var CSVHeader = []string{"section", "metric", "value"}
 // WriteCSV writes r as CSV, one figure a row (section, metric, value), in
 // the order of the JSON: a spreadsheet pivots it as it likes. Wait
 // histograms have one row per bucket, metric "le_<bound>s" or "gt_<bound>s"
-// for the last. The ETA's error comes last, a section "eta_error:<lane>"
-// per lane with a row per figure of each point ("join_median_abs_error",
-// "q25_p90_abs_error", ...), relative errors to four decimals.
+// for the last. The door has a section "door" (blocked, not_eligible,
+// sunk, eligible_lists separated by spaces, pre_registered_lottery) and a
+// section "door:rule:<name>" per rule (then, matches, removed). The
+// ETA's error comes last, a section "eta_error:<lane>" per lane with a row
+// per figure of each point ("join_median_abs_error", "q25_p90_abs_error",
+// ...), relative errors to four decimals.
 func WriteCSV(w io.Writer, r *Report) error {
 	cw := csv.NewWriter(w)
 	row := func(section, metric, value string) {
@@ -69,6 +73,18 @@ func WriteCSV(w io.Writer, r *Report) error {
 	num("passes", "refused", p.Refused)
 	for _, x := range r.Refusals {
 		num("refusals", x.Reason, x.Count)
+	}
+	d := r.Door
+	num("door", "blocked", d.Blocked)
+	num("door", "not_eligible", d.NotEligible)
+	num("door", "sunk", d.Sunk)
+	row("door", "eligible_lists", strings.Join(d.EligibleLists, " "))
+	row("door", "pre_registered_lottery", strconv.FormatBool(d.PreRegisteredLottery))
+	for _, m := range d.Rules {
+		s := "door:rule:" + m.Rule
+		row(s, "then", m.Then)
+		num(s, "matches", m.Matches)
+		row(s, "removed", strconv.FormatBool(m.Removed))
 	}
 	row("draw", "mode", string(r.Draw.Mode))
 	row("draw", "seed_commitment", r.Draw.SeedCommitment)

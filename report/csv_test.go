@@ -20,6 +20,8 @@ func TestWriteCSVParses(t *testing.T) {
 		Lanes:           []Lane{{Lane: DefaultLane, Joined: 7, Buyers: 1, Conversion: 1.0 / 7}},
 		Refusals:        []Refusal{{Reason: "join.rate_limited", Count: 4}},
 		Passes:          admission.PassCounts{Minted: 3, Refused: 1},
+		Door: Door{Rules: []RuleMatches{{Rule: "bots", Then: "sink", Matches: 9}, {Rule: "old", Matches: 2, Removed: true}},
+			Blocked: 1, NotEligible: 2, Sunk: 3, EligibleLists: []string{"a", "b"}, PreRegisteredLottery: true},
 		ETAError: []ETAError{{Lane: DefaultLane, Stride: 2, People: 5, Points: []ETAPoint{
 			{At: "join", Count: 5, MedianAbs: 0.25, P90Abs: 1.5, Median: -0.125},
 		}}},
@@ -40,6 +42,9 @@ func TestWriteCSVParses(t *testing.T) {
 		"event/name": "'=HYPERLINK(\"x\")", "funnel/joined": "7", "join_to_admission/le_1s": "2",
 		"join_to_admission/gt_5s": "1", "lane:default/conversion": "0.1429", "refusals/join.rate_limited": "4",
 		"passes/minted": "3", "passes/refused": "1", "passes/redeemed": "0",
+		"door/blocked": "1", "door/not_eligible": "2", "door/sunk": "3", "door/eligible_lists": "a b",
+		"door/pre_registered_lottery": "true", "door:rule:bots/then": "sink", "door:rule:bots/matches": "9",
+		"door:rule:bots/removed": "false", "door:rule:old/then": "", "door:rule:old/matches": "2", "door:rule:old/removed": "true",
 		"eta_error:default/people": "5", "eta_error:default/stride": "2", "eta_error:default/join_count": "5",
 		"eta_error:default/join_median_abs_error": "0.2500", "eta_error:default/join_p90_abs_error": "1.5000",
 		"eta_error:default/join_median_error": "-0.1250", // a sign, not a formula

@@ -1,16 +1,17 @@
 // Package report builds an event's post-sale report: the funnel (joined,
 // admitted, present, no-shows, claims granted, released and confirmed),
 // the waits from join to admission and from admission to claim, conversion
-// per lane, refusals by reason, the draw's verification data and how far
+// per lane, refusals by reason, what the door did (its rules' matches,
+// the joins it refused or sank), the draw's verification data and how far
 // the ETA shown was from the real wait (ETAError).
 //
 // Every figure comes from durable state, never from one node's memory: the
 // event's configuration and admission counters in Redis (the frontier
 // hashes of the event and of each lane, the lanes' queue counters, the
-// wait histograms advance.lua keeps, the bypass pass counters, the refusal
-// counts Refusals flushes, the ETA sample's answers the nodes' ticks
-// wrote), and the order stream and the order worker's
-// records on JetStream; each claim falls in the lane of the position it
+// wait histograms advance.lua keeps, the bypass pass counters, the
+// refusal and rule-match counts Refusals flushes, the ETA sample's
+// answers the nodes' ticks wrote), and the order stream and the order
+// worker's records on JetStream; each claim falls in the lane of the position it
 // carries. Any node, started at any time, builds the same report.
 package report
 
@@ -45,9 +46,12 @@ type Report struct {
 	// minted or used.
 	Lanes []Lane `json:"lanes"`
 	// Passes are the event's bypass pass counters.
-	Passes   admission.PassCounts `json:"passes"`
-	Refusals []Refusal            `json:"refusals"`
-	Draw     Draw                 `json:"draw"`
+	Passes admission.PassCounts `json:"passes"`
+	// Refusals are the requests the edge refused, by reason; Door what
+	// the sale's door did (its rules' matches are not refusals).
+	Refusals []Refusal `json:"refusals"`
+	Door     Door      `json:"door"`
+	Draw     Draw      `json:"draw"`
 	// ETAError is how far the ETA shown was from the real wait, per
 	// queue lane (DefaultLane, then the event's lanes), on a sample.
 	ETAError []ETAError `json:"eta_error"`
@@ -215,6 +219,7 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 		names[i], joined[i] = r.Lanes[i].Lane, q.Joined
 	}
 	r.ETAError = ETAErrorOf(answers, names, joined)
+	r.Door, refused = doorOf(&cfg, refused)
 	r.Refusals = make([]Refusal, 0, len(refused))
 	for reason, n := range refused {
 		r.Refusals = append(r.Refusals, Refusal{Reason: reason, Count: n})

@@ -45,10 +45,14 @@ func (s *Server) observe(c *fiber.Ctx) error {
 		if herr := c.App().ErrorHandler(c, err); herr != nil {
 			_ = c.SendStatus(fiber.StatusInternalServerError)
 		}
-		s.countRefusal(c)
 	}
 	d := time.Since(start)
 	status := c.Response().StatusCode()
+	if status >= fiber.StatusBadRequest {
+		// A refusal answered by ErrorHandler, or by a route's own error
+		// page (the basic page's forms: kit.Settle).
+		s.countRefusal(c)
+	}
 	route := s.routes.template(c)
 	method := methodLabel(c.Method())
 	if s.deps.Observe.Request != nil {

@@ -5,10 +5,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// refusalCounter counts the requests join and claim refused, by reason
-// (*report.Refusals: node-local, flushed to Redis in the background).
+// refusalCounter counts the requests join and claim refused, by reason,
+// and the requests each door rule decided (Match, counted by package
+// web/shopper) (*report.Refusals: node-local, flushed to Redis in the
+// background).
 type refusalCounter interface {
 	Add(ev, reason string)
+	Match(ev, rule string)
 }
 
 // refusalCodes are the problem codes of join and claim that count as a
@@ -22,8 +25,10 @@ var refusalCodes = map[string]bool{
 }
 
 // countRefusal counts the problem a join or claim was answered with as a
-// refusal of the event when it is one (refusalCodes). Called by observe
-// after kit.ErrorHandler, whose problem it reads, so an error is mapped once.
+// refusal of the event when it is one (refusalCodes): the JSON routes and
+// the basic page's forms alike. Called by observe for an error status,
+// after kit.ErrorHandler or the basic page's error page (both kit.Settle),
+// whose problem it reads, so an error is mapped once.
 func (s *Server) countRefusal(c *fiber.Ctx) {
 	p, _ := c.Locals(kit.ProblemLocal).(*kit.Problem)
 	if p == nil || s.deps.Refusals == nil {
@@ -31,9 +36,9 @@ func (s *Server) countRefusal(c *fiber.Ctx) {
 	}
 	var stage string
 	switch c.Route().Path {
-	case "/events/:id/join":
+	case "/events/:id/join", "/e/:id/basic/join":
 		stage = "join."
-	case "/events/:id/claim":
+	case "/events/:id/claim", "/e/:id/basic/claim":
 		stage = "claim."
 	default:
 		return

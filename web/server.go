@@ -198,8 +198,8 @@ type Deps struct {
 	// nil answers 503.
 	Report func(ctx context.Context, ev string) (report.Report, error)
 	// Refusals counts what join and claim refused, by reason, for the
-	// report (*report.Refusals), and the door's sunk joins ("join.sink");
-	// nil counts nothing.
+	// report (*report.Refusals), the door's sunk joins ("join.sink") and
+	// its rules' matches (Match); nil counts nothing.
 	Refusals refusalCounter
 	// Door decides who may come into a sale (package door); nil: no
 	// door, everyone queues.

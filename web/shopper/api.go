@@ -138,9 +138,10 @@ type Deps struct {
 	// Proxies are the trusted proxies, by which the door reads the
 	// client's address (kit.Proxies.ClientAddr); nil: the peer's.
 	Proxies kit.Proxies
-	// Refusals counts the door's sunk joins for the report
-	// (*report.Refusals, reason "join.sink"); nil counts nothing.
-	Refusals interface{ Add(ev, reason string) }
+	// Refusals counts the door's sunk joins and its rules' matches for
+	// the report (*report.Refusals: reason "join.sink", Match; see
+	// doorcount.go); nil counts nothing.
+	Refusals doorCounter
 }
 
 // Config tunes the handlers.

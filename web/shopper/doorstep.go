@@ -62,6 +62,7 @@ func (s *API) ask(c *fiber.Ctx, cfg *event.Config, user string, claims map[strin
 		return door.Verdict{}, nil
 	}
 	v := s.deps.Door.Check(cfg, s.request(c, user, claims, now), step)
+	s.countRule(cfg, v) // the report's matches per rule (doorcount.go)
 	return v, v.Err(cfg)
 }
 
