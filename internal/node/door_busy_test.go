@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
@@ -197,4 +200,64 @@ func TestBusyNetworkBadInput(t *testing.T) {
 	if g := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/bad", map[string]string{"Authorization": "Bearer " + n.AdminToken}, nil); g.Status != http.StatusNotFound {
 		t.Fatalf("a refused save stored the sale: %d %s", g.Status, g.Raw)
 	}
+}
+
+// TestBusyNetworkCostsNothingWithinBudget: the rule adds no Redis
+// command to a join within its per-IP budget, nor to a join over it
+// that brings no solution (asked for one from the node's memory): each
+// costs what it costs in a sale without the rule (INFO commandstats, on
+// a node whose background loops are off).
+func TestBusyNetworkCostsNothingWithinBudget(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Manual: true}))
+	nodetest.CreateSale(t, n, "plain", busySale(1, 0, nil))
+	nodetest.CreateSale(t, n, "nat", busySale(1, 0, nil, carrierNAT))
+	// Warm the connections and the script caches.
+	wantJoined(t, "warm plain", join(t, n, "plain", from("w", "198.51.100.9")))
+	wantJoined(t, "warm nat", join(t, n, "nat", from("w", "198.51.100.9")))
+	// cost is what one join ran in Redis, by command (INFO's own left out).
+	cost := func(ev, u string, status int) map[string]int64 {
+		t.Helper()
+		before := r.CommandStats(t)
+		if a := join(t, n, ev, from(u, "100.64.3.3")); a.Status != status {
+			t.Fatalf("%s joins %s: %d %s, want %d", u, ev, a.Status, a.Raw, status)
+		}
+		ran := map[string]int64{}
+		for k, v := range r.CommandStats(t) {
+			if k != "info" && v != before[k] {
+				ran[k] = v - before[k]
+			}
+		}
+		return ran
+	}
+	plain, nat := cost("plain", "c1", http.StatusOK), cost("nat", "c1", http.StatusOK)
+	if len(plain) == 0 || !reflect.DeepEqual(nat, plain) {
+		t.Errorf("a join within the budget ran %v in Redis with the rule, %v without", nat, plain)
+	}
+	plain, nat = cost("plain", "c2", http.StatusTooManyRequests), cost("nat", "c2", http.StatusForbidden)
+	if !reflect.DeepEqual(nat, plain) {
+		t.Errorf("a join over the budget without a solution ran %v in Redis with the rule, %v without (its 429)", nat, plain)
+	}
+}
+
+// TestBusyNetworkCaptcha: in a sale with a captcha the busy network's
+// challenge is the captcha: a join over its per-IP budget is asked for
+// one (403 captcha_required), a passed token joins, and a replayed token
+// (which the provider refuses) does not.
+func TestBusyNetworkCaptcha(t *testing.T) {
+	stub := &siteverifyStub{secret: "0x4AAAAAAAbusy-secret", spent: map[string]bool{}}
+	srv := httptest.NewServer(stub)
+	t.Cleanup(srv.Close)
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), CaptchaSiteverifyURL: srv.URL, CaptchaTimeout: time.Second}))
+	sale := busySale(1, 0, nil, carrierNAT)
+	sale["limits"].(map[string]any)["captcha"] = map[string]any{"provider": "turnstile", "site_key": "1x00000000000000000000AA", "secret": stub.secret}
+	nodetest.CreateSale(t, n, "cap", sale)
+	nat := "100.64.4.4"
+	wantJoined(t, "k1", join(t, n, "cap", with(from("k1", nat), "X-Captcha", "pass-1")))
+	wantCode(t, "k2 over the budget", join(t, n, "cap", from("k2", nat)), http.StatusForbidden, "captcha_required")
+	wantJoined(t, "k2 passed", join(t, n, "cap", with(from("k2", nat), "X-Captcha", "pass-2")))
+	wantCode(t, "k3 replays k2's token", join(t, n, "cap", with(from("k3", nat), "X-Captcha", "pass-2")), http.StatusForbidden, "captcha_failed")
 }
