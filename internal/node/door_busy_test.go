@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,4 +263,44 @@ func TestBusyNetworkCaptcha(t *testing.T) {
 	wantCode(t, "k2 over the budget", join(t, n, "cap", from("k2", nat)), http.StatusForbidden, "captcha_required")
 	wantJoined(t, "k2 passed", join(t, n, "cap", with(from("k2", nat), "X-Captcha", "pass-2")))
 	wantCode(t, "k3 replays k2's token", join(t, n, "cap", with(from("k3", nat), "X-Captcha", "pass-2")), http.StatusForbidden, "captcha_failed")
+}
+
+// TestBusyNetworkRaces: one solution sent by eight joins at once buys one
+// join; eight solved joins at once from one address past its budget get
+// exactly the ceiling's burst.
+func TestBusyNetworkRaces(t *testing.T) {
+	n, _ := busyNode(t)
+	nodetest.CreateSale(t, n, "race", busySale(1, 0, map[string]any{"per_second": 0.001, "burst": 3}, carrierNAT))
+	nat := "100.64.5.5"
+	wantJoined(t, "first", join(t, n, "race", from("first", nat)))
+	count := func(answers []nodetest.Answer) map[string]int {
+		out := map[string]int{}
+		for _, a := range answers {
+			out[strconv.Itoa(a.Status)+" "+nodetest.Str(a.Body, "code")]++
+		}
+		return out
+	}
+	at := func(hdrs []map[string]string) []nodetest.Answer {
+		answers := make([]nodetest.Answer, len(hdrs))
+		var wg sync.WaitGroup
+		for i, h := range hdrs {
+			wg.Go(func() { answers[i] = join(t, n, "race", h) })
+		}
+		wg.Wait()
+		return answers
+	}
+	one := with(from("z", nat), "X-PoW", solve(t, n, "race", "z", nat))
+	got := count(at([]map[string]string{one, one, one, one, one, one, one, one}))
+	if got["200 "] != 1 || got["403 pow_required"] != 7 {
+		t.Fatalf("one solution sent eight times at once: %v, want one join and 7 pow_required", got)
+	}
+	var many []map[string]string
+	for i := range 8 {
+		u := fmt.Sprint("m", i)
+		many = append(many, with(from(u, nat), "X-PoW", solve(t, n, "race", u, nat)))
+	}
+	got = count(at(many))
+	if got["200 "] != 2 || got["429 rate_limited"] != 6 { // z spent one of the ceiling's 3
+		t.Fatalf("eight solved joins at once: %v, want 2 joins and 6 rate_limited", got)
+	}
 }
