@@ -246,8 +246,10 @@ func TestBusyNetworkCostsNothingWithinBudget(t *testing.T) {
 
 // TestBusyNetworkCaptcha: in a sale with a captcha the busy network's
 // challenge is the captcha: a join over its per-IP budget is asked for
-// one (403 captcha_required), a passed token joins, and a replayed token
-// (which the provider refuses) does not.
+// one (403 captcha_required, no call to the provider), a passed token
+// joins, and a replayed token (which the provider refuses) does not. The
+// ceiling is spent before the provider's call: once it is spent, tokens
+// from the address are refused 429 without a call.
 func TestBusyNetworkCaptcha(t *testing.T) {
 	stub := &siteverifyStub{secret: "0x4AAAAAAAbusy-secret", spent: map[string]bool{}}
 	srv := httptest.NewServer(stub)
@@ -255,7 +257,7 @@ func TestBusyNetworkCaptcha(t *testing.T) {
 	r := testenv.StartRedis(t)
 	ns := testenv.StartNATS(t)
 	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), CaptchaSiteverifyURL: srv.URL, CaptchaTimeout: time.Second}))
-	sale := busySale(1, 0, nil, carrierNAT)
+	sale := busySale(1, 0, map[string]any{"per_second": 0.001, "burst": 3}, carrierNAT)
 	sale["limits"].(map[string]any)["captcha"] = map[string]any{"provider": "turnstile", "site_key": "1x00000000000000000000AA", "secret": stub.secret}
 	nodetest.CreateSale(t, n, "cap", sale)
 	nat := "100.64.4.4"
@@ -263,6 +265,18 @@ func TestBusyNetworkCaptcha(t *testing.T) {
 	wantCode(t, "k2 over the budget", join(t, n, "cap", from("k2", nat)), http.StatusForbidden, "captcha_required")
 	wantJoined(t, "k2 passed", join(t, n, "cap", with(from("k2", nat), "X-Captcha", "pass-2")))
 	wantCode(t, "k3 replays k2's token", join(t, n, "cap", with(from("k3", nat), "X-Captcha", "pass-2")), http.StatusForbidden, "captcha_failed")
+	wantCode(t, "k4's garbage token", join(t, n, "cap", with(from("k4", nat), "X-Captcha", "fail")), http.StatusForbidden, "captcha_failed")
+	stub.mu.Lock()
+	calls := len(stub.calls)
+	stub.mu.Unlock()
+	for _, u := range []string{"k5", "k6", "k7"} {
+		wantRateLimited(t, join(t, n, "cap", with(from(u, nat), "X-Captcha", "pass-"+u)), "challenged join requests per ip")
+	}
+	stub.mu.Lock()
+	defer stub.mu.Unlock()
+	if len(stub.calls) != calls || calls != 4 { // k1, k2, k3, k4
+		t.Errorf("the provider was called %d times, then %d more past the ceiling; want 4, then none", calls, len(stub.calls)-calls)
+	}
 }
 
 // TestBusyNetworkRaces: one solution sent by eight joins at once buys one

@@ -35,7 +35,10 @@ import (
 //  3. the ceiling, limits.busy_network (event.Config.BusyNetworkRate): a
 //     per-IP bucket of its own (budget "join.busy"), then the event and
 //     global join budgets, which the refused join never reached. The
-//     caller's user and device buckets passed in Join.
+//     caller's user and device buckets passed in Join. With a captcha the
+//     ceiling is spent before the provider's call (a flood of tokens
+//     from one address costs at most the ceiling's calls) and the shared
+//     budgets after it.
 //
 // From one address a sale thus takes at most join.ip's budget plus
 // busy_network's, the second one solved challenge a join. A join under
@@ -71,19 +74,39 @@ func (s *Edge) JoinBusy(c *fiber.Ctx, cfg *event.Config, user string) error {
 	if s.deps.Limiter == nil || !ceiling.On() {
 		return kit.RateLimited("join requests per ip", time.Second) // no ceiling: never unlimited
 	}
-	if cfg.Limits.Captcha.On() {
-		if err := s.checkCaptcha(c, cfg); err != nil {
+	perIP := limit.Rule{Budget: BusyBudget, Dim: limit.IP, Event: cfg.ID, Value: limiterIP(s.proxies.ClientIP(c)), Limit: toLimit(ceiling)}
+	shared := []limit.Rule{
+		{Budget: "join", Dim: limit.Global, Limit: s.cfg.GlobalJoin},
+		{Budget: "join", Dim: limit.Event, Event: cfg.ID, Limit: toLimit(cfg.Limits.Join.Event)},
+	}
+	if !cfg.Limits.Captcha.On() {
+		if err := s.spendPoW(c, cfg, user); err != nil {
 			return err
 		}
-	} else if err := s.spendPoW(c, cfg, user); err != nil {
+		return s.allowBusy(c, append(shared, perIP)...)
+	}
+	// A captcha costs a call to its provider: the ceiling is spent before
+	// it, so a flood of tokens from one address makes at most the
+	// ceiling's calls, and the shared budgets after it, so a refused
+	// token spends none of them.
+	if c.Get(CaptchaHeader) == "" {
+		return captchaProblem("captcha_required", "many people join from your network: pass the challenge on the page and send its token in "+CaptchaHeader)
+	}
+	if err := s.allowBusy(c, perIP); err != nil {
 		return err
 	}
+	if err := s.checkCaptcha(c, cfg); err != nil {
+		return err
+	}
+	return s.allowBusy(c, shared...)
+}
+
+// allowBusy spends rules' tokens: nil, or the 429 naming the budget that
+// refused (the ceiling as "challenged join requests per ip").
+func (s *Edge) allowBusy(c *fiber.Ctx, rules ...limit.Rule) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	d := s.deps.Limiter.Allow(ctx,
-		limit.Rule{Budget: BusyBudget, Dim: limit.IP, Event: cfg.ID, Value: limiterIP(s.proxies.ClientIP(c)), Limit: toLimit(ceiling)},
-		limit.Rule{Budget: "join", Dim: limit.Global, Limit: s.cfg.GlobalJoin},
-		limit.Rule{Budget: "join", Dim: limit.Event, Event: cfg.ID, Limit: toLimit(cfg.Limits.Join.Event)})
+	d := s.deps.Limiter.Allow(ctx, rules...)
 	switch {
 	case d.Allowed:
 		return nil
