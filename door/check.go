@@ -2,6 +2,7 @@ package door
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/anteroom/anteroom/event"
 )
@@ -100,6 +101,26 @@ func (v Verdict) Err(cfg *event.Config) error {
 func Challenges(cfg *event.Config) bool {
 	for i := range cfg.Door.Rules {
 		if cfg.Door.Rules[i].Then == "challenge" {
+			return true
+		}
+	}
+	return false
+}
+
+// BusyFunction is how a rule reads Request.Busy: busy_network() (package
+// door/rules compiles it only in a rule whose then is challenge).
+const BusyFunction = "busy_network"
+
+// BusyChallenges reports whether a rule of cfg may send a join over its
+// per-IP budget to a challenge instead of its 429: a rule whose then is
+// challenge and whose when mentions busy_network(). Only a join the
+// per-IP budget alone refused asks (it reads memory only); a false "yes"
+// (the name in a string literal) costs one more node-local Check of a
+// join already refused.
+func BusyChallenges(cfg *event.Config) bool {
+	for i := range cfg.Door.Rules {
+		r := &cfg.Door.Rules[i]
+		if r.Then == "challenge" && strings.Contains(r.When, BusyFunction) {
 			return true
 		}
 	}

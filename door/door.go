@@ -21,6 +21,12 @@
 //     the join a filter's "maybe" is decided exactly by the join script;
 //     elsewhere it lets the caller on (their join was exact).
 //
+// A join the rate limits refused for its address alone (over the sale's
+// per-IP budget: a carrier NAT is many people) is asked again with
+// Request.Busy set, when a rule may challenge it (BusyChallenges): a
+// Challenge then turns its 429 into the sale's challenge, and a solved
+// challenge joins under a ceiling of its own (web/protect's JoinBusy).
+//
 // A sink is an endless queue: the caller sees an ordinary wait that never
 // comes up. Checks read only the node's memory (filters, the network
 // table, compiled rules): the door adds no Redis round trip to a request.
@@ -90,6 +96,11 @@ type Request struct {
 	Header, Cookie func(name string) string
 	// Now is the request's instant on the node's clock.
 	Now time.Time
+	// Busy is true when the caller's address is over the sale's per-IP
+	// join budget: only at a join the rate limits refused for that
+	// alone, which asks the door again with Busy set (the rule function
+	// busy_network(); BusyChallenges). Every other request leaves it false.
+	Busy bool
 }
 
 // Membership is what a node knows of a value's place on a list.

@@ -49,6 +49,25 @@ func (c *Config) JoinIPRate(anonymous bool) Rate {
 	return Off
 }
 
+// BusyNetworkFactor is how many times join.ip's rate and burst the
+// default limits.busy_network is.
+const BusyNetworkFactor = 10
+
+// BusyNetworkRate is the per-IP ceiling in force for c of the joins a door
+// rule lets past join.ip after a solved challenge (Limits.BusyNetwork):
+// the one staff set, else BusyNetworkFactor times JoinIPRate; Off when
+// join.ip is off (no join is then over it).
+func (c *Config) BusyNetworkRate(anonymous bool) Rate {
+	if c.Limits.BusyNetwork.On() {
+		return c.Limits.BusyNetwork
+	}
+	ip := c.JoinIPRate(anonymous)
+	if !ip.On() {
+		return Off
+	}
+	return Rate{PerSecond: ip.PerSecond * BusyNetworkFactor, Burst: max(1, ip.Burst) * BusyNetworkFactor}
+}
+
 // PoWRequired reports whether join asks for a proof of work in c on a
 // node whose visitors are anonymous or not: as staff set it, else for
 // lotteries with anonymous visitors.

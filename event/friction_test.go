@@ -126,3 +126,42 @@ func TestStoreUpgradesOldLimits(t *testing.T) {
 		t.Fatalf("staff's off read back as ip %+v pow %v", again.Limits.Join.IP, again.Limits.PoW.Enabled)
 	}
 }
+
+// TestBusyNetworkRate: the ceiling of challenged joins per address is
+// staff's, else ten times join.ip in force; off where join.ip is off; a
+// ceiling turned off (no bound at all) is refused.
+func TestBusyNetworkRate(t *testing.T) {
+	own := Rate{PerSecond: 5, Burst: 50}
+	for _, tc := range []struct {
+		name      string
+		ip, busy  Rate
+		anonymous bool
+		want      Rate
+	}{
+		{"anonymous default", Rate{}, Rate{}, true, Rate{PerSecond: 1, Burst: 100}},
+		{"named default", Rate{}, Rate{}, false, Off},
+		{"staff join.ip", Rate{PerSecond: 2, Burst: 3}, Rate{}, false, Rate{PerSecond: 20, Burst: 30}},
+		{"join.ip off", Off, Rate{}, true, Off},
+		{"staff ceiling", Rate{}, own, true, own},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			c.Limits.Join.IP, c.Limits.BusyNetwork = tc.ip, tc.busy
+			c.Defaults()
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.BusyNetworkRate(tc.anonymous); got != tc.want {
+				t.Errorf("busy network %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range []Rate{Off, {PerSecond: -5}, {PerSecond: 1, Burst: MaxBurst + 1}} {
+		c := valid()
+		c.Limits.BusyNetwork = bad
+		c.Defaults()
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "limits.busy_network") {
+			t.Errorf("busy_network %+v: Validate = %v, want refused naming the field", bad, err)
+		}
+	}
+}

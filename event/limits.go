@@ -27,6 +27,18 @@ type Limits struct {
 	// keeping join at one Redis round trip matters more; turn it on for
 	// events that need it)
 	Join Budget `json:"join"`
+	// BusyNetwork is the per-IP ceiling of the joins a door rule lets
+	// past join.ip after a solved challenge (busy_network(), for an
+	// address that is many people: a carrier NAT). It is a bucket of its
+	// own, spent only by those joins, each after a challenge solved for
+	// it (a captcha token, or a proof of work that is good for one join),
+	// and the event and global budgets still apply: one address joins at
+	// most join.ip's budget plus this one. per_second -1 (no ceiling) is
+	// refused.
+	//
+	// Default: ten times join.ip in force, rate and burst (1/s burst 100
+	// for DefaultJoinIP)
+	BusyNetwork Rate `json:"busy_network"`
 	// Claim limits POST /events/{id}/claim.
 	//
 	// Default: event off, ip off, device 2/s burst 10, user off (only
@@ -121,6 +133,7 @@ func (l *Limits) Defaults() {
 	// join.ip 0 stays 0: its default depends on the node (JoinIPRate).
 	l.Join.defaults(Budget{Event: Off, IP: Rate{}, Device: Rate{1, 5}, User: Off})
 	l.Claim.defaults(Budget{Event: Off, IP: Off, Device: Rate{2, 10}, User: Off})
+	l.BusyNetwork.defaults(Rate{}) // 0 stays 0: ten times join.ip in force (BusyNetworkRate)
 	l.Status.IP.defaults(Off)
 	l.Status.Ticket.defaults(Rate{10, 100})
 	if l.PoW.Bits == 0 {
@@ -161,8 +174,15 @@ func (l *Limits) Validate() error {
 		{"claim.event", l.Claim.Event}, {"claim.ip", l.Claim.IP}, {"claim.device", l.Claim.Device}, {"claim.user", l.Claim.User},
 		{"status.ip", l.Status.IP}, {"status.ticket", l.Status.Ticket},
 	}
+	if l.BusyNetwork == Off {
+		return fmt.Errorf("%w: limits.busy_network: per_second must be above 0, or 0 for the default (ten times join.ip): a busy network is never unlimited", ErrInvalid)
+	}
+	rates = append(rates, struct {
+		name string
+		r    Rate
+	}{"busy_network", l.BusyNetwork})
 	for _, f := range rates {
-		if f.name == "join.ip" && f.r == (Rate{}) {
+		if (f.name == "join.ip" || f.name == "busy_network") && f.r == (Rate{}) {
 			continue // the node's default
 		}
 		if err := f.r.validate(); err != "" {

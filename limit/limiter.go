@@ -184,6 +184,7 @@ func fold(d *Decision, dim Dim, ok bool, left float64, retry time.Duration) {
 	if ok {
 		return
 	}
+	d.Refused++
 	if d.Allowed {
 		d.Allowed, d.Dim = false, dim
 	}

@@ -184,3 +184,25 @@ func TestReservations(t *testing.T) {
 		t.Errorf("with Redis down: got %v, want a Redis error", err)
 	}
 }
+
+// TestRefusedCount: a decision says how many buckets refused, so a
+// caller can tell a refusal by the per-IP bucket alone (a busy network)
+// from one where the caller's own buckets refused too.
+func TestRefusedCount(t *testing.T) {
+	r := testenv.StartRedis(t)
+	l := limit.New(client(t, r.Client(t)), limit.Config{Timeout: 5 * time.Second, SlowAfter: time.Minute})
+	one := limit.Limit{Rate: 0.001, Burst: 1}
+	ip := limit.Rule{Budget: "join", Dim: limit.IP, Event: "e", Value: "100.64.0.1", Limit: one}
+	user := func(u string) limit.Rule {
+		return limit.Rule{Budget: "join", Dim: limit.User, Event: "e", Value: u, Limit: one}
+	}
+	if d := l.Allow(ctx, user("a"), ip); !d.Allowed || d.Refused != 0 {
+		t.Fatalf("first: %+v, want allowed, none refused", d)
+	}
+	if d := l.Allow(ctx, user("b"), ip); d.Allowed || d.Dim != limit.IP || d.Refused != 1 {
+		t.Fatalf("another user, same address: %+v, want refused by the ip bucket alone", d)
+	}
+	if d := l.Allow(ctx, user("a"), ip); d.Allowed || d.Refused != 2 {
+		t.Fatalf("the first user again: %+v, want refused by two buckets", d)
+	}
+}

@@ -22,6 +22,10 @@ var ErrTaken = errors.New("limit: held by another user")
 const (
 	KindDevice  = "device"
 	KindPayment = "payment"
+	// KindSolution binds a solved challenge to the one join that spends
+	// it (the "user" is a value of that join alone): a replay finds it
+	// held, ErrTaken.
+	KindSolution = "solution"
 )
 
 // Reservations bind a caller-supplied value (a device id, a payment

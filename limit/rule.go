@@ -97,6 +97,10 @@ type Decision struct {
 	Allowed bool
 	// Dim names the dimension that refused; empty when allowed.
 	Dim Dim
+	// Refused is how many buckets refused (0 when allowed): a refusal by
+	// Dim alone is 1. A join refused by its per-IP bucket alone is the
+	// busy network a door rule may challenge (web/protect.BusyNetwork).
+	Refused int
 	// Remaining is the fewest tokens left in any bucket checked (-1 when
 	// no rule applied).
 	Remaining int64

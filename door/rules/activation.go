@@ -91,6 +91,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &a.cookies, true
 	case varClaims:
 		return &a.claims, true
+	case varBusy:
+		return types.Bool(a.r.Busy), true
 	case varCrawler:
 		return types.Bool(a.crawler != nil && a.r.Addr.IsValid() && a.crawler.Verified(a.r.Addr.Unmap())), true
 	}

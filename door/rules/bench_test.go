@@ -20,7 +20,7 @@ var benchRules = []event.Rule{
 	rule("bad-net", `in_network(request.ip, "203.0.113.0/24")`, "block"),
 	rule("curl", `request.headers["user-agent"].startsWith("curl/")`, "sink"),
 	rule("python", `request.headers["user-agent"].contains("python-requests")`, "sink"),
-	rule("no-ua", `request.headers["user-agent"] == ""`, "challenge"),
+	rule("no-ua", `busy_network() || request.headers["user-agent"] == ""`, "challenge"),
 	rule("debug", `request.params["debug"] == "1"`, "block"),
 	rule("admin-path", `request.path.startsWith("/wp-admin")`, "block"),
 	rule("post-only", `request.method == "DELETE"`, "block"),

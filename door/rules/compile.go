@@ -126,6 +126,9 @@ func (e *Engine) compileRule(r event.Rule, known func(list string) bool) (cel.Pr
 	if err := e.checkCalls(r.Name, checked.NativeRep(), known); err != nil {
 		return nil, err
 	}
+	if err := checkBusy(r, checked.NativeRep()); err != nil {
+		return nil, err
+	}
 	est, err := e.env.EstimateCost(checked, estimator{})
 	if err != nil {
 		return nil, &RuleError{Rule: r.Name, Msg: "cost: " + err.Error()}
@@ -189,6 +192,22 @@ func (e *Engine) checkCalls(rule string, a *ast.AST, known func(string) bool) er
 		if _, err := location(tz); err != nil {
 			return at(arg, fmt.Sprintf("%s: %q is not a time zone: %v", call.AsCall().FunctionName(), tz, err))
 		}
+	}
+	return nil
+}
+
+// checkBusy refuses busy_network() in a rule whose then is not
+// challenge: a busy network is asked about only to turn a join's 429 into
+// a challenge (door.BusyChallenges), so any other then would never act.
+func checkBusy(r event.Rule, a *ast.AST) error {
+	if r.Then == "challenge" {
+		return nil
+	}
+	busy := func(e ast.NavigableExpr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == varBusy }
+	for _, ref := range ast.MatchDescendants(ast.NavigateAST(a), busy) {
+		loc := a.SourceInfo().GetStartLocation(ref.ID())
+		return &RuleError{Rule: r.Name, Line: max(loc.Line(), 1), Column: loc.Column() + 1,
+			Msg: fnBusy + "() may only decide a rule whose then is challenge (it turns a join's 429 into the challenge)"}
 	}
 	return nil
 }

@@ -37,5 +37,13 @@
 // queue; a block list (event.Door.BlockLists) is the exact tool for
 // refusing. Network lists are exact.
 //
+// # A busy network
+//
+// busy_network() reads door.Request.Busy: true only when a join's rate
+// limits refused it for its address alone (over the sale's per-IP join
+// budget), and web/shopper asks the rules again. Compile accepts it only
+// in a rule whose then is challenge: that rule turns the 429 into the
+// sale's challenge; any other then would never act on it.
+//
 // An Engine is safe for concurrent use.
 package rules

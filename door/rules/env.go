@@ -20,6 +20,7 @@ const (
 	macroInList     = "in_list"
 	fnInNetwork     = "in_network"
 	fnCrawler       = "verified_crawler"
+	fnBusy          = door.BusyFunction
 	overloadInList  = "in_list_string_string"
 	overloadNetwork = "in_network_string_string"
 )
@@ -30,8 +31,11 @@ func newEnv(lists door.Lists) (*cel.Env, error) {
 	opts := []cel.EnvOption{
 		ext.Strings(),
 		cel.Variable(varCrawler, cel.BoolType),
+		cel.Variable(varBusy, cel.BoolType),
 		cel.Macros(cel.GlobalMacro(fnCrawler, 0, func(eh cel.MacroExprFactory, _ ast.Expr, _ []ast.Expr) (ast.Expr, *cel.Error) {
 			return eh.NewIdent(varCrawler), nil
+		}), cel.GlobalMacro(fnBusy, 0, func(eh cel.MacroExprFactory, _ ast.Expr, _ []ast.Expr) (ast.Expr, *cel.Error) {
+			return eh.NewIdent(varBusy), nil
 		}), cel.GlobalMacro(macroInList, 2, func(eh cel.MacroExprFactory, _ ast.Expr, args []ast.Expr) (ast.Expr, *cel.Error) {
 			return eh.NewCall(fnInList, args...), nil
 		})),

@@ -36,6 +36,8 @@ const (
 	// varCrawler is what verified_crawler() expands to: a name no rule
 	// can write ('@' does not parse), resolved only when a rule calls it.
 	varCrawler = "@verified_crawler"
+	// varBusy is what busy_network() expands to, the same way.
+	varBusy = "@busy_network"
 )
 
 var stringMap = cel.MapType(cel.StringType, cel.StringType)
@@ -60,6 +62,7 @@ var functions = []Doc{
 	{"in_list", "in_list(list string, value string) bool", `Whether value is on list (a constant name the node knows). A list of user ids answers from the node's filter: a "maybe" (a member, or a rare false positive) counts as on it. For a list of networks, value is an address: in_list("office", request.ip).`},
 	{"in_network", "in_network(ip string, network string) bool", `Whether address ip is in network, a constant CIDR, IPv4 or IPv6: in_network(request.ip, "10.0.0.0/8"), in_network(request.ip, "2001:db8::/32"). An ip that does not parse is in no network.`},
 	{"verified_crawler", "verified_crawler() bool", `Whether the client's address belongs to a search-engine crawler verified by reverse and forward DNS (never by user agent). False while the address is being looked up, and on a node without crawler verification.`},
+	{fnBusy, "busy_network() bool", `Whether the client's address is over the sale's per-IP join budget (limits.join.ip): true only at a join the budget refused for that alone, which the rules are asked again for; false everywhere else. Only a rule whose then is challenge may call it: that rule turns the join's 429 into the sale's challenge (its captcha, else a proof of work), and a solved challenge joins within limits.busy_network (a carrier NAT is many people).`},
 	{"standard", "CEL's standard library", `Operators (== != < <= && || ! ?: in + -), size, startsWith, endsWith, contains, matches (RE2), int, string, timestamp, duration and the timestamp accessors (getHours, getDayOfWeek, … with a time zone).`},
 	{"strings", "CEL's strings extension", `charAt, indexOf, lastIndexOf, lowerAscii, upperAscii, replace, split, substring, trim, join, format, quote, reverse.`},
 }

@@ -75,6 +75,7 @@ func TestDoorRulesTester(t *testing.T) {
 		{"name": "curl", "when": `request.headers["user-agent"].startsWith("curl/") && request.cookies["sid"] == ""`, "then": "sink"},
 		{"name": "staff", "when": `"staff" in claims["roles"] && user != ""`, "then": "bypass"},
 		{"name": "debug", "when": `request.params["debug"] == "1" && request.method == "POST"`, "then": "challenge"},
+		{"name": "carrier-nat", "when": `busy_network() && request.method == "POST"`, "then": "challenge"},
 	}
 	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/gala", admin, withRules(t, s, rules...)); a.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", a.Status, a.Raw)
@@ -94,6 +95,8 @@ func TestDoorRulesTester(t *testing.T) {
 		{`{"path":"/","headers":{"User-Agent":"curl/8.5"},"cookies":{"sid":"x"}}`, "queue", nil},
 		{`{"path":"/","user":"ann","claims":{"roles":["staff"]}}`, "bypass", "staff"},
 		{`{"method":"post","path":"/","query":"?debug=1"}`, "challenge", "debug"},
+		{`{"method":"post","path":"/events/gala/join"}`, "queue", nil},
+		{`{"method":"post","path":"/events/gala/join","busy":true}`, "challenge", "carrier-nat"},
 		// Rules not saved yet.
 		{`{"path":"/healthz","rules":[{"name":"all","when":"true","then":"sink"}]}`, "sink", "all"},
 		{`{"path":"/healthz","rules":[]}`, "queue", nil},
@@ -108,6 +111,8 @@ func TestDoorRulesTester(t *testing.T) {
 		{`{"rules":[{"name":"Bad Name","when":"true","then":"sink"}]}`, "bad_request"},
 		{`{"ip":"not-an-ip"}`, "bad_request"},
 		{`{"pth":"/"}`, "bad_request"},
+		{`{"busy":"yes"}`, "bad_request"},
+		{`{"rules":[{"name":"nat","when":"busy_network()","then":"sink"}]}`, "invalid_rule"},
 		{`[`, "bad_request"},
 	} {
 		a := nodetest.Call(t, http.MethodPost, url, viewer, []byte(c.body))
@@ -124,7 +129,7 @@ func TestDoorRulesTester(t *testing.T) {
 	// Nothing changed: the saved rules, the version, the audit trail.
 	a := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/gala", admin, nil)
 	cfg, _ := a.Body["config"].(map[string]any)
-	if cfg["version"] != float64(1) || !strings.Contains(mustJSON(t, cfg["door"]), `"debug"`) {
+	if cfg["version"] != float64(1) || !strings.Contains(mustJSON(t, cfg["door"]), `"carrier-nat"`) {
 		t.Errorf("after the tests: version %v door %s", cfg["version"], mustJSON(t, cfg["door"]))
 	}
 	for _, e := range auditSince(t, n, admin, last) {

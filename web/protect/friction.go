@@ -26,6 +26,9 @@ type Friction struct {
 	JoinIPDefault event.Rate `json:"join_ip_default"`
 	// PoWRequired is whether join asks for a proof of work.
 	PoWRequired bool `json:"pow_required"`
+	// BusyNetwork is the per-IP ceiling in force of joins a door rule
+	// lets past JoinIP after a solved challenge (busy_network()).
+	BusyNetwork event.Rate `json:"busy_network"`
 }
 
 // FrictionOf resolves cfg's join defences on this node.
@@ -36,5 +39,6 @@ func (s *Edge) FrictionOf(cfg *event.Config) *Friction {
 		JoinIP:            cfg.JoinIPRate(s.anonymous),
 		JoinIPDefault:     def.JoinIPRate(s.anonymous),
 		PoWRequired:       cfg.PoWRequired(s.anonymous),
+		BusyNetwork:       cfg.BusyNetworkRate(s.anonymous),
 	}
 }

@@ -289,7 +289,11 @@ func (s *Edge) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, global
 	// A copy goes to the limiter, so that buf stays on the stack for the
 	// requests whose rules are all off (most: no heap copy at all).
 	if d := s.deps.Limiter.Allow(ctx, slices.Clone(rules)...); !d.Allowed {
-		return kit.RateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
+		p := kit.RateLimited(budget+" requests per "+string(d.Dim), d.RetryAfter)
+		if budget == "join" && d.Dim == limit.IP && d.Refused == 1 {
+			return &BusyNetwork{p} // a door rule may challenge it instead (busynet.go)
+		}
+		return p
 	}
 	return nil
 }

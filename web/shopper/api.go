@@ -71,6 +71,11 @@ type Guard interface {
 	// Join runs join's defences for user: invite, proof of work, rate
 	// limits, captcha.
 	Join(c *fiber.Ctx, cfg *event.Config, user string) error
+	// JoinBusy runs the defences of a join Join refused for its per-IP
+	// budget alone, which a door rule challenges as a busy network
+	// (busynet.go): the challenge, spent once, then a per-IP ceiling of
+	// its own and the shared budgets.
+	JoinBusy(c *fiber.Ctx, cfg *event.Config, user string) error
 	// Claim runs claim's: rate limits, one claim per device and payment.
 	Claim(c *fiber.Ctx, cfg *event.Config, user string) error
 	// Poll refuses an early bird, runs the node-local status limits and

@@ -226,7 +226,9 @@ func (s *API) basicJoin(c *fiber.Ctx) error {
 		return err
 	}
 	if err := s.deps.Guard.Join(c, challenged(cfg, v), user); err != nil { // invite, proof of work, rate limits, captcha
-		return err
+		if v, err = s.overBudget(c, cfg, user, claims, now, door.Join, err); err != nil { // a busy network (busynet.go)
+			return err
+		}
 	}
 	// A bypass queues here: the page shows a place, and a bypassed
 	// client uses the JSON join.

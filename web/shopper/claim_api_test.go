@@ -45,8 +45,9 @@ func (headerUser) User(c *fiber.Ctx, _ bool) (string, error) {
 // openGuard lets every request through.
 type openGuard struct{}
 
-func (openGuard) Join(*fiber.Ctx, *event.Config, string) error  { return nil }
-func (openGuard) Claim(*fiber.Ctx, *event.Config, string) error { return nil }
+func (openGuard) Join(*fiber.Ctx, *event.Config, string) error     { return nil }
+func (openGuard) JoinBusy(*fiber.Ctx, *event.Config, string) error { return nil }
+func (openGuard) Claim(*fiber.Ctx, *event.Config, string) error    { return nil }
 func (openGuard) Poll(*fiber.Ctx, *event.Config, time.Time) (tokens.Ticket, error) {
 	return tokens.Ticket{}, nil
 }

@@ -43,7 +43,9 @@ func (s *API) join(c *fiber.Ctx) error {
 		return err
 	}
 	if err := s.deps.Guard.Join(c, challenged(cfg, v), user); err != nil { // invite, proof of work, rate limits
-		return err
+		if v, err = s.overBudget(c, cfg, user, claims, now, joinStep(cfg), err); err != nil { // a busy network (busynet.go)
+			return err
+		}
 	}
 	switch v.Action {
 	case door.Sink:

@@ -24,7 +24,10 @@ type doorTest struct {
 	IP      string              `json:"ip"`
 	User    string              `json:"user"`
 	Claims  map[string][]string `json:"claims"`
-	Rules   *[]event.Rule       `json:"rules"`
+	// Busy describes a join over the sale's per-IP budget: the rule
+	// function busy_network().
+	Busy  bool          `json:"busy"`
+	Rules *[]event.Rule `json:"rules"`
 }
 
 // testDoor answers POST /admin/events/{id}/door/test: what the sale's
@@ -43,7 +46,7 @@ func (s *API) testDoor(c *fiber.Ctx) error {
 		return kit.BadRequest("malformed door test JSON: %s", kit.JSONProblem(err))
 	}
 	r := &door.Request{Method: strings.ToUpper(body.Method), Host: body.Host, Path: body.Path, Query: strings.TrimPrefix(body.Query, "?"),
-		User: body.User, Claims: body.Claims, Now: s.now()}
+		User: body.User, Claims: body.Claims, Busy: body.Busy, Now: s.now()}
 	if r.Method == "" {
 		r.Method = fiber.MethodGet
 	}

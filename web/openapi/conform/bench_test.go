@@ -32,7 +32,7 @@ func BenchmarkCheck(b *testing.B) {
 		`"status":{"ip":{"per_second":0,"burst":0},"ticket":{"per_second":0,"burst":0}},"pow":{"enabled":null,"bits":0,"ttl_seconds":0},` +
 		`"captcha":{},"invite_only":false,"one_claim_per_device":false,"one_claim_per_payment":false},"join_shards":1,"shop":{},` +
 		`"version":1,"seed_commitment":"c"},"friction":{"anonymous_visitors":true,"join_ip":{"per_second":1,"burst":1},` +
-		`"join_ip_default":{"per_second":1,"burst":1},"pow_required":false}}`
+		`"join_ip_default":{"per_second":1,"burst":1},"pow_required":false,"busy_network":{"per_second":10,"burst":10}}}`
 	cases := []struct {
 		name, method, path, body string
 		status                   int

@@ -25,7 +25,7 @@ func TestContractCheck(t *testing.T) {
 		`"status":{"ip":` + rate + `,"ticket":` + rate + `},"pow":{"enabled":null,"bits":0,"ttl_seconds":0},"captcha":{},` +
 		`"invite_only":false,"one_claim_per_device":false,"one_claim_per_payment":false},"join_shards":1,"shop":{},` +
 		`"version":0,"seed_commitment":""}`
-	friction := `{"anonymous_visitors":true,"join_ip":` + rate + `,"join_ip_default":` + rate + `,"pow_required":false}`
+	friction := `{"anonymous_visitors":true,"join_ip":` + rate + `,"join_ip_default":` + rate + `,"pow_required":false,"busy_network":` + rate + `}`
 	cases := []struct {
 		name        string
 		method, url string
