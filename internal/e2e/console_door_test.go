@@ -189,27 +189,30 @@ func TestConsoleListsAndDoor(t *testing.T) {
 	}
 
 	// The tester.
-	ask := func(path, headers string) {
+	ask := func(path, headers, user string) {
 		staff.t.Helper()
-		_ = eval[bool](staff, fmt.Sprintf(`document.getElementById("dtVerdict").textContent = ""; document.getElementById("dt-path").value = %q; document.getElementById("dt-headers").value = %q; true`, path, headers))
+		_ = eval[bool](staff, fmt.Sprintf(`(() => { const v = (id, x) => { document.getElementById(id).value = x; };
+			document.getElementById("dtVerdict").textContent = ""; v("dt-path", %q); v("dt-headers", %q); v("dt-user", %q); return true; })()`, path, headers, user))
 		staff.do(chromedp.Click(chromedp.ID("dt-run")))
 	}
-	verdict := func(path, headers string) string {
+	verdict := func(path, headers, user string) string {
 		staff.t.Helper()
-		ask(path, headers)
+		ask(path, headers, user)
 		staff.waitJS("the verdict for "+path, `document.getElementById("dtVerdict").textContent !== ""`, 0)
 		return staff.text("dtVerdict")
 	}
-	for _, c := range []struct{ path, headers, want string }{
-		{"/healthz", "", "This request would be: bypass (rule health)"},
-		{"/", "User-Agent: curl/8.5", "This request would be: sink (rule bots)"},
-		{"/shop", "Accept: text/html", "This request would be: queue (no rule holds)"},
+	for _, c := range []struct{ path, headers, user, want string }{
+		{"/healthz", "", "", "This request would be: bypass (rule health)"},
+		{"/", "User-Agent: curl/8.5", "", "This request would be: sink (rule bots)"},
+		{"/shop", "Accept: text/html", "", "This request would be: queue (no rule holds)"},
+		{"/shop", "", "u1", "This request would be: queue (no rule holds)"}, // removed from the list above
+		{"/healthz", "", "u42", "This request would be: block (on a block list)"},
 	} {
-		if got := verdict(c.path, c.headers); !strings.HasPrefix(got, c.want) {
-			t.Errorf("tester on %s %q: %q, want %q", c.path, c.headers, got, c.want)
+		if got := verdict(c.path, c.headers, c.user); !strings.HasPrefix(got, c.want) {
+			t.Errorf("tester on %s %q user %q: %q, want %q", c.path, c.headers, c.user, got, c.want)
 		}
 	}
-	ask("/", "no colon here")
+	ask("/", "no colon here", "")
 	staff.waitJS("the header line refused", `document.getElementById("e-dt-headers").textContent.includes("no colon here") && document.activeElement.id === "dt-headers"`, 0)
 	if got := staff.text("dtVerdict"); got != "" {
 		t.Errorf("a malformed header line: verdict %q, want none", got)
