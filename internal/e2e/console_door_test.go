@@ -219,6 +219,13 @@ func TestConsoleListsAndDoor(t *testing.T) {
 	}
 	staff.shot("door-tested")
 	staff.axe("the door editor after a test")
+	staff.do(chromedp.EmulateViewport(phoneW, phoneH, chromedp.EmulateScale(1)))
+	staff.waitJS("the phone layout", `document.documentElement.clientWidth <= 400`, 0)
+	if w := eval[int](staff, `document.documentElement.scrollWidth`); w > phoneW {
+		t.Errorf("on a phone the console is %d px wide, want at most %d (no sideways scrolling)", w, phoneW)
+	}
+	staff.shot("door-phone")
+	staff.axe("both panels on a phone")
 
 	// Every change in the audit trail, by ada.
 	want := map[string]bool{"list.create": false, "list.load": false, "list.add": false, "list.remove": false, "event.update": false}
