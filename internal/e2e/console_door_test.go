@@ -227,6 +227,20 @@ func TestConsoleListsAndDoor(t *testing.T) {
 	staff.shot("door-phone")
 	staff.axe("both panels on a phone")
 
+	// A viewer sees both panels, may test, and may change nothing (the
+	// server refuses anyway: TestStaffRoles).
+	createAccount(t, n, ada, "vera", "viewer")
+	viewer := signInAs(t, browser, n, "vera", "password of vera", deskW, deskH)
+	viewer.waitJS("the list for a viewer", `document.querySelector('#lsList button[data-list="resellers"]') !== null`, 0)
+	viewer.do(chromedp.Click(chromedp.CSS(`#lsList button[data-list="resellers"]`)))
+	selectEvent(viewer, "gala")
+	viewer.waitJS("the saved door for a viewer", `document.getElementById("drRules").children.length === 2`, 0)
+	if got := eval[string](viewer, `["ls-create", "lu-send", "lu-dry", "le-add", "le-remove", "lsDelete", "drSave", "dt-run"].map((id) => id + ":" + document.getElementById(id).disabled).join(" ")`); got != "ls-create:true lu-send:true lu-dry:true le-add:true le-remove:true lsDelete:true drSave:true dt-run:false" {
+		t.Errorf("a viewer's buttons: %s", got)
+	}
+	viewer.do(chromedp.SetValue(chromedp.ID("dt-path"), "/healthz"), chromedp.Click(chromedp.ID("dt-run")))
+	viewer.waitJS("the viewer's verdict", `document.getElementById("dtVerdict").textContent.startsWith("This request would be: bypass (rule health)")`, 0)
+
 	// Every change in the audit trail, by ada.
 	want := map[string]bool{"list.create": false, "list.load": false, "list.add": false, "list.remove": false, "event.update": false}
 	for _, e := range auditSince(t, n, ada, last) {
@@ -246,7 +260,7 @@ func TestConsoleListsAndDoor(t *testing.T) {
 			if after := mustJSON(t, e["after"]); !strings.Contains(after, `"bots"`) || !strings.Contains(after, `"resellers"`) {
 				t.Errorf("the door's save audited as %s", after)
 			}
-		case "session.sign_in", "list.create":
+		case "session.sign_in", "list.create", "account.create":
 		default:
 			t.Errorf("unexpected audit entry %s: %v", a, e)
 		}
