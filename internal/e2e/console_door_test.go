@@ -25,8 +25,10 @@ const uploadMax = 4096
 // entry; then edits a sale's door: rules added, a bad one refused with its
 // column (the caret put there, nothing saved), deleted, another moved up
 // by keyboard, the block list named, saved; the tester tells what three
-// requests would be. axe finds nothing on either panel; the admin API
-// shows what was stored and the audit trail every change.
+// requests would be (by rule, and by the block list). axe finds nothing
+// on either panel, on a laptop and a phone; a viewer may test but
+// change nothing; the admin API shows what was stored and the audit
+// trail every change.
 func TestConsoleListsAndDoor(t *testing.T) {
 	n := startNode(t, func(c node.Config) node.Config { c.ListUploadMaxBytes = uploadMax; return c })
 	browser := startBrowser(t)
