@@ -391,7 +391,7 @@ func (w *wiring) edge() error {
 		Refusals: refusals, Door: w.door,
 		// The door's rules: compiled at save, tried by the console.
 		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, w.listExists) },
-		TryRules:   w.rules.Try,
+		TryRules:   w.tryDoor,
 		Lists:      w.lists, SyncDoor: w.lists.Sync,
 		Report: func(ctx context.Context, ev string) (report.Report, error) {
 			if err := refusals.Flush(ctx); err != nil { // this node's latest count too

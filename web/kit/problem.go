@@ -42,8 +42,14 @@ type Problem struct {
 	ClaimIDs   []string `json:"claim_ids,omitempty"`
 	RetryAfter int      `json:"retry_after_seconds,omitempty"`
 	// Line is the line of a page template a bad_template problem is on,
-	// or of a list upload a bad_request problem names.
+	// of a list upload a bad_request problem names, or of the `when` of
+	// the rule an invalid_rule problem names.
 	Line int `json:"line,omitempty"`
+	// Rule and Column name the door rule an invalid_rule problem refuses
+	// and the column of its `when` the fault is at (0: the whole rule),
+	// for the console to point at.
+	Rule   string `json:"rule,omitempty"`
+	Column int    `json:"column,omitempty"`
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
@@ -275,7 +281,7 @@ var errorRows = []errorRow{
 	{err: event.ErrFailOpen, status: fiber.StatusBadRequest, code: "bad_request", ownText: true},
 	// A door rule that does not compile: the detail names the rule, the
 	// line and the column (rules.RuleError), written for staff.
-	{err: rules.ErrInvalidRule, status: fiber.StatusBadRequest, code: "invalid_rule", ownText: true},
+	{err: rules.ErrInvalidRule, status: fiber.StatusBadRequest, code: "invalid_rule", ownText: true, fill: ruleAt},
 	// claim.ErrLockReached and claim.ErrHeld wrap these two.
 	{err: event.ErrLocked, status: fiber.StatusConflict, code: "locked", ownText: true},
 	{err: event.ErrConflict, status: fiber.StatusConflict, code: "conflict", detail: "the event changed concurrently; read it again and retry"},
@@ -402,6 +408,14 @@ func lineOf(p *Problem, err error) {
 	var le *lists.LineError
 	if errors.As(err, &le) {
 		p.Line = le.Line
+	}
+}
+
+// ruleAt names the refused rule, its line and its column.
+func ruleAt(p *Problem, err error) {
+	var re *rules.RuleError
+	if errors.As(err, &re) {
+		p.Rule, p.Line, p.Column = re.Rule, re.Line, re.Column
 	}
 }
 

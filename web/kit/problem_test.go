@@ -152,6 +152,10 @@ func TestErrorMap(t *testing.T) {
 	if p, _ := kit.ToProblem(fmt.Errorf("load: %w", line)); p.Status != http.StatusBadRequest || p.Line != 7 || !strings.Contains(p.Detail, "line 7") {
 		t.Errorf("LineError on line 7 -> %d line %d %q, want 400 naming line 7", p.Status, p.Line, p.Detail)
 	}
+	var bad error = &rules.RuleError{Rule: "bots", Line: 2, Column: 14, Msg: "syntax error"}
+	if p, _ := kit.ToProblem(fmt.Errorf("save: %w", bad)); p.Code != "invalid_rule" || p.Rule != "bots" || p.Line != 2 || p.Column != 14 || !strings.Contains(p.Detail, "column 14") {
+		t.Errorf("RuleError of bots at 2:14 -> %s rule %q line %d column %d %q, want invalid_rule naming them", p.Code, p.Rule, p.Line, p.Column, p.Detail)
+	}
 	var held error = &claim.LimitError{Held: []string{"c1"}}
 	if p, _ := kit.ToProblem(held); p.Code != "limit_reached" || len(p.ClaimIDs) != 1 {
 		t.Errorf("LimitError -> %+v, want limit_reached with the held claim ids", p)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -222,14 +223,9 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (old, saved 
 	if err != nil && !errors.Is(err, event.ErrNotFound) {
 		return old, event.Config{}, err
 	}
-	next := old
-	if old.FailOpenUntil != nil { // decoded into below: must not alias old's
-		u := *old.FailOpenUntil
-		next.FailOpenUntil = &u
-	}
-	if old.Shop.Health != nil { // decoded into below: must not alias old's
-		h := *old.Shop.Health
-		next.Shop.Health = &h
+	next, err := detached(old)
+	if err != nil {
+		return old, event.Config{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -395,6 +391,23 @@ func (s *API) change(c *fiber.Ctx, edit func(cfg *event.Config) (action string, 
 		}
 		return c.JSON(out)
 	}
+}
+
+// detached returns a copy of c that shares no slice, map or pointer with
+// it: the body is decoded into the copy, and the audit compares it with
+// c (decoding into a shallow copy wrote a door's new rules into the old
+// configuration's array, and the change went unaudited). The copy is a
+// JSON round trip, as the event store keeps configurations.
+func detached(c event.Config) (event.Config, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return event.Config{}, fmt.Errorf("copy event %s: %w", c.ID, err)
+	}
+	var out event.Config
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return event.Config{}, fmt.Errorf("copy event %s: %w", c.ID, err)
+	}
+	return out, nil
 }
 
 // doorLists reports whether a door references any list.

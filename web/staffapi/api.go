@@ -106,9 +106,11 @@ type Deps struct {
 	// saved ((*rules.Engine).Compile): its error, a bad rule naming the
 	// rule and the column, refuses the save. Nil checks none.
 	CheckRules func(cfg *event.Config) error
-	// TryRules evaluates a configuration's door rules for a described
-	// request, for the console's tester ((*rules.Engine).Try); nil
-	// answers 404 on the tester's route.
+	// TryRules decides a described request to a configuration as its
+	// door would at the gate, for the console's tester: block lists,
+	// its rules (compiled afresh, (*rules.Engine).Try), eligibility
+	// lists; the rule that decided, if one did. Nil answers 404 on the
+	// tester's route.
 	TryRules func(cfg *event.Config, r *door.Request) (rule string, then door.Action, matched bool, err error)
 	// Lists keeps the door's block and eligibility lists (*lists.Store);
 	// nil answers the list routes 503.

@@ -31,10 +31,12 @@ type doorTest struct {
 }
 
 // testDoor answers POST /admin/events/{id}/door/test: what the sale's
-// rules (or the rules of the body, not saved yet) decide for a described
-// request, "this request would be …": {"then": "bypass", "rule": "static"},
-// or {"then": "queue", "rule": null} when none holds. It changes nothing
-// and is not audited.
+// door — its lists, and its rules or the rules of the body, not saved yet
+// — decides for a described request (Deps.TryRules), "this request would
+// be …": {"then": "bypass", "rule": "static"}, {"then": "queue", "rule":
+// null} when nothing holds it, {"then": "block", "rule": null} for a
+// block list, {"then": "not_eligible", …} for a caller on none of its
+// eligibility lists. It changes nothing and is not audited.
 func (s *API) testDoor(c *fiber.Ctx) error {
 	if s.deps.TryRules == nil {
 		return kit.NewProblem(fiber.StatusNotFound, "not_found", "this node does not evaluate door rules")
