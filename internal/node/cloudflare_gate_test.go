@@ -214,3 +214,48 @@ func TestCloudflareWorkerAsksTheGate(t *testing.T) {
 	}
 	bad.waitLog(t, "names the wrong setting", `GATE_PATHS: "drop/" is not a path prefix`)
 }
+
+// TestCloudflareWorkerGateRoom: a safety-net room behind the Worker with
+// GATE_PATHS "/": the room's gate admits an anonymous visitor at once,
+// and the Worker passes its admission cookie on with the site's answer
+// (as nginx-safety-net.conf does), so the visitor's next request is the
+// same admission (the same user at the site), not a new entrance; the
+// room's block rule refuses 403. Before the cookie was passed on, each
+// request took a new place under a new one-time id.
+func TestCloudflareWorkerGateRoom(t *testing.T) {
+	nodeBin := cfWorkerDeps(t)
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	const issuer, audience = "https://queue.shop.example", "anteroom-claim"
+	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), SigningKeys: t.TempDir(), Issuer: issuer,
+		TrustedProxies: []string{"127.0.0.1"}})
+	room := safetyNet(100, 300, 100)
+	room["door"] = map[string]any{"rules": []map[string]string{{"name": "no-admin", "when": `request.path.startsWith("/admin")`, "then": "block"}}}
+	nodetest.CreateSale(t, n, "site", room)
+	shop := &cfShop{}
+	shopSrv := httptest.NewServer(shop)
+	t.Cleanup(shopSrv.Close)
+	w := startCFWorker(t, nodeBin, map[string]string{
+		"ANTEROOM_URL": n.URL(), "EVENT": "site", "ISSUER": issuer, "AUDIENCE": audience, "GATE_PATHS": "/",
+	}, shopSrv.URL)
+	b := browserish(t)
+	var first string
+	for i := range 3 {
+		resp, body := getVia(t, b, w.url+"page", nil)
+		users, _, _ := shop.seen()
+		if resp.StatusCode != http.StatusOK || string(body) != "shop page" || len(users) != i+1 || users[i] == "" {
+			t.Fatalf("visit %d: %d %q, the site saw %q, want the site as an admitted visitor\n%s", i+1, resp.StatusCode, body, users, w.log)
+		}
+		if i == 0 {
+			first = users[0]
+			if jarCookie(t, b, w.url, "anteroom_a_site") == "" {
+				t.Fatalf("the room's admission cookie did not reach the visitor: %v", resp.Header.Values("Set-Cookie"))
+			}
+		} else if users[i] != first {
+			t.Fatalf("visit %d as %q, want %q again (the admission the first visit got)", i+1, users[i], first)
+		}
+	}
+	if resp, _ := getVia(t, b, w.url+"admin/x", nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a path the room's rule blocks: %d, want 403", resp.StatusCode)
+	}
+}

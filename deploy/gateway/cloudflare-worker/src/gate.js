@@ -15,13 +15,14 @@ const MAX_REFUSAL_BYTES = 4096;
 /**
  * The gate's answer about one request:
  * - pass: let it on to the origin, as user ("" = nobody admitted: a rule's
- *   bypass);
+ *   bypass), with the cookies the gate set (a safety-net room's gate
+ *   admits or renews with the admission cookie) on the origin's answer;
  * - redirect: to the waiting page at location (no admission, a sunk
  *   caller, a sale closed by staff);
  * - refuse: 403 (blocked, not_eligible), the gate's own answer;
  * - unavailable: the gate could not answer (why).
  *
- * @typedef {{pass: true, user: string} | {redirect: string} | {refuse: Response} | {unavailable: string}} GateAnswer
+ * @typedef {{pass: true, user: string, cookies: string[]} | {redirect: string} | {refuse: Response} | {unavailable: string}} GateAnswer
  */
 
 /**
@@ -47,7 +48,8 @@ export function gatePath(cfg, path) {
  * the answer (cache: no-store) nor a verdict in the isolate, so a list or
  * rule change applies to the next request.
  *
- * 204 passes (X-Anteroom-User names the admitted user), 401 redirects to
+ * 204 passes (X-Anteroom-User names the admitted user; Set-Cookie, the
+ * admission a safety-net room's gate gives or renews), 401 redirects to
  * X-Anteroom-Redirect, 403 refuses; any other answer, a failed fetch or
  * none within GATE_TIMEOUT_MS is unavailable, as auth_request turns them
  * into 500.
@@ -85,7 +87,7 @@ export async function askGate(request, url, cfg) {
   }
   switch (resp.status) {
     case 204:
-      return { pass: true, user: resp.headers.get("X-Anteroom-User") || "" };
+      return { pass: true, user: resp.headers.get("X-Anteroom-User") || "", cookies: resp.headers.getSetCookie() };
     case 401: {
       await resp.body?.cancel();
       const to = resp.headers.get("X-Anteroom-Redirect") || "";

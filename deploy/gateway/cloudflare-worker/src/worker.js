@@ -89,7 +89,8 @@ export default {
 /**
  * byGate lets the node's gate decide a protected request (GATE_PATHS),
  * the sale's door included, as nginx's auth_request does: through to the
- * origin as the user the gate names (nobody, for a rule's bypass), to the
+ * origin as the user the gate names (nobody, for a rule's bypass), with
+ * the cookies the gate set (a safety-net room's admission), to the
  * waiting page it names, or refused with its 403. When the gate cannot
  * answer: 503 (fail closed), or through to the origin naming nobody while
  * the fail-open deadline is ahead.
@@ -102,7 +103,15 @@ export default {
 async function byGate(request, url, cfg) {
   const g = await askGate(request, url, cfg);
   if ("pass" in g) {
-    return toOrigin(request, url, cfg, g.user);
+    const resp = await toOrigin(request, url, cfg, g.user);
+    if (g.cookies.length === 0) {
+      return resp;
+    }
+    const out = new Response(resp.body, resp); // as nginx-safety-net.conf's add_header Set-Cookie
+    for (const c of g.cookies) {
+      out.headers.append("Set-Cookie", c);
+    }
+    return out;
   }
   if ("redirect" in g) {
     return g.redirect.startsWith("/e/" + cfg.event) && safeReturn(g.redirect)
