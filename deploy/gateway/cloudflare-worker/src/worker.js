@@ -122,10 +122,16 @@ async function byGate(request, url, cfg) {
     return g.refuse;
   }
   const failOpen = failingOpen(cfg, Date.now());
-  console.error(`anteroom gate: cannot ask the gate of ${cfg.anteroom} about ${url.pathname}: ${g.unavailable}; ` +
-    (failOpen ? "failing open" : "refusing (fail closed)"));
+  if (Date.now() - lastGateErrorLog >= 10_000) {
+    lastGateErrorLog = Date.now();
+    console.error(`anteroom gate: cannot ask the gate of ${cfg.anteroom} about ${url.pathname}: ${g.unavailable}; ` +
+      (failOpen ? "failing open" : "refusing (fail closed)") + " (logged at most every 10 s)");
+  }
   return failOpen ? toOriginFailOpen(request, url, cfg) : closed();
 }
+
+/** When the isolate last logged that the gate could not answer (ms): an outage is not a log line a request. */
+let lastGateErrorLog = 0;
 
 /**
  * toAnteroom passes a request for the waiting room, its API or the JWKS to
