@@ -84,6 +84,12 @@ func (e *KeysError) Unwrap() []error { return []error{tokens.ErrInvalid, e.Err} 
 // EdDSA only, a kid of the key set, iss, aud, the event, exp and nbf with
 // leeway.
 //
+// It checks the token, not the sale's door: a token records no door
+// verdict, so a user blocked (or taken off an eligibility list) after
+// the token was minted passes until it expires, and the door's rules on
+// the request do not apply. The node's gate applies them (docs/integrate.md,
+// "Where the door applies"); a claim asks the door itself.
+//
 // Keys are fetched on first use and cached for Refresh. A token naming a
 // kid not in the cache fetches the set again (keys rotate: the node
 // publishes a new key before signing with it), at most once per

@@ -61,7 +61,11 @@ func (s *API) ask(c *fiber.Ctx, cfg *event.Config, user string, claims map[strin
 	if !s.deps.Door.Applies(cfg) {
 		return door.Verdict{}, nil
 	}
-	v := s.deps.Door.Check(cfg, s.request(c, user, claims, now), step)
+	r := s.request(c, user, claims, now)
+	if step == door.Gate {
+		gateLine(c, r) // the protected request, as the proxy names it
+	}
+	v := s.deps.Door.Check(cfg, r, step)
 	s.countRule(cfg, v) // the report's matches per rule (doorcount.go)
 	return v, v.Err(cfg)
 }

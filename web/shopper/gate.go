@@ -30,6 +30,12 @@ const (
 	GateRedirectHeader = "X-Anteroom-Redirect"
 )
 
+// GateMethodHeader is the request header in which a proxy passes the gate
+// the method of the request it protects ($request_method). With
+// GateReturnHeader it is the request the door's rules see at the gate
+// (gateLine), not the gate call's own GET /events/{id}/gate.
+const GateMethodHeader = "X-Original-Method"
+
 // maxReturnLen bounds a return path.
 const maxReturnLen = 2048
 
@@ -153,6 +159,25 @@ func (s *API) gate(c *fiber.Ctx) error {
 	}
 	c.Set(GateRedirectHeader, waitingPage(ev, c.Get(GateReturnHeader)))
 	return errNotAdmitted
+}
+
+// maxMethodLen bounds a method named in GateMethodHeader.
+const maxMethodLen = 16
+
+// gateLine makes r, the door's view of a gate call, the request the proxy
+// protects: its method from GateMethodHeader (a token of at most
+// maxMethodLen upper-case letters, else the call's own) and its path and
+// query from GateReturnHeader (a path, else the call's own). The proxy
+// sets both itself (deploy/gateway/nginx.conf, the Cloudflare Worker), so
+// a client cannot choose them; a caller of the gate who names another
+// request changes only the gate's answer to itself, which lets nobody in.
+func gateLine(c *fiber.Ctx, r *door.Request) {
+	if m := c.Get(GateMethodHeader); m != "" && len(m) <= maxMethodLen && strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+		r.Method = m
+	}
+	if uri := c.Get(GateReturnHeader); uri != "" && uri[0] == '/' {
+		r.Path, r.Query, _ = strings.Cut(uri, "?")
+	}
 }
 
 // gateFailOpen is the gate while cfg fails open at now: 204 for everyone,

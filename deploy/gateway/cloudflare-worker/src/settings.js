@@ -17,6 +17,7 @@
  * @property {string | number} [JWKS_REFETCH_SECONDS] at most one JWKS fetch this often; default 10
  * @property {string | number} [JWKS_MAX_STALE_SECONDS] keys not refreshed for this long are dropped (fail closed); default 900
  * @property {string} [FAIL_OPEN_UNTIL] RFC 3339 deadline: until then, when anteroom cannot be reached, visitors pass to the origin; default "" (fail closed)
+ * @property {string} [GATE_PATHS] comma-separated path prefixes ("/" = every protected path) whose requests the node's gate decides, the sale's door included; default "" (the offline check alone)
  */
 
 /** The JWKS path on anteroom's nodes. */
@@ -25,6 +26,8 @@ export const JWKS_PATH = "/.well-known/jwks.json";
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 /** How far ahead a fail-open deadline may be (anteroom's event.MaxFailOpen). */
 export const MAX_FAIL_OPEN_MS = 24 * 3600 * 1000;
+/** A path prefix of GATE_PATHS: a path of printable characters, no query or fragment. */
+const GATE_PATH = /^\/[\x21-\x22\x24-\x3e\x40-\x7e]{0,1023}$/;
 /** Event ids anteroom accepts. */
 const EVENT_ID = /^[a-z0-9-]{1,64}$/;
 
@@ -41,6 +44,7 @@ const EVENT_ID = /^[a-z0-9-]{1,64}$/;
  * @property {number} refetchMs
  * @property {number} maxStaleMs
  * @property {number} failOpenUntil ms since the epoch; 0 = no fail-open
+ * @property {string[]} gatePaths path prefixes the gate decides; [] = none
  */
 
 /**
@@ -80,6 +84,12 @@ export function settings(env) {
       return `FAIL_OPEN_UNTIL ${JSON.stringify(env.FAIL_OPEN_UNTIL)} is not an RFC 3339 time`;
     }
   }
+  const gatePaths = (env.GATE_PATHS || "").split(",").map((p) => p.trim()).filter((p) => p !== "");
+  for (const p of gatePaths) {
+    if (!GATE_PATH.test(p)) {
+      return `GATE_PATHS: ${JSON.stringify(p)} is not a path prefix ("/drop/": a path, no query)`;
+    }
+  }
   const anteroom = env.ANTEROOM_URL.replace(/\/+$/, "");
   return {
     anteroom,
@@ -93,5 +103,6 @@ export function settings(env) {
     refetchMs,
     maxStaleMs,
     failOpenUntil,
+    gatePaths,
   };
 }

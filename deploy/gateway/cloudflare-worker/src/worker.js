@@ -20,13 +20,22 @@
 //   origin with USER_HEADER removed and X-Anteroom-Fail-Open on the
 //   answer; at the deadline it fails closed again by itself. Claims are
 //   anteroom's: they still need an admission.
+// - The offline check knows the token, not the sale's door (block and
+//   eligibility lists, rules, verified crawlers). For the paths in
+//   GATE_PATHS the Worker asks the node's gate instead, as nginx's
+//   auth_request does, on every request (gate.js): 204 passes (as the
+//   user it names, or nobody for a rule's bypass), 401 goes to the
+//   waiting room, 403 refuses with the gate's answer; a gate that cannot
+//   answer fails closed (503), or open until FAIL_OPEN_UNTIL.
 //
 // deploy/gateway/cloudflare-worker/README.md explains the settings;
 // internal/node TestCloudflareWorker runs this package in miniflare
 // (workerd) against a real anteroom node. The token check is in
-// admission.js, the JWKS cache in jwks.js, the settings in settings.js.
+// admission.js, the JWKS cache in jwks.js, the gate's call in gate.js,
+// the settings in settings.js.
 
 import { verifyAdmission } from "./admission.js";
+import { askGate, gatePath } from "./gate.js";
 import { reachable } from "./jwks.js";
 import { JWKS_PATH, MAX_FAIL_OPEN_MS, settings } from "./settings.js";
 
@@ -52,6 +61,9 @@ export default {
     if (ROOM_PATHS.test(url.pathname) || url.pathname === JWKS_PATH) {
       return toAnteroom(request, url, cfg);
     }
+    if (gatePath(cfg, url.pathname)) {
+      return byGate(request, url, cfg);
+    }
     const tokens = admissionTokens(request, cfg.event);
     let unavailable = false;
     for (const token of tokens) {
@@ -73,6 +85,53 @@ export default {
     return waitingRoom(url, cfg.event);
   },
 };
+
+/**
+ * byGate lets the node's gate decide a protected request (GATE_PATHS),
+ * the sale's door included, as nginx's auth_request does: through to the
+ * origin as the user the gate names (nobody, for a rule's bypass), with
+ * the cookies the gate set (a safety-net room's admission), to the
+ * waiting page it names, or refused with its 403. When the gate cannot
+ * answer: 503 (fail closed), or through to the origin naming nobody while
+ * the fail-open deadline is ahead.
+ *
+ * @param {Request} request
+ * @param {URL} url
+ * @param {Settings} cfg
+ * @returns {Promise<Response>}
+ */
+async function byGate(request, url, cfg) {
+  const g = await askGate(request, url, cfg);
+  if ("pass" in g) {
+    const resp = await toOrigin(request, url, cfg, g.user);
+    if (g.cookies.length === 0) {
+      return resp;
+    }
+    const out = new Response(resp.body, resp); // as nginx-safety-net.conf's add_header Set-Cookie
+    for (const c of g.cookies) {
+      out.headers.append("Set-Cookie", c);
+    }
+    return out;
+  }
+  if ("redirect" in g) {
+    return g.redirect.startsWith("/e/" + cfg.event) && safeReturn(g.redirect)
+      ? redirect(g.redirect)
+      : waitingRoom(url, cfg.event);
+  }
+  if ("refuse" in g) {
+    return g.refuse;
+  }
+  const failOpen = failingOpen(cfg, Date.now());
+  if (Date.now() - lastGateErrorLog >= 10_000) {
+    lastGateErrorLog = Date.now();
+    console.error(`anteroom gate: cannot ask the gate of ${cfg.anteroom} about ${url.pathname}: ${g.unavailable}; ` +
+      (failOpen ? "failing open" : "refusing (fail closed)") + " (logged at most every 10 s)");
+  }
+  return failOpen ? toOriginFailOpen(request, url, cfg) : closed();
+}
+
+/** When the isolate last logged that the gate could not answer (ms): an outage is not a log line a request. */
+let lastGateErrorLog = 0;
 
 /**
  * toAnteroom passes a request for the waiting room, its API or the JWKS to
@@ -99,7 +158,9 @@ function toAnteroom(request, url, cfg) {
 
 /**
  * toOrigin passes an admitted visitor's request to the shop with the user
- * header set to user, overwriting whatever the client sent.
+ * header set to user, overwriting whatever the client sent; user "" (the
+ * gate let the request on for a rule's bypass, admitting nobody) removes
+ * the client's.
  *
  * @param {Request} request
  * @param {URL} url
@@ -108,7 +169,11 @@ function toAnteroom(request, url, cfg) {
  */
 function toOrigin(request, url, cfg, user) {
   const headers = new Headers(request.headers);
-  headers.set(cfg.userHeader, user);
+  if (user) {
+    headers.set(cfg.userHeader, user);
+  } else {
+    headers.delete(cfg.userHeader);
+  }
   const target = cfg.origin ? cfg.origin + url.pathname + url.search : request.url;
   return pass(target, request, headers, "the origin");
 }
@@ -196,6 +261,15 @@ function waitingRoom(url, event) {
   if (safeReturn(ret)) {
     page += "?return=" + encodeURIComponent(ret);
   }
+  return redirect(page);
+}
+
+/**
+ * redirect is a 302 to page, a path on this site, never stored.
+ *
+ * @param {string} page
+ */
+function redirect(page) {
   return new Response(null, { status: 302, headers: { Location: page, "Cache-Control": "no-store" } });
 }
 
