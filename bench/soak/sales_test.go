@@ -53,6 +53,8 @@ type sales struct {
 	stallSale  string
 	stallF     float64
 	stallMoved time.Time
+	// blockedAt is when the door's block list was loaded.
+	blockedAt time.Time
 }
 
 type rateAt struct {
@@ -70,6 +72,8 @@ type saleState struct {
 	// invites and passes count the shoppers sent to the lane and with
 	// the pass.
 	invites, passes int
+	// door is the sale's door (door_test.go), nil without one.
+	door *saleDoor
 }
 
 // state returns the state of sale ev (nil before its creation).
@@ -150,6 +154,8 @@ func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 		var side sync.WaitGroup
 		srnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 		side.Go(func() { ss.beforeStart(sctx, ev, srnd) })
+		drnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
+		side.Go(func() { ss.changeDoor(sctx, ev, drnd) })
 		soldOut := false
 		for !soldOut && wait.Sleep(sctx, time.Second) {
 			ss.c.arrive(sctx, ev, arrivals, ss.state(ev), rnd)
@@ -183,6 +189,18 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 		cfg["lanes"] = []map[string]any{{"name": laneName, "share": laneShare, "starts_at": start.Add(-p.earlyBy().Truncate(time.Second))}}
 	}
 	st := &saleState{plan: p, start: start}
+	var eligibleAt time.Time
+	if p.door {
+		st.door = &saleDoor{}
+		if p.eligible {
+			var err error
+			if st.door, eligibleAt, err = ss.prepareDoor(ctx, ev, ss.c.members); err != nil {
+				return err
+			}
+			ss.c.members += memberPool
+		}
+		cfg["door"] = st.door.door("")
+	}
 	if p.shop {
 		st.secret = fmt.Sprintf("soak-shop-secret-%016x", rnd.Uint64())
 		cfg["shop"] = map[string]any{"secret": st.secret}
@@ -190,6 +208,12 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 	body, _ := json.Marshal(cfg)
 	ss.h.open(ev, saleSupply, saleLimit, saleActive)
 	ss.h.setClaimTTL(ev, time.Duration(p.claimTTL)*time.Second)
+	if p.door {
+		ss.mu.Lock()
+		blockedAt := ss.blockedAt
+		ss.mu.Unlock()
+		ss.h.openDoor(ev, blockedAt, eligibleAt)
+	}
 	ss.mu.Lock()
 	ss.rates[ev] = []rateAt{{time.Now(), saleRate}}
 	ss.frames = nil
