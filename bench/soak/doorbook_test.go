@@ -41,7 +41,8 @@ import (
 // node that answered reloaded its view before answering, the others read
 // it within a tick (holdSlack); a list change reaches every node at its
 // next list refresh and rebuild (listSlack); when a fault may have kept
-// a node from reading Redis meanwhile, event.MaxViewAge more.
+// a node from reading Redis meanwhile (one noted from faultReach before
+// the change on), event.MaxViewAge more.
 
 // listSlack is how long after a list change answered 200 a node may
 // still check with its view from before: its next refresh (a tick)
@@ -109,11 +110,18 @@ func (h *history) doorSlack(node string, at time.Time, o op) time.Duration {
 		}
 		slack = holdSlack
 	}
-	if h.faultBetween(at.Add(-event.MaxViewAge), o.At) {
+	// A fault noted up to faultReach before the change may still hold a
+	// node's link (a delay lasts up to 8 s).
+	if h.faultBetween(at.Add(-faultReach), o.At) {
 		slack += event.MaxViewAge
 	}
 	return slack
 }
+
+// faultReach is how long before a door change a fault noted may still
+// keep a node from reading Redis: the longest link fault (8 s) and a
+// second.
+const faultReach = 9 * time.Second
 
 // inEffect reports whether a door change made at `at` by node applies
 // to o: o was sent after the slack; h.mu is held.

@@ -91,7 +91,7 @@ func (s *API) exactLists(cfg *event.Config, user string, t queue.Times, v door.V
 	if v.Exact.Empty() {
 		return queue.Lists{}
 	}
-	tag := queue.JoinTag(cfg.ID, user, t)
+	tag := lists.JoinCopyTag(cfg.ID, user, t)
 	l := queue.Lists{Hash: lists.Arg(s.deps.Door.Hash(user))}
 	for _, name := range v.Exact.Block {
 		l.Block = append(l.Block, lists.CopyKey(tag, name))
