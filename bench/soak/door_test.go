@@ -187,41 +187,57 @@ func (ss *sales) prepareDoor(ctx context.Context, ev string, members int) (*sale
 }
 
 // falsePositives reads list name back and finds ids off it that the
-// nodes' filter of it takes for members: the export gives its keyed
-// hashes in the order a node's lists.Set reads them, and the filter is
-// the same library's over them; the keyed hash of a candidate id needs
-// the deployment's key (lists.Store, as the nodes read it).
+// nodes' filter of it takes for members (offList).
 func (ss *sales) falsePositives(ctx context.Context, ev, name string) ([]string, error) {
 	status, raw := ss.s.dp.AdminCall(ss.s.base(0), http.MethodGet, "/admin/lists/"+name+"/entries", nil)
 	if status != http.StatusOK {
 		return nil, fmt.Errorf("export %s: %d %.200s", name, status, raw)
 	}
+	store := lists.NewStore(ss.s.redis())
+	if err := store.Init(ctx); err != nil {
+		return nil, err
+	}
+	out, n, err := offList(raw, store.Hash, "x"+ev+"-")
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", name, err)
+	}
+	ss.h.note("staff", "list %s: %d entries read back; %d ids off it its filter takes for members: %s", name, n, len(out), strings.Join(out, " "))
+	return out, nil
+}
+
+// offList finds up to falsePositives ids (prefix and a number) that a
+// list's filter on a node takes for members though they are not on it,
+// from the list's export (its keyed hashes in hex, one a line, in the
+// order a node's lists.Set reads them) and hash, the deployment's keyed
+// hash: the filter is the same library's over the same keys in the same
+// order, so it is the nodes' (TestOffListIsTheNodesFilter). It returns
+// them and how many entries the export held.
+func offList(export []byte, hash func(string) uint64, prefix string) ([]string, int, error) {
 	var keys []uint64
-	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc := bufio.NewScanner(bytes.NewReader(export))
 	for sc.Scan() {
 		k, err := strconv.ParseUint(sc.Text(), 16, 64)
 		if err != nil {
-			return nil, fmt.Errorf("export %s: %q: %v", name, sc.Text(), err)
+			return nil, 0, fmt.Errorf("export line %q: %v", sc.Text(), err)
 		}
 		keys = append(keys, k)
 	}
 	filter, err := xorfilter.NewBinaryFuse[uint16](keys)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	store := lists.NewStore(ss.s.redis())
-	if err := store.Init(ctx); err != nil {
-		return nil, err
+	on := make(map[uint64]bool, len(keys))
+	for _, k := range keys {
+		on[k] = true
 	}
 	var out []string
 	for i := 0; len(out) < falsePositives && i < 5_000_000; i++ {
-		id := fmt.Sprintf("x%s-%d", ev, i)
-		if filter.Contains(store.Hash(id)) {
+		id := prefix + strconv.Itoa(i)
+		if h := hash(id); filter.Contains(h) && !on[h] {
 			out = append(out, id)
 		}
 	}
-	ss.h.note("staff", "list %s: %d entries read back; %d ids off it its filter takes for members: %s", name, len(keys), len(out), strings.Join(out, " "))
-	return out, nil
+	return out, len(keys), nil
 }
 
 // changeDoor is staff's door change during sale ev (plan.change), at
@@ -251,6 +267,7 @@ func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 	}
 	if ch := st.plan.change; ch == "sink" || ch == "both" {
 		body, _ := json.Marshal(map[string]any{"door": st.door.door(cohort)})
+		ss.h.sinkSent(ev, cohort, time.Now())
 		for try := 0; ctx.Err() == nil; try++ {
 			i := rnd.IntN(nodes)
 			status, raw := ss.s.dp.AdminCall(ss.s.base(i), http.MethodPut, "/admin/events/"+ev, body)

@@ -3,10 +3,17 @@
 package soak
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/lists"
+	"github.com/anteroom/anteroom/internal/testenv"
 )
 
 // TestDoorCatches feeds the door's checks (doorbook_test.go) histories
@@ -43,6 +50,9 @@ func TestDoorCatches(t *testing.T) {
 			now(op{User: "u7", Cohort: "c1", Kind: "claim", Status: 403, Code: "blocked", Key: "k0"}),
 			now(op{User: "u8", Cohort: "c3", Kind: "status", Status: 200, State: "waiting"}),
 			now(op{User: "u8", Cohort: "c3", Kind: "claim", Status: 401, Code: "unauthenticated", Key: "k0"}),
+			// Sunk by the cohort's rule: the sink's places, not theirs.
+			now(op{User: "x2", Door: "offlist", Cohort: "c3", Kind: "join", Status: 200, Pos: 1, State: "waiting"}),
+			now(op{User: "u10", Cohort: "c3", Kind: "join", Status: 200, Pos: 1, State: "waiting"}),
 			// Sent within the slack of the change: the node may not know it yet.
 			at(op{User: "u7", Cohort: "c1", Kind: "status", Status: 200, State: "admitted", Token: true}, "2", 10*time.Second-listSlack/2),
 			at(op{User: "u9", Cohort: "c3", Kind: "claim", Status: 201, ClaimID: "c9", Key: "k0"}, "2", 10*time.Second-holdSlack/2),
@@ -71,6 +81,9 @@ func TestDoorCatches(t *testing.T) {
 			h.open("s", 150, 2, 12)
 			h.openDoor("s", t0.Add(-time.Minute), t0.Add(-time.Minute))
 			for _, c := range tc.changes {
+				if c.cohort != "" {
+					h.sinkSent("s", c.cohort, c.at.Add(-time.Second))
+				}
 				h.changedDoor("s", c)
 			}
 			for _, o := range tc.ops {
@@ -95,7 +108,48 @@ func TestDoorCatches(t *testing.T) {
 	h.record(now(op{User: "blk1", Door: "blocked", Kind: "join", Status: http.StatusForbidden, Code: "blocked"}))
 	h.record(now(op{User: "x1", Door: "offlist", Kind: "join", Status: http.StatusForbidden, Code: "not_eligible", Note: falsePositiveNote}))
 	h.record(now(op{User: "bot1", Door: "bot", Kind: "join", Status: 200, Pos: 9}))
-	if got, want := h.doorTally(), "403 blocked 1 (join 1, status 0, claim 0), 403 not_eligible 1 (1 of them a filter's false positive), 1 sunk joins"; !strings.Contains(got, want) {
+	if got, want := h.doorTally(), "403 blocked 1 (join 1, status 0, claim 0), 403 not_eligible 1 (1 of them a filter's false positive), 1 bots' joins sunk"; !strings.Contains(got, want) {
 		t.Errorf("tally %q, want %q", got, want)
+	}
+}
+
+// TestOffListIsTheNodesFilter: the ids offList finds are ones a node's
+// view of the list (lists.Set, on real Redis) answers Maybe for, though
+// they are not on it: the soak's false positives are the nodes'.
+func TestOffListIsTheNodesFilter(t *testing.T) {
+	ctx := context.Background()
+	store := lists.NewStore(testenv.StartRedis(t).Client(t))
+	if err := store.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Create(ctx, "members", lists.KindUser); err != nil {
+		t.Fatal(err)
+	}
+	var csv strings.Builder
+	for i := range memberPool {
+		fmt.Fprintf(&csv, "m%d\n", i+1)
+	}
+	if _, err := store.Load(ctx, "members", strings.NewReader(csv.String()), lists.LoadOptions{Replace: true, Format: lists.CSV}); err != nil {
+		t.Fatal(err)
+	}
+	var export bytes.Buffer
+	if err := store.Export(ctx, "members", &export); err != nil {
+		t.Fatal(err)
+	}
+	ids, n, err := offList(export.Bytes(), store.Hash, "x")
+	if err != nil || n != memberPool || len(ids) != falsePositives {
+		t.Fatalf("offList: %v, %d entries, %d ids, want %d and %d", err, n, len(ids), memberPool, falsePositives)
+	}
+	view := lists.NewSet(store)
+	if err := view.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := view.User("members", "m7"); got != door.Maybe {
+		t.Fatalf("a member: %v, want Maybe", got)
+	}
+	for _, id := range ids {
+		if got := view.User("members", id); got != door.Maybe {
+			t.Errorf("%s: the node's filter answers %v, want Maybe (a false positive)", id, got)
+		}
 	}
 }

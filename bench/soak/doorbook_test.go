@@ -24,7 +24,9 @@ import (
 //     token), never granted a claim.
 //   - "offlist": not on the sale's eligibility list. The join refuses
 //     them 403 not_eligible, a filter's false positive included (the
-//     soak sends some it found: door_test.go), never a 200.
+//     soak sends some it found: door_test.go), never a 200 (but the
+//     sink's, once a rule sinks their cohort: rules come before the
+//     eligibility lists).
 //   - "member": on it. Never refused not_eligible.
 //
 // Staff change the door during some sales (doorChange): people who
@@ -55,6 +57,17 @@ type doorBook struct {
 	// eligibility list were last loaded (answered 200).
 	blockedAt, eligibleAt time.Time
 	changes               []doorChange
+	// sinking is when staff first sent the save of a rule sinking each
+	// cohort: from then on a join of the cohort may be the sink's answer,
+	// whose place is a plausible one, not the caller's.
+	sinking map[string]time.Time
+}
+
+// maySink reports whether o may have been answered by the sink of a rule
+// staff sent for its cohort.
+func (d *doorBook) maySink(o op) bool {
+	at, ok := d.sinking[o.Cohort]
+	return o.Cohort != "" && ok && o.At.After(at)
 }
 
 // doorChange is one change of the door during a sale, from at (when
@@ -86,7 +99,19 @@ func (h *history) openDoor(ev string, blocked, eligible time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if b := h.sales[ev]; b != nil {
-		b.door = &doorBook{blockedAt: blocked, eligibleAt: eligible}
+		b.door = &doorBook{blockedAt: blocked, eligibleAt: eligible, sinking: map[string]time.Time{}}
+	}
+}
+
+// sinkSent records that staff are about to save a rule sinking cohort
+// of sale ev.
+func (h *history) sinkSent(ev, cohort string, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if b := h.sales[ev]; b != nil && b.door != nil {
+		if _, ok := b.door.sinking[cohort]; !ok {
+			b.door.sinking[cohort] = at
+		}
 	}
 }
 
@@ -171,7 +196,9 @@ func (h *history) checkDoor(o op, b *saleBook) {
 			h.violate(o, "%s is not on the eligibility list of sale %s and was admitted (%s)", o.User, o.Sale, o.Kind)
 		case granted:
 			h.violate(o, "%s is not on the eligibility list of sale %s and was granted claim %s", o.User, o.Sale, o.ClaimID)
-		case o.Kind == "join" && o.Status == http.StatusOK:
+		case o.Kind == "join" && o.Status == http.StatusOK && !d.maySink(o):
+			// A rule's sink comes before the eligibility lists: a sunk
+			// join's 200 is the endless queue's.
 			h.violate(o, "%s is not on the eligibility list of sale %s and joined it (position %d): the list is exact", o.User, o.Sale, o.Pos)
 		case o.Kind == "join" && o.Status == http.StatusForbidden && o.Code != "not_eligible":
 			h.violate(o, "%s is not on the eligibility list of sale %s and its join was refused %s, want 403 not_eligible", o.User, o.Sale, refused)
@@ -271,7 +298,7 @@ func (h *history) doorTally() string {
 			changes += len(b.door.changes)
 		}
 	}
-	return fmt.Sprintf("door: 403 blocked %d (join %d, status %d, claim %d), 403 not_eligible %d (%d of them a filter's false positive), %d sunk joins, %d changes during sales",
+	return fmt.Sprintf("door: 403 blocked %d (join %d, status %d, claim %d), 403 not_eligible %d (%d of them a filter's false positive), %d bots' joins sunk, %d door changes during sales",
 		blocked["join"]+blocked["status"]+blocked["claim"]+blocked["replay"]+blocked["bjoin"], blocked["join"], blocked["status"], blocked["claim"]+blocked["replay"],
 		notEligible, fps, sunk, changes)
 }

@@ -244,7 +244,7 @@ func (h *history) record(o op) {
 	switch o.Kind {
 	case "join":
 		// A sunk join's place is a plausible one, not its own.
-		if o.Status == http.StatusOK && o.Pos > 0 && o.Lane != "pass" && o.Door != "bot" {
+		if o.Status == http.StatusOK && o.Pos > 0 && o.Lane != "pass" && o.Door != "bot" && (b.door == nil || !b.door.maySink(o)) {
 			h.placed(o, b)
 		}
 	case "finish":
