@@ -59,7 +59,7 @@ func TestDoorCatches(t *testing.T) {
 		}, ""},
 		{"blocked joined", nil, []op{now(op{User: "blk1", Door: "blocked", Kind: "join", Status: 200, Pos: 3})}, "on the block list and joined"},
 		{"blocked polled", nil, []op{now(op{User: "blk1", Door: "blocked", Kind: "status", Status: 200, State: "waiting"})}, "every step refuses 403 blocked"},
-		{"blocked refused as not eligible", nil, []op{now(op{User: "blk1", Door: "blocked", Kind: "join", Status: 403, Code: "not_eligible"})}, "want 403 blocked"},
+		{"blocked refused as not eligible", nil, []op{now(op{User: "blk1", Door: "blocked", Kind: "status", Status: 403, Code: "not_eligible"})}, "want 403 blocked"},
 		{"blocked admitted", nil, []op{now(op{User: "blk1", Door: "blocked", Kind: "status", Status: 200, State: "admitted", Token: true})}, "on the block list and was admitted"},
 		{"bot admitted", nil, []op{now(op{User: "bot1", Door: "bot", Kind: "status", Status: 200, State: "admitted", Token: true})}, "sunk bot bot1 was admitted"},
 		{"bot's token at the join", nil, []op{now(op{User: "bot1", Door: "bot", Kind: "join", Status: 200, State: "admitted", Token: true})}, "sunk bot bot1 was admitted"},

@@ -16,7 +16,9 @@ import (
 //
 //   - "blocked": on the run's block list from before the sale was
 //     created. The join refuses them 403 blocked (exactly: the join
-//     script), and so does every later step: a poll with a ticket from
+//     script; in a sale with an eligibility list they are not on, the
+//     join may say not_eligible: see checkDoor), and so does every later
+//     step: a poll with a ticket from
 //     before the list (forged with the deployment's secret) is 403
 //     blocked too, never a 200. Never admitted, never granted a claim.
 //   - "bot": sunk by the sale's rule (their user agent). An ordinary
@@ -177,7 +179,11 @@ func (h *history) checkDoor(o op, b *saleBook) {
 			h.violate(o, "%s is on the block list and joined sale %s (position %d): the join refuses 403 blocked, exactly", o.User, o.Sale, o.Pos)
 		case o.Kind == "status" && o.Status == http.StatusOK:
 			h.violate(o, "%s is on the block list and a status poll of sale %s answered 200 %s: every step refuses 403 blocked", o.User, o.Sale, o.State)
-		case o.Status == http.StatusForbidden && o.Code != "blocked":
+		case o.Status == http.StatusForbidden && o.Code != "blocked" && !(o.Kind == "join" && o.Code == "not_eligible" && !d.eligibleAt.IsZero()):
+			// At the join a node's filter can only say "maybe" for an id
+			// on a block list, which the join script would decide; off
+			// every eligibility list, the door refuses not_eligible first
+			// (door's TestCheckOrder). Elsewhere a maybe refuses: blocked.
 			h.violate(o, "%s is on the block list and its %s was refused %s, want 403 blocked (block lists come first)", o.User, o.Kind, refused)
 		}
 	case "bot":
