@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,4 +70,43 @@ func TestDoorLaneJoin(t *testing.T) {
 	if b.Status != http.StatusOK {
 		t.Fatalf("a member's join: %d %s", b.Status, b.Raw)
 	}
+}
+
+// TestDoorSinkLane: a sunk join with a lane invite answers as a real
+// join with it does, naming the lane: an answer without it would tell
+// the sink apart (issue 35: no state, field, header or timing that tells
+// it from a real wait). The soak found it: 'm86 joined with an invite
+// for lane "early" and was put in lane ""', its cohort sunk by a rule.
+func TestDoorSinkLane(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		t.Fatal(err)
+	}
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TicketSecret: secret}))
+	sale := earlyLaneSale(map[string]any{"name": "members", "share": 0.5})
+	sale["door"] = map[string]any{"rules": []map[string]string{rule("bots", "sink")}}
+	nodetest.CreateSale(t, n, "sl", sale)
+	inv, _ := tokens.NewInvites(secret)
+	invite := func(u string) map[string]string {
+		return map[string]string{"X-User-ID": u, tokens.InviteHeader: inv.SignLane("sl", u, "members", time.Now().Add(time.Hour))}
+	}
+	realJ := join(t, n, "sl", invite("alice"))
+	sunkJ := join(t, n, "sl", with(invite("bob"), "X-Test-Door", "bots"))
+	for _, a := range []nodetest.Answer{realJ, sunkJ} {
+		if a.Status != http.StatusOK || nodetest.Str(a.Body, "lane") != "members" {
+			t.Fatalf("a lane join: %d %s, want 200 naming lane members", a.Status, a.Raw)
+		}
+	}
+	if !slices.Equal(keysOf(realJ.Body), keysOf(sunkJ.Body)) {
+		t.Fatalf("join answers differ in shape:\nreal %s\nsunk %s", realJ.Raw, sunkJ.Raw)
+	}
+	if seq, _ := r.Client(t).Get(context.Background(), queue.KeysForLane("sl", 1).Seq).Int64(); seq != 1 {
+		t.Fatalf("the lane's queue holds %d people, want 1 (alice)", seq)
+	}
+	// A forged invite is refused before the sink as before the queue.
+	bad := invite("carol")
+	bad[tokens.InviteHeader] += "x"
+	problemOK(t, join(t, n, "sl", with(bad, "X-Test-Door", "bots")), http.StatusForbidden, "invite_invalid")
 }
