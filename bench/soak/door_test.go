@@ -256,7 +256,9 @@ func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 		return
 	}
 	if ch := st.plan.change; ch == "block" || ch == "both" {
-		for _, u := range ss.h.blockTargets(ev, rnd) {
+		targets, admitted, waiting := ss.h.blockTargets(ev, rnd)
+		ss.h.note("staff", "door of %s: block %v (of %d admitted who have not claimed, %d waiting)", ev, targets, admitted, waiting)
+		for _, u := range targets {
 			status, raw, at := ss.listCall(ctx, http.MethodPut, "/admin/lists/"+blockList+"/entries/"+u, nil, "")
 			if status != http.StatusOK {
 				ss.h.violateNow(ev, "staff could not add %s to the block list: %d %s", u, status, raw)

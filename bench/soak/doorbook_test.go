@@ -234,13 +234,14 @@ func (h *history) checkDoor(o op, b *saleBook) {
 // make them likely) and one who joined and waits, among the JSON
 // shoppers (those with a cohort). Three draws from rnd whatever the
 // history holds, so that the seed's later draws stay put.
-func (h *history) blockTargets(ev string, rnd interface{ IntN(int) int }) []string {
+// It returns them and how many people each pool held.
+func (h *history) blockTargets(ev string, rnd interface{ IntN(int) int }) (targets []string, admittedPool, waitingPool int) {
 	draws := [3]int{rnd.IntN(1 << 20), rnd.IntN(1 << 20), rnd.IntN(1 << 20)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.sales[ev]
 	if b == nil {
-		return nil
+		return nil, 0, 0
 	}
 	claimed := map[string]bool{}
 	for k := range b.byKey {
@@ -265,7 +266,7 @@ func (h *history) blockTargets(ev string, rnd interface{ IntN(int) int }) []stri
 			out = append(out, pool[draws[i]%len(pool)])
 		}
 	}
-	return out
+	return out, len(admitted), len(waiting)
 }
 
 // userOfKey is the user of a byKey key, "user/key".
