@@ -257,7 +257,7 @@ func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 	}
 	if ch := st.plan.change; ch == "block" || ch == "both" {
 		targets, admitted, waiting := ss.h.blockTargets(ev, rnd)
-		ss.h.note("staff", "door of %s: block %v (of %d admitted who have not claimed, %d waiting)", ev, targets, admitted, waiting)
+		ss.h.note("staff", "sale %s: door change: block %v (of %d admitted who have not claimed, %d waiting)", ev, targets, admitted, waiting)
 		for _, u := range targets {
 			status, raw, at := ss.listCall(ctx, http.MethodPut, "/admin/lists/"+blockList+"/entries/"+u, nil, "")
 			if status != http.StatusOK {
@@ -276,6 +276,7 @@ func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 			at := time.Now()
 			ss.h.note("staff", "door of %s: sink cohort %s: PUT %s → %d %.200s (node %d)", ev, cohort, body, status, raw, i)
 			if status == http.StatusOK {
+				ss.h.note("staff", "sale %s: door change: a rule sinks cohort %s (node %d answered)", ev, cohort, i)
 				ss.h.changedDoor(ev, doorChange{what: "sink", node: strconv.Itoa(i), at: at, cohort: cohort})
 				return
 			}
