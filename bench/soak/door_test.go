@@ -64,7 +64,7 @@ const (
 	blockedShare = 0.04
 	botShare     = 0.05
 	offListShare = 0.25 // in a sale with an eligibility list
-	lingerShare  = 0.15 // of default-lane JSON buyers, in a sale whose door changes
+	lingerShare  = 0.15 // of the buyers (not blocked, bots or off the list), in a sale whose door changes
 )
 
 // saleDoor is a sale's door as the soak set it up.
@@ -317,7 +317,7 @@ func (c *crowd) standAtDoor(s *shopper, st *saleState, rnd *rand.Rand) {
 		s.id, s.door = "m"+strconv.Itoa(sd.memberBase+sd.members), "member"
 	}
 	s.cohort = fmt.Sprintf("c%d", rnd.IntN(cohorts))
-	if s.door == "" && st.plan.change != "" && rnd.Float64() < lingerShare {
+	if (s.door == "" || s.door == "member") && st.plan.change != "" && rnd.Float64() < lingerShare {
 		s.linger = dur(s.rnd, 4*time.Second, 12*time.Second)
 	}
 }
