@@ -292,7 +292,7 @@ func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 // standAtDoor draws shopper s's standing at sale st's door: blocked, a
 // bot, off the eligibility list, or (in a sale with one) a member, and
 // the cohort a JSON shopper sends. It replaces s.id for all but those
-// off the list who are not a false positive; ctr numbers the ids.
+// off the list who are not a false positive (the crowd numbers them).
 func (c *crowd) standAtDoor(s *shopper, st *saleState, rnd *rand.Rand) {
 	if st == nil || st.door == nil {
 		return
