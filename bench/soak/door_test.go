@@ -241,8 +241,9 @@ func offList(export []byte, hash func(string) uint64, prefix string) ([]string, 
 }
 
 // changeDoor is staff's door change during sale ev (plan.change), at
-// changeAt after the start: people who joined added to the block list
-// one by one, and/or a rule that sinks a cohort drawn from rnd.
+// changeAt after the start (or, to block, once someone admitted has not
+// claimed yet, at most 15 s later): people who joined added to the block
+// list one by one, and/or a rule that sinks a cohort drawn from rnd.
 func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 	st := ss.state(ev)
 	if st == nil || st.door == nil || st.plan.change == "" {
@@ -256,6 +257,13 @@ func (ss *sales) changeDoor(ctx context.Context, ev string, rnd *rand.Rand) {
 		return
 	}
 	if ch := st.plan.change; ch == "block" || ch == "both" {
+		// Someone admitted who has not claimed yet (a lingerer) is the
+		// change's best target: wait up to 15 s for one.
+		for until := time.Now().Add(15 * time.Second); time.Now().Before(until); {
+			if admitted, _ := ss.h.blockPools(ev); len(admitted) > 0 || !wait.Sleep(ctx, 250*time.Millisecond) {
+				break
+			}
+		}
 		targets, admitted, waiting := ss.h.blockTargets(ev, rnd)
 		ss.h.note("staff", "sale %s: door change: block %v (of %d admitted who have not claimed, %d waiting)", ev, targets, admitted, waiting)
 		for _, u := range targets {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -151,5 +152,29 @@ func TestOffListIsTheNodesFilter(t *testing.T) {
 		if got := view.User("members", id); got != door.Maybe {
 			t.Errorf("%s: the node's filter answers %v, want Maybe (a false positive)", id, got)
 		}
+	}
+}
+
+// TestBlockTargets: staff's block during a sale picks two people admitted
+// who have not claimed and one who waits, never twice the same, among the
+// JSON shoppers; with nobody admitted, only the waiting one.
+func TestBlockTargets(t *testing.T) {
+	h := newHistory()
+	h.open("s", 150, 2, 12)
+	for i, u := range []string{"a", "b", "c", "d", "e"} {
+		h.record(op{Sale: "s", User: u, Cohort: "c1", Kind: "join", Status: 200, Pos: int64(i + 1)})
+	}
+	h.record(op{Sale: "s", User: "f", Kind: "join", Status: 200, Pos: 6}) // the basic page: no cohort
+	got, admitted, waiting := h.blockTargets("s", rand.New(rand.NewPCG(1, 2)))
+	if len(got) != 1 || admitted != 0 || waiting != 5 {
+		t.Fatalf("nobody admitted: %v (%d admitted, %d waiting), want one of 5 waiting", got, admitted, waiting)
+	}
+	for _, u := range []string{"a", "b", "c"} {
+		h.record(op{Sale: "s", User: u, Cohort: "c1", Kind: "status", Status: 200, State: "admitted", Token: true})
+	}
+	h.record(op{Sale: "s", User: "c", Cohort: "c1", Kind: "claim", Key: "k0", Status: 201, ClaimID: "x"})
+	got, admitted, waiting = h.blockTargets("s", rand.New(rand.NewPCG(3, 4)))
+	if len(got) != 3 || admitted != 2 || waiting != 2 || got[0] == got[1] || !strings.Contains("ab", got[0]) || !strings.Contains("ab", got[1]) || !strings.Contains("de", got[2]) {
+		t.Fatalf("targets %v (%d admitted, %d waiting), want a and b, then d or e", got, admitted, waiting)
 	}
 }

@@ -237,17 +237,30 @@ func (h *history) checkDoor(o op, b *saleBook) {
 // It returns them and how many people each pool held.
 func (h *history) blockTargets(ev string, rnd interface{ IntN(int) int }) (targets []string, admittedPool, waitingPool int) {
 	draws := [3]int{rnd.IntN(1 << 20), rnd.IntN(1 << 20), rnd.IntN(1 << 20)}
+	admitted, waiting := h.blockPools(ev)
+	var out []string
+	for i, pool := range [][]string{admitted, slices.Clone(admitted), waiting} {
+		pool = slices.DeleteFunc(pool, func(u string) bool { return slices.Contains(out, u) })
+		if len(pool) > 0 {
+			out = append(out, pool[draws[i]%len(pool)])
+		}
+	}
+	return out, len(admitted), len(waiting)
+}
+
+// blockPools are the JSON shoppers of sale ev (those with a cohort)
+// admitted who have not claimed, and those who joined and wait, sorted.
+func (h *history) blockPools(ev string) (admitted, waiting []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	b := h.sales[ev]
 	if b == nil {
-		return nil, 0, 0
+		return nil, nil
 	}
 	claimed := map[string]bool{}
 	for k := range b.byKey {
 		claimed[userOfKey(k)] = true
 	}
-	var admitted, waiting []string
 	for u := range b.cohort {
 		_, got := b.tokenAt[u]
 		switch {
@@ -259,14 +272,7 @@ func (h *history) blockTargets(ev string, rnd interface{ IntN(int) int }) (targe
 	}
 	slices.Sort(admitted)
 	slices.Sort(waiting)
-	var out []string
-	for i, pool := range [][]string{admitted, admitted, waiting} {
-		pool = slices.DeleteFunc(pool, func(u string) bool { return slices.Contains(out, u) })
-		if len(pool) > 0 {
-			out = append(out, pool[draws[i]%len(pool)])
-		}
-	}
-	return out, len(admitted), len(waiting)
+	return admitted, waiting
 }
 
 // userOfKey is the user of a byKey key, "user/key".
