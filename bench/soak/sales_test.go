@@ -137,10 +137,18 @@ func (ss *sales) maxRate(ev string, from, to time.Time) float64 {
 }
 
 // run plays sales until ctx ends.
+//
+// Each sale's plan and its staff's draws come from a generator of their
+// own (plans), the crowd's from rnd: how many shoppers a sale drew
+// depends on how long it ran, which is the machine's, and must not move
+// the plans of the sales after it (a seed replays every sale's plan).
 func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
+	plans := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 	for n := 1; ctx.Err() == nil; n++ {
 		ev := fmt.Sprintf("soak%d", n)
-		p := drawPlan(rnd, n, ss.s.cluster != nil)
+		p := drawPlan(plans, n, ss.s.cluster != nil)
+		srnd := rand.New(rand.NewPCG(plans.Uint64(), plans.Uint64()))
+		drnd := rand.New(rand.NewPCG(plans.Uint64(), plans.Uint64()))
 		if ss.plan != nil {
 			p = ss.plan(n)
 		}
@@ -152,9 +160,7 @@ func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 		}
 		sctx, cancel := context.WithTimeout(ctx, 150*time.Second+p.lead)
 		var side sync.WaitGroup
-		srnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 		side.Go(func() { ss.beforeStart(sctx, ev, srnd) })
-		drnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 		side.Go(func() { ss.changeDoor(sctx, ev, drnd) })
 		soldOut := false
 		for !soldOut && wait.Sleep(sctx, time.Second) {
