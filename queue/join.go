@@ -110,13 +110,15 @@ type Times struct {
 }
 
 // Lists are the exact copies of lists (package door/lists' layout) a
-// join checks its user against, in the join's own slot (JoinTag), and the
+// join checks its user against, in the join's own slot (JoinTag's; for a
+// lane, the event's copies: lists.JoinCopyTag), and the
 // user's entry: a user on a block list is refused with ErrBlocked, one on
 // none of the eligibility lists (when there are some) with
 // ErrNotEligible; nothing is written for them.
 type Lists struct {
-	// Block and Eligible are the copies' keys (lists.CopyKey(JoinTag(…),
-	// list)); a key outside the join's slot fails the join.
+	// Block and Eligible are the copies' keys
+	// (lists.CopyKey(lists.JoinCopyTag(…), list)); a key outside the
+	// join's slot fails the join.
 	Block, Eligible []string
 	// Hash is the user's 8-byte keyed hash (lists.Arg).
 	Hash string
@@ -136,7 +138,8 @@ func (l *Lists) groupKey() string {
 
 // JoinTag is the hash tag of the queue that user's join to event ev at t
 // goes to: the lane's, or with join shards the user's shard's. The exact
-// copies a join checks (Times.Lists) are under it.
+// copies a join checks (Times.Lists) are in its slot
+// (lists.JoinCopyTag).
 func JoinTag(ev, user string, t Times) string {
 	if t.Lane == 0 && t.Shards > 1 {
 		return shardTag(ev, ShardOf(user, t.Shards))
@@ -247,17 +250,30 @@ func KeysFor(ev string) Keys { return KeysForLane(ev, 0) }
 func UserKey(ev, user string) string { return userKey(ev, user) }
 
 // check refuses lists a join under tag cannot check in its script call:
-// a copy in another slot, or a hash that is not 8 bytes.
+// a copy in another slot (another hash tag: a lane's joins read the
+// event's copies, in the same slot under another prefix), or a hash that
+// is not 8 bytes.
 func (l *Lists) check(tag string) error {
 	if len(l.Hash) != 8 {
 		return fmt.Errorf("queue: a list check needs the user's 8-byte hash, got %d bytes", len(l.Hash))
 	}
 	for _, keys := range [2][]string{l.Block, l.Eligible} {
 		for _, k := range keys {
-			if !strings.HasPrefix(k, tag) {
-				return fmt.Errorf("queue: list copy %q is not under the join's tag %q", k, tag)
+			if hashTag(k) != hashTag(tag) {
+				return fmt.Errorf("queue: list copy %q is not in the slot of the join's tag %q", k, tag)
 			}
 		}
 	}
 	return nil
+}
+
+// hashTag is key's Redis Cluster hash tag: what lies between its first
+// '{' and the next '}' when that is not empty, else the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }

@@ -34,12 +34,15 @@ type crowd struct {
 	client  *http.Client
 	invites *tokens.Invites // signs lane invites with the deployment's ticket secret
 	pushes  *pushes         // the Web Push subscriptions the crowd made
+	tickets *tokens.Tickets // signs the blocked shoppers' tickets (door_test.go)
 	wg      sync.WaitGroup
 	n       int
+	// blocked, bots and members number the door's shoppers' ids.
+	blocked, bots, members int
 }
 
-func newCrowd(h *history, urls []string, invites *tokens.Invites) *crowd {
-	return &crowd{h: h, urls: urls, invites: invites, client: &http.Client{Transport: &http.Transport{
+func newCrowd(h *history, urls []string, invites *tokens.Invites, tickets *tokens.Tickets) *crowd {
+	return &crowd{h: h, urls: urls, invites: invites, tickets: tickets, client: &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64, IdleConnTimeout: 10 * time.Second,
 	}}}
@@ -70,6 +73,15 @@ type shopper struct {
 	// (basicpage_test.go); push ones subscribe to Web Push once they
 	// joined (push_test.go).
 	basic, push bool
+	// door is the shopper's standing at the sale's door (door_test.go):
+	// "" (none), "blocked", "bot", "offlist" or "member"; fp marks an id
+	// off the eligibility list its filter takes for a member. cohort is
+	// the header a JSON shopper sends (a rule may sink it); linger is how
+	// long an admitted shopper waits before claiming, patience how long
+	// a bot polls.
+	door, cohort     string
+	fp               bool
+	linger, patience time.Duration
 }
 
 // arrive starts n shoppers on sale with plans drawn from rnd; st (nil for
@@ -89,6 +101,12 @@ func (c *crowd) arrive(ctx context.Context, sale string, n int, st *saleState, r
 		case r < 0.13:
 			s.abandon = 2
 		}
+		c.standAtDoor(s, st, rnd)
+		if s.door == "blocked" || s.door == "bot" || s.door == "offlist" {
+			s.abandon = 0
+			c.wg.Go(func() { c.play(ctx, s) })
+			continue
+		}
 		if st != nil {
 			s.secret = st.secret
 			switch r := rnd.Float64(); {
@@ -103,7 +121,7 @@ func (c *crowd) arrive(ctx context.Context, sale string, n int, st *saleState, r
 		}
 		switch r := rnd.Float64(); {
 		case s.lane == "" && r < 0.08:
-			s.basic = true
+			s.basic, s.cohort, s.linger = true, "", 0
 		case s.lane == "" && s.abandon == 0 && r < 0.18 && c.pushes != nil:
 			s.push = true
 		}
@@ -135,7 +153,11 @@ func pollAfter(a answer) time.Duration {
 
 func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, hdr map[string]string) answer {
 	url := c.urls[s.node%len(c.urls)]
-	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"], Lane: s.lane}}
+	a := answer{op: op{Sale: s.sale, User: s.id, Kind: kind, Node: strconv.Itoa(s.node % len(c.urls)), Key: hdr["Idempotency-Key"], Lane: s.lane,
+		Door: s.door, Cohort: s.cohort}}
+	if s.fp {
+		a.Note = falsePositiveNote
+	}
 	if kind == "release" || kind == "lookup" {
 		// The claim asked about, kept when no answer names it (a timeout,
 		// a 503): the model needs to know what may have been released.
@@ -144,7 +166,7 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	a.Start = time.Now()
-	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, hdr)
+	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, doorHeaders(s), hdr)
 	switch {
 	case ans.Err != nil && ans.Cut: // answered, but the body was cut
 		a.Err = shortErr(ans.Err)
@@ -170,6 +192,7 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	if kind == "join" {
 		a.Pos = ans.Join.Position
 	}
+	a.Token = ans.Join.AdmissionToken != "" || ans.Place.AdmissionToken != ""
 	c.h.record(a.op)
 	return a
 }
@@ -226,6 +249,9 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 			}
 		case s.pass != "" && a.Status == http.StatusForbidden:
 			return // the pass is used up (or revoked): a final answer
+		case s.door == "blocked" && a.Status == http.StatusForbidden:
+			c.pollBlocked(ctx, s)
+			return
 		case !retry(ctx, s, a):
 			return
 		}
@@ -238,6 +264,11 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 	// the no-show grace: their turn may pass, and with max_active they
 	// are held as late no-shows until the frontier lets them in.
 	stepAway := s.lane == "" && s.rnd.Float64() < 0.06
+	if s.patience > 0 { // a bot polls for a while, then leaves
+		pctx, cancel := context.WithTimeout(ctx, s.patience)
+		defer cancel()
+		ctx = pctx
+	}
 	for token == "" {
 		a := c.do(ctx, s, "status", http.MethodGet, base+"/status", auth)
 		if stepAway && a.Status == http.StatusOK && a.State == "waiting" {
@@ -266,6 +297,9 @@ func (c *crowd) play(ctx context.Context, s *shopper) {
 		}
 	}
 	if s.abandon == 2 {
+		return
+	}
+	if s.linger > 0 && !wait.Sleep(ctx, s.linger) { // reading the page first
 		return
 	}
 	defer c.finish(ctx, s, token)

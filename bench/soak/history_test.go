@@ -36,6 +36,11 @@ type op struct {
 	Note    string
 	// Supply is the supply the history held the sale to at the answer.
 	Supply int64
+	// Door is the shopper's standing at the door ("" none, "blocked",
+	// "bot", "offlist", "member") and Cohort the cohort they send
+	// (door_test.go); Token that the answer carried an admission token.
+	Door, Cohort string
+	Token        bool
 }
 
 func (o op) String() string {
@@ -44,7 +49,7 @@ func (o op) String() string {
 		ans = "error " + o.Err
 	}
 	s := fmt.Sprintf("#%d %s %s %-7s %-6s %s", o.Seq, o.At.Format("15:04:05.000"), o.Sale, o.Kind, o.User, ans)
-	for _, kv := range [][2]string{{"node", o.Node}, {"lane", o.Lane}, {"key", o.Key}, {"claim", o.ClaimID}, {"state", o.State}, {"note", o.Note}} {
+	for _, kv := range [][2]string{{"node", o.Node}, {"lane", o.Lane}, {"key", o.Key}, {"claim", o.ClaimID}, {"state", o.State}, {"door", o.Door}, {"cohort", o.Cohort}, {"note", o.Note}} {
 		if kv[1] != "" {
 			s += " " + kv[0] + "=" + kv[1]
 		}
@@ -54,6 +59,9 @@ func (o op) String() string {
 	}
 	if o.Retry {
 		s += " retry-after"
+	}
+	if o.Token {
+		s += " admission-token"
 	}
 	return s
 }
@@ -135,6 +143,10 @@ type saleBook struct {
 	// client is told; grantAt is when each claim id was first answered.
 	claimTTL time.Duration
 	grantAt  map[string]time.Time
+	// door is the sale's door as the checks know it (doorbook_test.go),
+	// nil without one; cohort the cohort each JSON shopper sent.
+	door   *doorBook
+	cohort map[string]string
 }
 
 // unexpired counts the claim ids of set (a map keyed by claim id) that
@@ -191,7 +203,7 @@ func (h *history) open(sale string, supply, limit, maxActive int64) {
 		byKey: map[string]string{}, held: map[string]map[string]bool{}, live: map[string]string{},
 		confirmed: map[string]bool{}, released: map[string]bool{}, acked: map[string]string{},
 		posUser: map[string]string{}, posAt: map[string]time.Time{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{},
-		finished: map[string]bool{}, inCheckout: map[string]time.Time{}, grantAt: map[string]time.Time{}}
+		finished: map[string]bool{}, inCheckout: map[string]time.Time{}, grantAt: map[string]time.Time{}, cohort: map[string]string{}}
 }
 
 func (h *history) book(sale string) *saleBook {
@@ -225,9 +237,14 @@ func (h *history) record(o op) {
 		h.violate(o, "a 5xx other than 503 degraded/paused/closed with Retry-After: %d %s on %s", o.Status, o.Code, o.Kind)
 	}
 	h.checkHold(o)
+	h.checkDoor(o, b)
+	if o.Cohort != "" {
+		b.cohort[o.User] = o.Cohort
+	}
 	switch o.Kind {
 	case "join":
-		if o.Status == http.StatusOK && o.Pos > 0 && o.Lane != "pass" {
+		// A sunk join's place is a plausible one, not its own.
+		if o.Status == http.StatusOK && o.Pos > 0 && o.Lane != "pass" && o.Door != "bot" && (b.door == nil || !b.door.maySink(o)) {
 			h.placed(o, b)
 		}
 	case "finish":

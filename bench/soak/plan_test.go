@@ -3,6 +3,7 @@
 package soak
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -35,6 +36,19 @@ type plan struct {
 	// claimTTL is claim_ttl_seconds: short in some sales, so that unpaid
 	// claims (those the stopped worker has not confirmed) expire.
 	claimTTL int
+	// door gives the sale a door (door_test.go): the run's block list
+	// and a rule that sinks the crowd's bots by their user agent; blocked
+	// people and bots join its crowd.
+	door bool
+	// eligible gives the door an eligibility list of the sale's own;
+	// some of the crowd is not on it.
+	eligible bool
+	// change is staff's door change during the sale, changeAt after the
+	// start: "block" adds people who joined (some admitted) to the block
+	// list, "sink" adds a rule that sinks a cohort of the crowd, "both"
+	// does both; "" none.
+	change   string
+	changeAt time.Duration
 
 	// Set by the put-back tests only: the share of arrivals sent with the
 	// pass (default 0.05) and to the lane (default 0.3), and how long the
@@ -89,6 +103,17 @@ func drawPlan(rnd *rand.Rand, n int, onCluster bool) plan {
 	if rnd.Float64() < 0.4 {
 		p.claimTTL = 10 + rnd.IntN(6) // the shortest a sale takes
 	}
+	// The door: the first drawn sale has all of it, so that a 2-minute
+	// run covers it; later ones draw it.
+	p.door = n == 2 || rnd.Float64() < 0.75
+	p.eligible = p.door && (n == 2 || rnd.Float64() < 0.35)
+	if p.door {
+		p.change = []string{"block", "sink", "both", ""}[rnd.IntN(4)]
+		if n == 2 {
+			p.change = "both"
+		}
+		p.changeAt = dur(rnd, 3*time.Second, 8*time.Second)
+	}
 	return p
 }
 
@@ -119,6 +144,15 @@ func (p plan) String() string {
 	}
 	if p.claimTTL < 60 {
 		s += ", short claim TTL"
+	}
+	if p.door {
+		s += ", door (block list, sunk bots)"
+	}
+	if p.eligible {
+		s += ", eligibility list"
+	}
+	if p.change != "" {
+		s += fmt.Sprintf(", door change (%s) %s after the start", p.change, p.changeAt.Round(100*time.Millisecond))
 	}
 	return s
 }

@@ -53,6 +53,8 @@ type sales struct {
 	stallSale  string
 	stallF     float64
 	stallMoved time.Time
+	// blockedAt is when the door's block list was loaded.
+	blockedAt time.Time
 }
 
 type rateAt struct {
@@ -70,6 +72,8 @@ type saleState struct {
 	// invites and passes count the shoppers sent to the lane and with
 	// the pass.
 	invites, passes int
+	// door is the sale's door (door_test.go), nil without one.
+	door *saleDoor
 }
 
 // state returns the state of sale ev (nil before its creation).
@@ -133,10 +137,18 @@ func (ss *sales) maxRate(ev string, from, to time.Time) float64 {
 }
 
 // run plays sales until ctx ends.
+//
+// Each sale's plan and its staff's draws come from a generator of their
+// own (plans), the crowd's from rnd: how many shoppers a sale drew
+// depends on how long it ran, which is the machine's, and must not move
+// the plans of the sales after it (a seed replays every sale's plan).
 func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
+	plans := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 	for n := 1; ctx.Err() == nil; n++ {
 		ev := fmt.Sprintf("soak%d", n)
-		p := drawPlan(rnd, n, ss.s.cluster != nil)
+		p := drawPlan(plans, n, ss.s.cluster != nil)
+		srnd := rand.New(rand.NewPCG(plans.Uint64(), plans.Uint64()))
+		drnd := rand.New(rand.NewPCG(plans.Uint64(), plans.Uint64()))
 		if ss.plan != nil {
 			p = ss.plan(n)
 		}
@@ -148,8 +160,8 @@ func (ss *sales) run(ctx context.Context, rnd *rand.Rand) {
 		}
 		sctx, cancel := context.WithTimeout(ctx, 150*time.Second+p.lead)
 		var side sync.WaitGroup
-		srnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 		side.Go(func() { ss.beforeStart(sctx, ev, srnd) })
+		side.Go(func() { ss.changeDoor(sctx, ev, drnd) })
 		soldOut := false
 		for !soldOut && wait.Sleep(sctx, time.Second) {
 			ss.c.arrive(sctx, ev, arrivals, ss.state(ev), rnd)
@@ -183,6 +195,18 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 		cfg["lanes"] = []map[string]any{{"name": laneName, "share": laneShare, "starts_at": start.Add(-p.earlyBy().Truncate(time.Second))}}
 	}
 	st := &saleState{plan: p, start: start}
+	var eligibleAt time.Time
+	if p.door {
+		st.door = &saleDoor{}
+		if p.eligible {
+			var err error
+			if st.door, eligibleAt, err = ss.prepareDoor(ctx, ev, ss.c.members); err != nil {
+				return err
+			}
+			ss.c.members += memberPool
+		}
+		cfg["door"] = st.door.door("")
+	}
 	if p.shop {
 		st.secret = fmt.Sprintf("soak-shop-secret-%016x", rnd.Uint64())
 		cfg["shop"] = map[string]any{"secret": st.secret}
@@ -190,6 +214,12 @@ func (ss *sales) create(ctx context.Context, ev string, p plan, rnd *rand.Rand) 
 	body, _ := json.Marshal(cfg)
 	ss.h.open(ev, saleSupply, saleLimit, saleActive)
 	ss.h.setClaimTTL(ev, time.Duration(p.claimTTL)*time.Second)
+	if p.door {
+		ss.mu.Lock()
+		blockedAt := ss.blockedAt
+		ss.mu.Unlock()
+		ss.h.openDoor(ev, blockedAt, eligibleAt)
+	}
 	ss.mu.Lock()
 	ss.rates[ev] = []rateAt{{time.Now(), saleRate}}
 	ss.frames = nil

@@ -104,7 +104,11 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCrowd(h, s.urls(), invites)
+	tickets, err := tokens.NewTickets(s.dp.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCrowd(h, s.urls(), invites, tickets)
 	c.pushes = &pushes{key: s.pushKey}
 	ss := &sales{s: s, h: h, c: c, rates: map[string][]rateAt{}, plan: r.plan}
 	f := &faults{s: s, h: h, sales: ss, busy: map[string]bool{}, counts: map[string]int{}}
@@ -118,6 +122,10 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	salesRnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 	faultsRnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
 	roomRnd := rand.New(rand.NewPCG(rnd.Uint64(), rnd.Uint64()))
+	// The door's block list exists before any sale names it.
+	if err := ss.setupDoor(ctx); err != nil {
+		t.Fatalf("the door's block list: %v", err)
+	}
 	salesDone := make(chan struct{})
 	go func() {
 		defer close(salesDone)
@@ -195,8 +203,8 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	if found != nil {
 		verdict = "FAIL"
 	}
-	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks; %s\n",
-		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load(), mv)
+	fmt.Printf("SOAK %s: seed %d, %s; %d sales audited; faults: %s (%d fault events); %d of %d requests answered; %d answers checked as they came, %d sampler and audit checks; %s; %s\n",
+		verdict, seed, time.Since(start).Round(time.Second), done, strings.Join(kinds, ", "), nfaults, answered, total, inline, ss.checks.Load(), h.doorTally(), mv)
 	if r.quiet {
 		return found
 	}

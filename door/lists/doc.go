@@ -75,13 +75,30 @@
 // once in 65,536), 8 bytes an IPv4 range and 32 an IPv6 range.
 package lists
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/anteroom/anteroom/queue"
+)
 
 // CopyKey is the key of list's exact copy in the slot of the queue whose
 // key prefix is tag (queue.LaneTag's or a join shard's, "ar:{ev}:" or
 // "ar:{ev.s}:").
 func CopyKey(tag, list string) string {
 	return tag + "list:" + list
+}
+
+// JoinCopyTag is the key prefix (CopyKey's tag) of the copies that user's
+// join to sale ev at t reads: its join shard's in the default lane of a
+// sharded sale, else the event's (queue.LaneTag(ev, 0)). A lane's queue
+// shares the event's slot under a prefix of its own (queue.JoinTag),
+// which holds no copy: its joins read the whole copy the event's slot
+// keeps for a sale with lanes.
+func JoinCopyTag(ev, user string, t queue.Times) string {
+	if t.Lane > 0 {
+		return queue.LaneTag(ev, 0)
+	}
+	return queue.JoinTag(ev, user, t)
 }
 
 // Arg is the 8-byte big-endian form of keyed hash h: list_has's argument.

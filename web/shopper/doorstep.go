@@ -96,7 +96,7 @@ func (s *API) exactLists(cfg *event.Config, user string, t queue.Times, v door.V
 	if v.Exact.Empty() {
 		return queue.Lists{}
 	}
-	tag := queue.JoinTag(cfg.ID, user, t)
+	tag := lists.JoinCopyTag(cfg.ID, user, t)
 	l := queue.Lists{Hash: lists.Arg(s.deps.Door.Hash(user))}
 	for _, name := range v.Exact.Block {
 		l.Block = append(l.Block, lists.CopyKey(tag, name))
@@ -175,13 +175,15 @@ func sunkKey(user string) uint64 { return uint64(queue.ShardOf(user, 1<<30)) }
 // signed as sunk (tokens.Ticket.Sunk) at a plausible place at the back
 // of the queue, after about as long as a real join takes, with no queue
 // script: its only Redis calls were the join's defences. It is counted
-// ("join.sink" in the report's refusals).
-func (s *API) sinkJoin(c *fiber.Ctx, sale *admission.Sale, user string, now time.Time) error {
+// ("join.sink" in the report's refusals). lane is the caller's lane by
+// their invite (laneOf), which the answer names as a real join's does;
+// the wait shown is the default lane's (DecideSunk).
+func (s *API) sinkJoin(c *fiber.Ctx, sale *admission.Sale, user string, lane int, now time.Time) error {
 	ticket, seq, d, err := s.sink(c, sale, user, now)
 	if err != nil {
 		return err
 	}
-	return s.joinAnswer(c, &sale.Config, ticket, seq, 0, d)
+	return s.joinAnswer(c, &sale.Config, ticket, seq, lane, d)
 }
 
 // sink is sinkJoin's step before the answer, shared with the basic

@@ -49,7 +49,12 @@ func (s *API) join(c *fiber.Ctx) error {
 	}
 	switch v.Action {
 	case door.Sink:
-		return s.sinkJoin(c, sale, user, now)
+		// Named as a real join names it: an invite's lane.
+		lane, err := s.laneOf(c, cfg, user, claims, now)
+		if err != nil {
+			return err
+		}
+		return s.sinkJoin(c, sale, user, lane, now)
 	case door.Bypass:
 		return s.bypassJoin(c, cfg, user, now)
 	}
