@@ -88,7 +88,7 @@ func StartRedis(t testing.TB, opts ...RedisOption) *Redis {
 		r.port, r.args = port, args
 		lastErr = r.start()
 		if lastErr == nil && cfg.replicaOf != "" {
-			lastErr = r.waitLinked(t)
+			lastErr = r.waitLinked(t, cfg.replicaOf)
 		}
 		if lastErr == nil {
 			return r
@@ -107,13 +107,26 @@ func StartRedis(t testing.TB, opts ...RedisOption) *Redis {
 // test that wrote before the link was up would see that change land
 // between its writes, as a failover: a stressed CI run's
 // TestRoomAfterLaggingFailover got seq 14 for its second entrant.
-func (r *Redis) waitLinked(t testing.TB) error {
+//
+// The primary must also list it online: it does so only at the replica's
+// first acknowledgement after the sync, a moment after the replica calls
+// the link up, and until then a write's WAIT does not count it (a stressed
+// CI run's TestPutWaitsForReplicas: a save answered before the replica
+// had it).
+func (r *Redis) waitLinked(t testing.TB, primary string) error {
 	c := r.Client(t)
+	p := redis.NewClient(&redis.Options{Addr: primary})
+	defer p.Close()
+	online := fmt.Sprintf("port=%d,state=online", r.port)
 	return poll(linkTimeout, func() error {
-		if ReplicationField(context.Background(), c, "master_link_status") == "up" {
-			return nil
+		if ReplicationField(context.Background(), c, "master_link_status") != "up" {
+			return fmt.Errorf("replica %s: the link to its primary is not up", r.Addr())
 		}
-		return fmt.Errorf("replica %s: the link to its primary is not up", r.Addr())
+		info, err := p.Info(context.Background(), "replication").Result()
+		if err != nil || !strings.Contains(info, online) {
+			return fmt.Errorf("replica %s: its primary %s does not list it online yet (%v)", r.Addr(), primary, err)
+		}
+		return nil
 	})
 }
 
