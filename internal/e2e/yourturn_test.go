@@ -104,10 +104,23 @@ func TestYourTurnInTheBackground(t *testing.T) {
 		p.waitJS("the sound on, with a sample", pressed("soundBtn")+` && anteroom.beeps === 1`, 0)
 		return p
 	}
-	away, front := open("background"), open("front")
+	// Staff pause the sale while both tabs open and the first goes to the
+	// background: people queue, nobody is admitted. Without the pause a
+	// stressed CI run admitted the first tab while still in front (hidden
+	// only after the second tab opened and an axe run), so no
+	// notification was due ('notifications: [], want one').
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/turn/pause", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("pause: %d %s", a.Status, a.Raw)
+	}
+	away := open("background")
+	eval[bool](away, hide)
+	front := open("front")
 	away.axe("waiting, with the call-back choices on")
 	away.shot("waiting-callback")
-	eval[bool](away, hide)
+	if a := nodetest.Call(t, http.MethodPost, n.URL()+"/admin/events/turn/resume", admin, nil); a.Status != http.StatusOK {
+		t.Fatalf("resume: %d %s", a.Status, a.Raw)
+	}
 
 	for _, p := range []*tab{away, front} {
 		p.waitJS("admission", claimVisible, 60*time.Second)
