@@ -60,11 +60,11 @@ func (s *Service) Reconcile(ctx context.Context, sale Sale, max int) (int, error
 			}
 		}
 	}
-	sg, sr, err := subjectCounts(ctx, s.js, sale.ID)
+	counts, err := subjectCounts(ctx, s.js, sale.ID)
 	if err != nil {
 		return 0, err
 	}
-	if sg >= granted && sr >= released {
+	if int64(counts[Subject(sale.ID, KindGranted)]) >= granted && int64(counts[Subject(sale.ID, KindReleased)]) >= released {
 		return 0, nil
 	}
 	return s.republishMissing(ctx, sale, boxed, max)

@@ -157,39 +157,48 @@ func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs,
 
 // ReadEvents returns the order events of event ev of the given kinds
 // ("granted", "released"; none means both) on the stream, in stream order,
-// duplicates included. It rides out a leader election (internal/jsretry):
-// a fetch that failed resumes after the last event read.
+// duplicates included: every event the stream acknowledged before the
+// call. It rides out a leader election (internal/jsretry): a fetch that
+// failed resumes after the last event read.
+//
+// How many there are comes from the stream's leader, not from the read's
+// ordered consumer: that consumer (R1) sits on any of the stream's
+// servers, and a publish is acknowledged once a majority stored it, so the
+// server it sits on may not hold the last ones yet (its count would end
+// the read early); its fetches wait for them instead.
 func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ...Kind) ([]OrderEvent, error) {
 	if len(kinds) == 0 {
 		kinds = []Kind{KindGranted, KindReleased}
 	}
+	counts, err := subjectCounts(ctx, js, ev)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", ev, err)
+	}
 	subjects := make([]string, len(kinds))
+	pending := 0
 	for i, k := range kinds {
 		subjects[i] = Subject(ev, k)
+		pending += int(counts[subjects[i]])
 	}
-	var c jetstream.Consumer
-	info, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-		var err error
+	out := make([]OrderEvent, 0, pending)
+	if pending == 0 {
+		return out, nil
+	}
+	c, err := jsretry.Value(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
 		// A fetch recreates the consumer: a few tries there (nats.go
 		// would try forever, ctx unseen), then the loop below retries.
-		c, err = js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, MaxResetAttempts: 2})
-		if err != nil {
-			return nil, err
-		}
-		return c.Info(ctx)
+		return js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: subjects, MaxResetAttempts: 2})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", ev, err)
 	}
-	pending := int(info.NumPending)
-	out := make([]OrderEvent, 0, pending)
 	var retry *jsretry.Retry
 	for len(out) < pending {
 		// Each fetch (re)creates the ordered consumer after the last
 		// event delivered, so a failed one is simply asked again.
 		batch, err := c.Fetch(min(pending-len(out), 1000), jetstream.FetchMaxWait(2*time.Second))
 		if err == nil {
-			n, ferr := fetched(batch, &out)
+			n, ferr := fetched(batch, &out, pending)
 			if ferr != nil {
 				return out, fmt.Errorf("read %s: %w", ev, ferr)
 			}
@@ -212,12 +221,15 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ..
 	return out, nil
 }
 
-// fetched appends the order events of batch to out and returns how many
-// messages it held.
-func fetched(batch jetstream.MessageBatch, out *[]OrderEvent) (int, error) {
+// fetched appends the order events of batch to out, up to limit of them,
+// and returns how many messages it held.
+func fetched(batch jetstream.MessageBatch, out *[]OrderEvent, limit int) (int, error) {
 	n := 0
 	for m := range batch.Messages() {
 		n++
+		if len(*out) >= limit {
+			continue // stored after the count: not this read's
+		}
 		var oe OrderEvent
 		if err := json.Unmarshal(m.Data(), &oe); err != nil {
 			return n, fmt.Errorf("message %s: %w", m.Headers().Get(jetstream.MsgIDHeader), err)
@@ -230,10 +242,10 @@ func fetched(batch jetstream.MessageBatch, out *[]OrderEvent) (int, error) {
 	return n, nil
 }
 
-// subjectCounts returns how many granted and released events of event ev
-// the stream holds, duplicates included, from the stream's subject index
-// (one request, no message is read).
-func subjectCounts(ctx context.Context, js jetstream.JetStream, ev string) (granted, released int64, err error) {
+// subjectCounts returns how many order events of each subject of event
+// ev the stream holds, duplicates included, from the stream leader's
+// subject index (one request, no message is read).
+func subjectCounts(ctx context.Context, js jetstream.JetStream, ev string) (map[string]uint64, error) {
 	info, err := jsretry.Value(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) {
 		st, err := js.Stream(ctx, StreamName)
 		if err != nil {
@@ -242,7 +254,7 @@ func subjectCounts(ctx context.Context, js jetstream.JetStream, ev string) (gran
 		return st.Info(ctx, jetstream.WithSubjectFilter(Subject(ev, "*")))
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("stream info: %w", err)
+		return nil, fmt.Errorf("stream info: %w", err)
 	}
-	return int64(info.State.Subjects[Subject(ev, KindGranted)]), int64(info.State.Subjects[Subject(ev, KindReleased)]), nil
+	return info.State.Subjects, nil
 }
