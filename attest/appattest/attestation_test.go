@@ -50,6 +50,9 @@ func TestAttestationRefused(t *testing.T) {
 		{name: "another team's app", object: ca.attest(t, d, attestation{appID: "ZZZZZ99999.com.example.shop"})},
 		{name: "key id of another key", object: ca.attest(t, d, attestation{}), keyID: other.keyID},
 		{name: "credential id not the key id", object: ca.attest(t, d, attestation{credentialID: other.keyID})},
+		{name: "credential id and key id of another key", object: ca.attest(t, d, attestation{credentialID: other.keyID}), keyID: other.keyID},
+		{name: "nonce extension a bare OCTET STRING", object: ca.attest(t, d, attestation{nonceRaw: func(n []byte) []byte { return append([]byte{0x04, 0x20}, n...) }})},
+		{name: "nonce extension with trailing bytes", object: ca.attest(t, d, attestation{nonceRaw: func(n []byte) []byte { return append(nonceExt(t, n).Value, 0) }})},
 		{name: "counter not 0", object: ca.attest(t, d, attestation{counter: 1})},
 		{name: "development AAGUID without the option", object: ca.attest(t, d, attestation{aaguid: aaguidDevelopment})},
 		{name: "unknown AAGUID", object: ca.attest(t, d, attestation{aaguid: make([]byte, 16)})},
@@ -77,6 +80,20 @@ func TestAttestationRefused(t *testing.T) {
 				t.Errorf("got %v, want ErrAttestation", err)
 			}
 		})
+	}
+}
+
+// TestCriticalNonceExtension: a certificate marking the nonce extension
+// critical still verifies, since this package reads the extension.
+func TestCriticalNonceExtension(t *testing.T) {
+	ca, d := newTestCA(t), newDevice(t)
+	v := newTestVerifier(t, ca, Config{})
+	if _, err := v.VerifyAttestation(testNow, ca.attest(t, d, attestation{critical: true}), d.keyID, testChallenge); err != nil {
+		t.Fatalf("critical nonce extension: %v", err)
+	}
+	_, err := v.VerifyAttestation(testNow, ca.attest(t, d, attestation{critical: true}), d.keyID, []byte("other"))
+	if !errors.Is(err, ErrAttestation) {
+		t.Fatalf("critical nonce extension, wrong challenge: %v, want ErrAttestation", err)
 	}
 }
 
@@ -224,28 +241,30 @@ func TestMalformedAttestation(t *testing.T) {
 	noAT[32] &^= 0x40
 
 	tests := map[string][]byte{
-		"nil":                        nil,
-		"empty":                      {},
-		"garbage":                    []byte("not cbor at all, really"),
-		"a CBOR integer":             {0x01},
-		"a CBOR array":               {0x82, 0x01, 0x02},
-		"empty map":                  {0xa0},
-		"trailing bytes":             append(bytes.Clone(genuine), 0x00),
-		"two objects":                append(bytes.Clone(genuine), genuine...),
-		"another format":             encodeAttestation(t, "packed", x5c, authData),
-		"no x5c":                     enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{}, "authData": authData}),
-		"x5c a string":               enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{"x5c": "MIIB"}, "authData": authData}),
-		"x5c of garbage":             encodeAttestation(t, "apple-appattest", [][]byte{[]byte("garbage")}, authData),
-		"authData a string":          enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{"x5c": x5c}, "authData": "x"}),
-		"authData short":             encodeAttestation(t, "apple-appattest", x5c, authData[:36]),
-		"authData no AT flag":        encodeAttestation(t, "apple-appattest", x5c, noAT),
-		"authData cut in aaguid":     encodeAttestation(t, "apple-appattest", x5c, authData[:37+10]),
-		"credential id past the end": encodeAttestation(t, "apple-appattest", x5c, longCredID),
-		"duplicate fmt key":          append([]byte{0xa4, 0x63, 'f', 'm', 't', 0x65, 'o', 't', 'h', 'e', 'r'}, genuine[1:]...),
-		"indefinite-length map":      append(append([]byte{0xbf}, genuine[1:]...), 0xff),
-		"too large":                  encodeAttestation(t, "apple-appattest", append(x5c, make([]byte, maxEvidenceLen)), authData),
-		"deep nesting":               bytes.Repeat([]byte{0x81}, 100),
-		"huge declared length":       {0x5b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		"nil":                         nil,
+		"empty":                       {},
+		"garbage":                     []byte("not cbor at all, really"),
+		"a CBOR integer":              {0x01},
+		"a CBOR array":                {0x82, 0x01, 0x02},
+		"empty map":                   {0xa0},
+		"trailing bytes":              append(bytes.Clone(genuine), 0x00),
+		"two objects":                 append(bytes.Clone(genuine), genuine...),
+		"another format":              encodeAttestation(t, "packed", x5c, authData),
+		"no x5c":                      enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{}, "authData": authData}),
+		"x5c a string":                enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{"x5c": "MIIB"}, "authData": authData}),
+		"x5c of garbage":              encodeAttestation(t, "apple-appattest", [][]byte{[]byte("garbage")}, authData),
+		"authData a string":           enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{"x5c": x5c}, "authData": "x"}),
+		"authData short":              encodeAttestation(t, "apple-appattest", x5c, authData[:36]),
+		"authData no AT flag":         encodeAttestation(t, "apple-appattest", x5c, noAT),
+		"authData cut in aaguid":      encodeAttestation(t, "apple-appattest", x5c, authData[:37+10]),
+		"credential id past the end":  encodeAttestation(t, "apple-appattest", x5c, longCredID),
+		"duplicate fmt key":           append([]byte{0xa4, 0x63, 'f', 'm', 't', 0x65, 'o', 't', 'h', 'e', 'r'}, genuine[1:]...),
+		"duplicate fmt key and value": append(append([]byte{0xa4, 0x63, 'f', 'm', 't', 0x6f}, "apple-appattest"...), genuine[1:]...),
+		"indefinite-length map":       append(append([]byte{0xbf}, genuine[1:]...), 0xff),
+		"too large, by its receipt": enc(map[string]any{"fmt": "apple-appattest", "authData": authData,
+			"attStmt": map[string]any{"x5c": x5c, "receipt": make([]byte, maxEvidenceLen)}}),
+		"deep nesting":         bytes.Repeat([]byte{0x81}, 100),
+		"huge declared length": {0x5b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 	}
 	for name, object := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -107,9 +107,11 @@ type attestation struct {
 	credentialID []byte // default the device's key id
 	challenge    []byte // default testChallenge
 	leafNotAfter time.Time
-	nonce        []byte // the certificate's nonce; default the right one
-	noNonce      bool   // no nonce extension at all
-	fmt          string // default apple-appattest
+	nonce        []byte                    // the certificate's nonce; default the right one
+	noNonce      bool                      // no nonce extension at all
+	nonceRaw     func(nonce []byte) []byte // the nonce extension's value, instead of the ASN.1 around nonce
+	critical     bool                      // the nonce extension marked critical
+	fmt          string                    // default apple-appattest
 }
 
 var testChallenge = []byte("one-time challenge 7f3a")
@@ -149,7 +151,12 @@ func (ca *testCA) attest(t testing.TB, d *device, a attestation) []byte {
 		KeyUsage:  x509.KeyUsageDigitalSignature,
 	}
 	if !a.noNonce {
-		leaf.ExtraExtensions = []pkix.Extension{nonceExt(t, a.nonce)}
+		ext := nonceExt(t, a.nonce)
+		if a.nonceRaw != nil {
+			ext.Value = a.nonceRaw(a.nonce)
+		}
+		ext.Critical = a.critical
+		leaf.ExtraExtensions = []pkix.Extension{ext}
 	}
 	leafDER := ca.sign(t, leaf, ca.inter, &d.key.PublicKey, ca.interKey)
 	return encodeAttestation(t, a.fmt, [][]byte{leafDER, ca.interDER}, authData)
