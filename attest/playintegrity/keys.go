@@ -30,6 +30,9 @@ func ParseDecryptionKey(s string) ([]byte, error) {
 // ECDSA P-256 public key, the key that verifies each token's ES256
 // signature. Any other key type or curve is refused.
 func ParseVerificationKey(s string) (*ecdsa.PublicKey, error) {
+	if strings.Contains(s, "-----BEGIN") {
+		return nil, errors.New("play integrity verification key: a PEM block; give the base64 between its BEGIN and END lines")
+	}
 	der, err := decodeBase64(s)
 	if err != nil {
 		return nil, fmt.Errorf("play integrity verification key: not base64: %w", err)

@@ -160,8 +160,8 @@ func (v *Verifier) open(token string) ([]byte, error) {
 	if len(token) == 0 || len(token) > MaxTokenBytes {
 		return nil, fmt.Errorf("%w: %d bytes", ErrMalformed, len(token))
 	}
-	if err := pinned(token, 5, map[string]string{"alg": string(keyAlgorithm), "enc": string(contentEncryption)}); err != nil {
-		return nil, fmt.Errorf("JWE: %w", err)
+	if err := pinned("JWE", token, 5, map[string]string{"alg": string(keyAlgorithm), "enc": string(contentEncryption)}, ErrMalformed); err != nil {
+		return nil, err
 	}
 	jwe, err := jose.ParseEncryptedCompact(token, []jose.KeyAlgorithm{keyAlgorithm}, []jose.ContentEncryption{contentEncryption})
 	if err != nil {
@@ -173,8 +173,8 @@ func (v *Verifier) open(token string) ([]byte, error) {
 	}
 	// Only a holder of the decryption key wrote what is inside: whatever
 	// is wrong with it is a failed attestation, never a client's typo.
-	if err := pinned(string(inner), 3, map[string]string{"alg": string(signatureAlgorithm)}); err != nil {
-		return nil, fmt.Errorf("%w: inside the JWE: %v", ErrAttestation, err)
+	if err := pinned("JWS inside the JWE", string(inner), 3, map[string]string{"alg": string(signatureAlgorithm)}, ErrAttestation); err != nil {
+		return nil, err
 	}
 	jws, err := jose.ParseSignedCompact(string(inner), []jose.SignatureAlgorithm{signatureAlgorithm})
 	if err != nil {
