@@ -65,6 +65,9 @@ func FuzzSignedVerdict(f *testing.F) {
 	f.Add(`{"appIntegrity":null,"deviceIntegrity":{"deviceRecognitionVerdict":null}}`)
 	f.Add(`[]`)
 	f.Add(`{"requestDetails":{"timestampMillis":"-9223372036854775808"}}`)
+	far := fx.verdict(0)
+	section(far, "requestDetails")["timestampMillis"] = "9223372036854775807"
+	f.Add(string(mustJSON(f, far)))
 	f.Fuzz(func(t *testing.T, payload string) {
 		token := fx.seal(t, sign(t, jose.ES256, fx.signer, []byte(payload)))
 		got, err := fx.v.Verify(token, standard, Policy{}, fx.now)

@@ -200,12 +200,13 @@ func (v *Verifier) checkRequest(got Verdict, want Expect, now time.Time) error {
 	if got.RequestPackageName != v.packageName {
 		return fmt.Errorf("%w: request package %q", ErrAttestation, got.RequestPackageName)
 	}
-	age := now.Sub(got.Issued)
-	if age > v.maxAge {
-		return fmt.Errorf("%w (%w): issued %s ago, max %s", ErrStale, ErrAttestation, age.Round(time.Millisecond), v.maxAge)
+	// Compare instants, not now.Sub(issued): a Duration saturates, and
+	// the negation of the most negative one is itself.
+	if now.After(got.Issued.Add(v.maxAge)) {
+		return fmt.Errorf("%w (%w): issued %s ago, max %s", ErrStale, ErrAttestation, now.Sub(got.Issued).Round(time.Millisecond), v.maxAge)
 	}
-	if -age > v.maxSkew {
-		return fmt.Errorf("%w: issued %s in the future, max skew %s", ErrAttestation, (-age).Round(time.Millisecond), v.maxSkew)
+	if got.Issued.After(now.Add(v.maxSkew)) {
+		return fmt.Errorf("%w: issued %s in the future, max skew %s", ErrAttestation, got.Issued.Sub(now).Round(time.Millisecond), v.maxSkew)
 	}
 	return nil
 }

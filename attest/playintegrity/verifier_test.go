@@ -258,6 +258,15 @@ func TestFreshness(t *testing.T) {
 		}
 	}
 
+	// The furthest future an int64 of milliseconds holds: now minus it
+	// does not fit a time.Duration.
+	farFuture := f.token(t, func(v map[string]any) {
+		section(v, "requestDetails")["timestampMillis"] = "9223372036854775807"
+	})
+	if err := refused(t, f, farFuture, standard, Policy{}, ErrAttestation); errors.Is(err, ErrStale) {
+		t.Errorf("issued in year 292278994: %v matches ErrStale", err)
+	}
+
 	cfg := f.cfg
 	cfg.MaxAge, cfg.MaxSkew = 30*time.Second, time.Second
 	v, err := New(cfg)
