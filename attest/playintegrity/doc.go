@@ -26,8 +26,8 @@
 // Errors: [ErrMalformed] for a token that does not parse as a compact JWE
 // (a client fault: 400); [ErrAttestation] for one that does but fails a
 // check (403 attestation_failed), including anything wrong inside the
-// encryption; a token older than MaxAge is refused with an error that
-// matches both [ErrStale] and [ErrAttestation].
+// encryption; a token older than MaxAge is refused with [ErrStale], which
+// is an ErrAttestation of its own kind (errors.Is(ErrStale, ErrAttestation)).
 //
 // What the package does not own: that a nonce or request hash is spent
 // once. It checks a token is bound to the caller's challenge; the caller

@@ -24,10 +24,17 @@ var (
 	// nonce or request hash, the package, the time, or the policy (403
 	// attestation_failed).
 	ErrAttestation = errors.New("playintegrity: attestation failed")
-	// ErrStale: the token was issued longer ago than Config.MaxAge. An
-	// error that matches ErrStale matches ErrAttestation too.
-	ErrStale = errors.New("playintegrity: integrity token too old")
+	// ErrStale: the token was issued longer ago than Config.MaxAge (the
+	// app may ask Google Play for a fresh one). It is an ErrAttestation:
+	// errors.Is(ErrStale, ErrAttestation) holds.
+	ErrStale error = staleError{}
 )
+
+// staleError is ErrStale's type: a failed attestation of its own kind.
+type staleError struct{}
+
+func (staleError) Error() string        { return "playintegrity: integrity token too old" }
+func (staleError) Is(target error) bool { return target == ErrAttestation }
 
 // MaxTokenBytes bounds the token accepted: a real one is a few kilobytes.
 const MaxTokenBytes = 16 << 10
@@ -203,7 +210,7 @@ func (v *Verifier) checkRequest(got Verdict, want Expect, now time.Time) error {
 	// Compare instants, not now.Sub(issued): a Duration saturates, and
 	// the negation of the most negative one is itself.
 	if now.After(got.Issued.Add(v.maxAge)) {
-		return fmt.Errorf("%w (%w): issued %s ago, max %s", ErrStale, ErrAttestation, now.Sub(got.Issued).Round(time.Millisecond), v.maxAge)
+		return fmt.Errorf("%w: issued %s ago, max %s", ErrStale, now.Sub(got.Issued).Round(time.Millisecond), v.maxAge)
 	}
 	if got.Issued.After(now.Add(v.maxSkew)) {
 		return fmt.Errorf("%w: issued %s in the future, max skew %s", ErrAttestation, got.Issued.Sub(now).Round(time.Millisecond), v.maxSkew)

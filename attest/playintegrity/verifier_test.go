@@ -283,6 +283,14 @@ func TestFreshness(t *testing.T) {
 
 // TestExpectMisuse: asking for neither or both bindings is the caller's
 // bug, not a client's fault: no sentinel, so it is a 500.
+// TestStaleIsAnAttestationFailure: a table that maps ErrAttestation maps
+// ErrStale too, unless it has a row of its own first.
+func TestStaleIsAnAttestationFailure(t *testing.T) {
+	if !errors.Is(ErrStale, ErrAttestation) || errors.Is(ErrAttestation, ErrStale) || errors.Is(ErrStale, ErrMalformed) {
+		t.Error("want ErrStale to be an ErrAttestation, and not the other way round")
+	}
+}
+
 func TestExpectMisuse(t *testing.T) {
 	f := newFixture(t)
 	for _, exp := range []Expect{{}, {Nonce: testNonce, RequestHash: testRequestHash}} {
