@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/attest/appattest"
+	"github.com/anteroom/anteroom/attest/playintegrity"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/lists"
@@ -92,6 +94,7 @@ var titles = map[string]string{
 	"degraded":            "Temporarily unavailable",
 	"stock_not_laid":      "Temporarily unavailable",
 	"not_replicated":      "Temporarily unavailable",
+	"attestation_failed":  "Forbidden",
 	"captcha_unavailable": "Temporarily unavailable",
 	"conflict":            "Conflict",
 	"locked":              "Conflict",
@@ -288,6 +291,15 @@ var errorRows = []errorRow{
 	// Saved on the primary, not yet on its replicas: staff send it again.
 	{err: event.ErrNotReplicated, status: fiber.StatusServiceUnavailable, code: "not_replicated", retry: 1,
 		detail: "saved on the Redis primary, but its replicas did not copy it in time, so a Redis failover now would lose it; send the same change again"},
+
+	// Device attestation (packages attest/...): a failed or replayed one
+	// tells a client no more than the code; a stale one asks for another.
+	{err: playintegrity.ErrStale, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the device attestation is too old: ask for a fresh one"},
+	{err: playintegrity.ErrAttestation, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the device attestation failed"},
+	{err: playintegrity.ErrMalformed, status: fiber.StatusBadRequest, code: "bad_request", detail: "malformed integrity token"},
+	{err: appattest.ErrReplay, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the device attestation failed"},
+	{err: appattest.ErrAttestation, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the device attestation failed"},
+	{err: appattest.ErrMalformed, status: fiber.StatusBadRequest, code: "bad_request", detail: "malformed attestation object"},
 
 	// The door's lists (package door/lists): their errors' text is
 	// written for staff (it names the list, the sale or the line). A line

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/attest/appattest"
+	"github.com/anteroom/anteroom/attest/playintegrity"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
 	"github.com/anteroom/anteroom/door/lists"
@@ -58,6 +60,12 @@ var sentinels = []struct {
 	{"event.ErrConflict", event.ErrConflict, http.StatusConflict, "conflict"},
 	{"event.ErrLocked", event.ErrLocked, http.StatusConflict, "locked"},
 	{"event.ErrNotReplicated", event.ErrNotReplicated, http.StatusServiceUnavailable, "not_replicated"},
+	{"attest/playintegrity.ErrMalformed", playintegrity.ErrMalformed, http.StatusBadRequest, "bad_request"},
+	{"attest/playintegrity.ErrAttestation", playintegrity.ErrAttestation, http.StatusForbidden, "attestation_failed"},
+	{"attest/playintegrity.ErrStale", playintegrity.ErrStale, http.StatusForbidden, "attestation_failed"},
+	{"attest/appattest.ErrMalformed", appattest.ErrMalformed, http.StatusBadRequest, "bad_request"},
+	{"attest/appattest.ErrAttestation", appattest.ErrAttestation, http.StatusForbidden, "attestation_failed"},
+	{"attest/appattest.ErrReplay", appattest.ErrReplay, http.StatusForbidden, "attestation_failed"},
 	{"event.ErrClosed", event.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"event.ErrFailOpen", event.ErrFailOpen, http.StatusBadRequest, "bad_request"},
