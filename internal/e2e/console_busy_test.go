@@ -45,7 +45,7 @@ func TestConsoleBusyNetwork(t *testing.T) {
 	staff := signIn(t, browser, n)
 	selectEvent(staff, "nat")
 	staff.waitJS("the busy-network note", `document.getElementById("busyNote").textContent.includes("Default on this node")`, 0)
-	note := staff.text("busyNote")
+	note := staff.text("busySet")
 	for _, want := range []string{"carrier's NAT", "busy_network() and then challenge", "100 joins at once from one address, then 60 a minute", "does nothing until one does"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("busy-network note of the default, no rule: %q lacks %q", note, want)
