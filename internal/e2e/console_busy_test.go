@@ -19,11 +19,12 @@ import (
 // says what the default comes to on this node (ten times the anonymous
 // per-IP default) and whether a rule of the sale uses it, following a door
 // saved elsewhere. A custom ceiling is stored as typed (the admin API's GET
-// shows it, and the friction in force) and shown again after a reload. A
-// value the server refuses (a burst over the maximum, a negative rate: a
-// busy network is never unlimited) shows the server's 400 under the fields
-// and changes nothing; a blank field is refused in the page without a
-// request. axe-core finds no violation in the editor with the error shown.
+// shows it, and the friction in force) and shown again after a reload,
+// where saving it again changes nothing. A value the server refuses (a
+// burst over the maximum, a negative rate: a busy network is never
+// unlimited) shows the server's 400 under the fields and changes nothing;
+// a blank field is refused in the page without a request. axe-core finds
+// no violation in the editor with the error shown.
 func TestConsoleBusyNetwork(t *testing.T) {
 	n := startNode(t) // anonymous visitors: join.ip defaults to 10 at once, 6 a minute
 	browser := startBrowser(t)
@@ -84,6 +85,9 @@ func TestConsoleBusyNetwork(t *testing.T) {
 	staff.waitJS("the saved ceiling after a reload", shown, 0)
 	if !staff.visible("p-busyr") || !strings.Contains(staff.text("busyNote"), "Custom:") {
 		t.Errorf("after a reload: fields shown %v, note %q", staff.visible("p-busyr"), staff.text("busyNote"))
+	}
+	if got := save(staff); !strings.Contains(got, "Nothing changed") {
+		t.Errorf("saving the reloaded ceiling again: %q", got)
 	}
 
 	// Values the server refuses: its 400 under the fields, nothing changed.
