@@ -26,7 +26,8 @@
 //     while its first build runs (seconds at 10 million entries: a list
 //     a sale names within a tick of its creation) or after a failed
 //     build, which the next tick retries. A list whose Version changed
-//     keeps answering from its previous build until the new one is in.
+//     answers from its previous build while the new one runs; should the
+//     new one fail, the previous is dropped (Unknown) until one succeeds.
 //  2. Rules (event.Door.Rules), in order: the first whose `when` holds
 //     decides with its `then`: queue, bypass, block, challenge or sink.
 //     None matching is queue.

@@ -240,3 +240,51 @@ func TestBuildInProgressRefusesTheBlocked(t *testing.T) {
 		wantNormalAnswers(t, d, c)
 	})
 }
+
+// TestFailedRebuildRefusesTheBlocked: a node holds a list, the list
+// changes (mallory is added), and the node cannot read the new entries
+// (Redis refuses HMGET): its previous view, which lacks mallory, must
+// not answer on however long; the list is Unknown until a build
+// succeeds, and mallory is refused after the join.
+func TestFailedRebuildRefusesTheBlocked(t *testing.T) {
+	eachRedis(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := NewStore(rdb)
+		newList(t, s, "bad", KindUser, []string{"eve"})
+		view := NewSet(s)
+		if err := view.Refresh(ctxOf(t)); err != nil {
+			t.Fatal(err)
+		}
+		cfg := &event.Config{ID: "re"}
+		cfg.Door.BlockLists = []string{"bad"}
+		if _, err := s.Add(ctxOf(t), "bad", "mallory"); err != nil {
+			t.Fatal(err)
+		}
+		acl(t, rdb, "-hmget")
+		d := door.New(view, nil)
+		deadline := time.Now().Add(10 * time.Second)
+		for view.User("bad", "mallory") != door.Unknown {
+			if time.Now().After(deadline) {
+				t.Fatalf("the view still answers %d for mallory from the old version", view.User("bad", "mallory"))
+			}
+			_ = view.Refresh(ctxOf(t))
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, step := range laterSteps {
+			if v := d.Check(cfg, &door.Request{User: "mallory", Addr: outside}, step); v.Action != door.Block {
+				t.Errorf("step %d, mallory after a failed rebuild: %+v, want block", step, v)
+			}
+		}
+		acl(t, rdb, "+hmget")
+		deadline = time.Now().Add(10 * time.Second)
+		for view.User("bad", "mallory") != door.Maybe {
+			if time.Now().After(deadline) {
+				t.Fatal("the view never rebuilt the list once Redis answered")
+			}
+			_ = view.Refresh(ctxOf(t))
+			time.Sleep(20 * time.Millisecond)
+		}
+		if v := d.Check(cfg, &door.Request{User: "alice", Addr: outside}, door.Status); v.Action != door.Queue {
+			t.Errorf("alice after the rebuild: %+v, want queue", v)
+		}
+	})
+}

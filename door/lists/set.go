@@ -173,16 +173,25 @@ func (s *Set) Refresh(ctx context.Context) error {
 	return errors.Join(err, keyErr)
 }
 
-// build reads list m's entries, builds its view and publishes it.
+// build reads list m's entries, builds its view and publishes it; when
+// it fails, it drops the view of an older Version.
 func (s *Set) build(ctx context.Context, m Meta) error {
 	v, err := s.view(ctx, m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.building, m.Name)
+	cur := s.snap.Load()
 	if err != nil {
+		// A view of an older Version would answer for entries it lacks
+		// until a build succeeds, however long: drop it (the list is
+		// Unknown until then).
+		if old := cur.lists[m.Name]; old != nil && old.version < m.Version {
+			next := maps.Clone(cur.lists)
+			delete(next, m.Name)
+			s.snap.Store(&snapshot{lists: next, read: cur.read, kinds: cur.kinds})
+		}
 		return err
 	}
-	cur := s.snap.Load()
 	next := maps.Clone(cur.lists)
 	next[m.Name] = v
 	s.snap.Store(&snapshot{lists: next, read: cur.read, kinds: cur.kinds})
