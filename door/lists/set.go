@@ -21,7 +21,10 @@ import (
 // about 2.25 bytes an entry, a false positive about once in 65,536:
 // Absent is certain, Maybe is asked of the exact copy at the join or
 // refuses elsewhere); for a network list, a sorted table of address
-// ranges (exact). Reads are lock-free: they load an immutable snapshot,
+// ranges (exact). A list Redis names that the view does not hold (its
+// build failed or is running) answers Unknown, and so does every list
+// before a Refresh read the versions: never Absent (package door's walk
+// of checks). Reads are lock-free: they load an immutable snapshot,
 // which Refresh replaces when a list's Version changes. Safe for
 // concurrent use.
 type Set struct {
