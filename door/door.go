@@ -30,11 +30,9 @@
 //     new one fail, the previous is dropped (Unknown) until one succeeds.
 //  2. Rules (event.Door.Rules), in order: the first whose `when` holds
 //     decides with its `then`: queue, bypass, block, challenge or sink.
-//     None matching is queue. A rule's in_list counts a list of ids the
-//     node does not hold as on it, as it counts a "maybe" (package
-//     door/rules): a rule that blocks, challenges or sinks errs toward
-//     refusing, but one that bypasses lets everyone it tests by that
-//     list bypass until the node holds it (not fixed yet).
+//     None matching is queue. A rule whose outcome depends on a list
+//     the node does not hold (in_list, package door/rules) holds when
+//     its then refuses or queues and does not when it bypasses.
 //  3. Eligibility lists (event.Door.EligibleLists), for a request the
 //     rules left to the queue (or sent to a challenge): a caller on none
 //     of them is refused, 403 not_eligible with the sale's message. At
