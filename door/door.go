@@ -11,15 +11,35 @@
 //     at the join the join script then decides exactly (Verdict.Exact);
 //     elsewhere a "maybe" refuses (a filter errs only toward refusing),
 //     and so at the join for a request a rule bypasses or sinks, which no
-//     join script decides.
+//     join script decides. A list the node does not hold (Unknown: its
+//     first read of the lists failed, or the list's build failed or is
+//     still running) is never taken for "not on it": at the join a list
+//     of ids goes to the join script as a "maybe" does; a list of
+//     networks (which has no copy in the queue's slot), or any list
+//     while the node has read none (it cannot tell their kinds), refuses
+//     at every step, and so does every step after the join. We chose to
+//     refuse rather than ask Redis for the exact answer: the checks read
+//     memory only and take no context, a network has no one-key exact
+//     lookup, and the case is short and rare. A node reports not ready
+//     until its first read of every list succeeds (so a load balancer
+//     sends it nothing meanwhile); afterwards a list is unheld only
+//     while its first build runs (seconds at 10 million entries: a list
+//     a sale names within a tick of its creation) or after a failed
+//     build, which the next tick retries. A list whose Version changed
+//     answers from its previous build while the new one runs; should the
+//     new one fail, the previous is dropped (Unknown) until one succeeds.
 //  2. Rules (event.Door.Rules), in order: the first whose `when` holds
 //     decides with its `then`: queue, bypass, block, challenge or sink.
-//     None matching is queue.
+//     None matching is queue. A rule whose outcome depends on a list
+//     the node does not hold (in_list, package door/rules) holds when
+//     its then refuses or queues and does not when it bypasses.
 //  3. Eligibility lists (event.Door.EligibleLists), for a request the
 //     rules left to the queue (or sent to a challenge): a caller on none
 //     of them is refused, 403 not_eligible with the sale's message. At
-//     the join a filter's "maybe" is decided exactly by the join script;
-//     elsewhere it lets the caller on (their join was exact).
+//     the join a filter's "maybe", or a list of ids the node does not
+//     hold, is decided exactly by the join script (a list of networks it
+//     does not hold counts as not on it: the join errs toward refusing);
+//     elsewhere either lets the caller on (their join was exact).
 //
 // A join the rate limits refused for its address alone (over the sale's
 // per-IP budget: a carrier NAT is many people) is asked again with
@@ -115,6 +135,13 @@ const (
 	Maybe
 	// Present: certainly on the list.
 	Present
+	// Unknown: the node does not hold the list (yet): its first read of
+	// the lists failed, or the list's build failed or has not finished.
+	// Never "not on it": a block list refuses (or, at the join, is left
+	// to the join script's exact copy when the list is of ids), an
+	// eligibility list is left to the join script at the join and lets
+	// the caller on afterwards.
+	Unknown
 )
 
 // Lists is the node's view of the lists (package door/lists): compact
@@ -122,10 +149,15 @@ const (
 // tables of networks, refreshed within a tick of a change.
 type Lists interface {
 	// User answers whether user is on list name: Absent or Maybe for a
-	// list of ids, Absent for a list of another kind or an unknown one.
+	// list of ids; Absent for a list of another kind or one that does
+	// not exist; Unknown for a list of ids the node does not hold (yet),
+	// and for every list while the node has read none.
 	User(list, user string) Membership
 	// Addr answers whether addr is in one of list name's networks:
-	// Absent or Present (exact); Absent for a list of another kind.
+	// Absent or Present (exact); Absent for a list of another kind or
+	// one that does not exist; Unknown for a list of networks the node
+	// does not hold (yet), and for every list while the node has read
+	// none.
 	Addr(list string, addr netip.Addr) Membership
 	// Hash is user's keyed hash, the entry the lists' exact copies hold
 	// (package door/lists' layout): the join script's argument.

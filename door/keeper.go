@@ -42,19 +42,22 @@ func (d *Door) Hash(user string) uint64 {
 // request on at every step but Join, where the join script decides
 // (Verdict.Exact.Eligible): the join was exact, and a list change that
 // takes someone off reaches them through the filter's Absent. Networks
-// are exact. It reads only memory; a sale without rules or lists returns
+// are exact. A list the node does not hold (Unknown) is a "maybe" when
+// it is a list of ids; a list of networks, or any list before the node
+// read one, refuses as a block list at every step and counts as not on
+// it at the join as an eligibility list. It reads only memory; a sale without rules or lists returns
 // Queue at once, without allocating.
 func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 	if !d.Applies(cfg) {
 		return Verdict{}
 	}
 	dc := &cfg.Door
-	var maybe []string // block lists whose filter said Maybe
+	var maybe []string // block lists the join script decides
 	for _, list := range dc.BlockLists {
 		switch d.member(list, r) {
-		case Present:
+		case Present, unheld:
 			return Verdict{Action: Block}
-		case Maybe:
+		case Maybe, Unknown:
 			if step != Join {
 				return Verdict{Action: Block}
 			}
@@ -86,8 +89,12 @@ func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 		switch d.member(list, r) {
 		case Present:
 			return v
-		case Maybe:
+		case Maybe, Unknown:
 			candidates = append(candidates, list)
+		case unheld:
+			if step != Join {
+				return v // their join was exact
+			}
 		}
 	}
 	switch {
@@ -99,19 +106,35 @@ func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 	return v
 }
 
+// unheld is member's answer for a list the node does not hold and whose
+// exact copy in the queue's slot cannot decide either: a list of
+// networks (it has none), or any list while the node has read none (its
+// kind is unknown), or one the request names no address to tell by.
+const unheld Membership = 255
+
 // member is r's caller's place on list: its network (exact), then its
-// user id (the filter's Absent or Maybe).
+// user id (the filter's Absent or Maybe). Unknown is a list of ids the
+// node does not hold (its join script's copy decides); unheld, one no
+// copy decides.
 func (d *Door) member(list string, r *Request) Membership {
 	if d.lists == nil {
 		return Absent
 	}
-	if r.Addr.IsValid() {
-		if d.lists.Addr(list, r.Addr.Unmap()) == Present {
+	asked := r.Addr.IsValid()
+	if asked {
+		switch d.lists.Addr(list, r.Addr.Unmap()) {
+		case Present:
 			return Present
+		case Unknown:
+			return unheld
 		}
 	}
 	if r.User == "" {
 		return Absent
 	}
-	return d.lists.User(list, r.User)
+	m := d.lists.User(list, r.User)
+	if m == Unknown && !asked {
+		return unheld // a list of networks, or of ids: no address tells
+	}
+	return m
 }

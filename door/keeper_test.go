@@ -169,3 +169,69 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// unheldLists is a node that holds no list: the ids lists of ids answer
+// Unknown to User, the nets lists of networks Unknown to Addr (both, for
+// a node that read none).
+type unheldLists struct{ ids, nets map[string]bool }
+
+func (u unheldLists) User(list, _ string) door.Membership {
+	if u.ids[list] {
+		return door.Unknown
+	}
+	return door.Absent
+}
+func (u unheldLists) Addr(list string, _ netip.Addr) door.Membership {
+	if u.nets[list] {
+		return door.Unknown
+	}
+	return door.Absent
+}
+func (unheldLists) Hash(user string) uint64 { return uint64(len(user)) }
+
+// TestCheckUnheldLists: a list the node does not hold is never "not on
+// it". A block list refuses at every step after the join; at the join a
+// list of ids goes to the script, one of networks (or one a request
+// without an address cannot tell) refuses, and so does a bypass or a
+// sink. An eligibility list goes to the script at the join (a list of
+// networks counts as not on it there) and lets the caller on after it.
+func TestCheckUnheldLists(t *testing.T) {
+	lists := unheldLists{ids: map[string]bool{"bad": true, "vip": true, "cold": true}, nets: map[string]bool{"badnet": true, "office": true, "cold": true}}
+	d := door.New(lists, pathRules{})
+	ids := &event.Config{Door: event.Door{BlockLists: []string{"bad"}, Rules: []event.Rule{{Name: "health", When: "x", Then: "bypass"}}}}
+	nets := &event.Config{Door: event.Door{BlockLists: []string{"badnet"}}}
+	cold := &event.Config{Door: event.Door{BlockLists: []string{"cold"}}}
+	vip := &event.Config{Door: event.Door{EligibleLists: []string{"vip"}}}
+	office := &event.Config{Door: event.Door{EligibleLists: []string{"office"}}}
+	addr := netip.MustParseAddr("203.0.113.9")
+	for _, step := range []door.Step{door.Status, door.Gate, door.Room, door.Claim} {
+		for i, cfg := range []*event.Config{ids, nets, cold} {
+			if v := d.Check(cfg, &door.Request{User: "mallory", Addr: addr}, step); v.Action != door.Block {
+				t.Errorf("block sale %d at step %d: %+v, want block", i, step, v)
+			}
+		}
+		for i, cfg := range []*event.Config{vip, office} {
+			if v := d.Check(cfg, &door.Request{User: "bob", Addr: addr}, step); v.Action != door.Queue {
+				t.Errorf("eligibility sale %d at step %d: %+v, want queue", i, step, v)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  *event.Config
+		r    door.Request
+		want door.Verdict
+	}{
+		{"a list of ids to the script", ids, door.Request{User: "mallory", Addr: addr}, door.Verdict{Action: door.Queue, Exact: door.Exact{Block: []string{"bad"}}}},
+		{"no address: nothing tells the kind", ids, door.Request{User: "mallory"}, door.Verdict{Action: door.Block}},
+		{"a bypass is decided by no script", ids, door.Request{Path: "/health", User: "mallory", Addr: addr}, door.Verdict{Action: door.Block}},
+		{"a list of networks has no copy", nets, door.Request{User: "alice", Addr: addr}, door.Verdict{Action: door.Block}},
+		{"a node that read no list", cold, door.Request{User: "alice", Addr: addr}, door.Verdict{Action: door.Block}},
+		{"an eligibility list of ids to the script", vip, door.Request{User: "bob", Addr: addr}, door.Verdict{Action: door.Queue, Exact: door.Exact{Eligible: []string{"vip"}}}},
+		{"an eligibility list of networks not held refuses", office, door.Request{User: "bob", Addr: addr}, door.Verdict{Action: door.NotEligible}},
+	} {
+		if got := d.Check(tc.cfg, &tc.r, door.Join); !slices.Equal(got.Exact.Block, tc.want.Exact.Block) || !slices.Equal(got.Exact.Eligible, tc.want.Exact.Eligible) || got.Action != tc.want.Action {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -21,7 +21,10 @@ import (
 // about 2.25 bytes an entry, a false positive about once in 65,536:
 // Absent is certain, Maybe is asked of the exact copy at the join or
 // refuses elsewhere); for a network list, a sorted table of address
-// ranges (exact). Reads are lock-free: they load an immutable snapshot,
+// ranges (exact). A list Redis names that the view does not hold (its
+// build failed or is running) answers Unknown, and so does every list
+// before a Refresh read the versions: never Absent (package door's walk
+// of checks). Reads are lock-free: they load an immutable snapshot,
 // which Refresh replaces when a list's Version changes. Safe for
 // concurrent use.
 type Set struct {
@@ -32,10 +35,21 @@ type Set struct {
 	loaded   bool       // a first Refresh built every list
 	building map[string]bool
 	lastErr  error // a background build's, returned by the next Refresh
+	ready    atomic.Bool
+
+	beforeBuild func(name string) // tests: runs before a background build reads list name
 }
 
 // snapshot is the immutable view the checks read.
-type snapshot struct{ lists map[string]*listView }
+type snapshot struct {
+	lists map[string]*listView
+	// read: a Refresh has read the lists' versions; before, every list
+	// is Unknown.
+	read bool
+	// kinds are the lists Redis held at the latest read: one of them
+	// missing from lists is Unknown (its build failed or is running).
+	kinds map[string]Kind
+}
 
 // listView is one list as the node holds it.
 type listView struct {
@@ -53,6 +67,28 @@ func NewSet(store *Store) *Set {
 	s := &Set{store: store, building: map[string]bool{}}
 	s.snap.Store(&snapshot{lists: map[string]*listView{}})
 	return s
+}
+
+// Ready reports whether the view has held every list at once: a Refresh
+// read the versions and every list they named was built. It stays true
+// afterwards (a list created later is Unknown while it builds, on every
+// node at once: readiness would take them all out). A node is not ready
+// before (its /readyz).
+func (s *Set) Ready() bool { return s.ready.Load() }
+
+// markReady sets Ready when the view holds every list of the latest
+// read. The caller holds s.mu.
+func (s *Set) markReady() {
+	snap := s.snap.Load()
+	if s.ready.Load() || !snap.read {
+		return
+	}
+	for name := range snap.kinds {
+		if snap.lists[name] == nil {
+			return
+		}
+	}
+	s.ready.Store(true)
 }
 
 // Refresh reads every list's Version (one round trip) and rebuilds the
@@ -87,6 +123,10 @@ func (s *Set) Refresh(ctx context.Context) error {
 		}
 		metas[name] = m
 	}
+	kinds := make(map[string]Kind, len(metas))
+	for name, m := range metas {
+		kinds[name] = m.Kind
+	}
 	s.mu.Lock()
 	cur := s.snap.Load().lists
 	gone := false
@@ -96,11 +136,11 @@ func (s *Set) Refresh(ctx context.Context) error {
 		}
 	}
 	if gone {
-		next := maps.Clone(cur)
-		maps.DeleteFunc(next, func(name string, _ *listView) bool { _, ok := metas[name]; return !ok })
-		s.snap.Store(&snapshot{lists: next})
-		cur = next
+		cur = maps.Clone(cur)
+		maps.DeleteFunc(cur, func(name string, _ *listView) bool { _, ok := metas[name]; return !ok })
 	}
+	s.snap.Store(&snapshot{lists: cur, read: true, kinds: kinds})
+	s.markReady()
 	var stale []Meta
 	for name, m := range metas {
 		if v := cur[name]; (v == nil || v.version != m.Version) && !s.building[name] {
@@ -121,6 +161,9 @@ func (s *Set) Refresh(ctx context.Context) error {
 	}
 	for _, m := range stale {
 		go func() {
+			if s.beforeBuild != nil {
+				s.beforeBuild(m.Name)
+			}
 			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 			defer cancel()
 			if err := s.build(bctx, m); err != nil {
@@ -133,18 +176,29 @@ func (s *Set) Refresh(ctx context.Context) error {
 	return errors.Join(err, keyErr)
 }
 
-// build reads list m's entries, builds its view and publishes it.
+// build reads list m's entries, builds its view and publishes it; when
+// it fails, it drops the view of an older Version.
 func (s *Set) build(ctx context.Context, m Meta) error {
 	v, err := s.view(ctx, m)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.building, m.Name)
+	cur := s.snap.Load()
 	if err != nil {
+		// A view of an older Version would answer for entries it lacks
+		// until a build succeeds, however long: drop it (the list is
+		// Unknown until then).
+		if old := cur.lists[m.Name]; old != nil && old.version < m.Version {
+			next := maps.Clone(cur.lists)
+			delete(next, m.Name)
+			s.snap.Store(&snapshot{lists: next, read: cur.read, kinds: cur.kinds})
+		}
 		return err
 	}
-	next := maps.Clone(s.snap.Load().lists)
+	next := maps.Clone(cur.lists)
 	next[m.Name] = v
-	s.snap.Store(&snapshot{lists: next})
+	s.snap.Store(&snapshot{lists: next, read: cur.read, kinds: cur.kinds})
+	s.markReady()
 	return nil
 }
 
@@ -189,10 +243,16 @@ func (s *Set) view(ctx context.Context, m Meta) (*listView, error) {
 
 // User answers whether user is on list name: Maybe when the list's filter
 // holds user's keyed hash, Absent otherwise (certainly not on it), and
-// Absent for a list of networks or one the node does not know.
+// Absent for a list of networks or one that does not exist. It answers
+// Unknown for a list of ids the view does not hold (its build failed or
+// is running), and for every list before a Refresh read the versions.
 func (s *Set) User(list, user string) door.Membership {
-	v := s.snap.Load().lists[list]
-	if v == nil || v.filter == nil {
+	snap := s.snap.Load()
+	v := snap.lists[list]
+	if v == nil {
+		return snap.unheld(list, true)
+	}
+	if v.filter == nil {
 		return door.Absent
 	}
 	if v.filter.Contains(s.store.Hash(user)) {
@@ -202,15 +262,34 @@ func (s *Set) User(list, user string) door.Membership {
 }
 
 // Addr answers whether addr is in one of network list name's networks:
-// Present or Absent, exactly; Absent for a list of ids or one the node
-// does not know.
+// Present or Absent, exactly; Absent for a list of ids or one that does
+// not exist. It answers Unknown for a list of networks the view does not
+// hold, and for every list before a Refresh read the versions.
 func (s *Set) Addr(list string, addr netip.Addr) door.Membership {
-	v := s.snap.Load().lists[list]
-	if v == nil || v.nets == nil {
+	snap := s.snap.Load()
+	v := snap.lists[list]
+	if v == nil {
+		return snap.unheld(list, false)
+	}
+	if v.nets == nil {
 		return door.Absent
 	}
 	if v.nets.has(addr) {
 		return door.Present
+	}
+	return door.Absent
+}
+
+// unheld answers for list, which the view does not hold, asked as a
+// list of ids (ids) or of networks: Unknown before the versions were
+// read or when Redis holds a list of that kind by that name, else
+// Absent (no such list, or one of the other kind).
+func (snap *snapshot) unheld(list string, ids bool) door.Membership {
+	if !snap.read {
+		return door.Unknown
+	}
+	if k, ok := snap.kinds[list]; ok && k.ids() == ids {
+		return door.Unknown
 	}
 	return door.Absent
 }
@@ -241,4 +320,16 @@ func (s *Set) bytes(list string) int {
 		return v.nets.bytes()
 	}
 	return 0
+}
+
+// Holds reports whether the node's view holds every list of names (a
+// view of some Version of each).
+func (s *Set) Holds(names ...string) bool {
+	lists := s.snap.Load().lists
+	for _, name := range names {
+		if lists[name] == nil {
+			return false
+		}
+	}
+	return true
 }

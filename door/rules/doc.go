@@ -37,6 +37,15 @@
 // queue; a block list (event.Door.BlockLists) is the exact tool for
 // refusing. Network lists are exact.
 //
+// A list the node does not hold yet (door.Unknown: its first read of the
+// lists failed, or the list's build failed or is running) is neither:
+// in_list answers an error that CEL carries only where the outcome
+// depends on it (`in_list("vip", user) || true` still holds). A rule
+// whose outcome depends on it holds when its then refuses or queues
+// (block, challenge, sink, queue) and does not hold when it bypasses:
+// whichever way the expression turns the list (`!in_list(...)`), the
+// rule errs toward refusing. It is not counted in EvalErrors.
+//
 // # A busy network
 //
 // busy_network() reads door.Request.Busy: true only when a join's rate

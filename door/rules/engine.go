@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -105,6 +106,15 @@ func (e *Engine) eval(rules []program, r *door.Request) (string, door.Action, bo
 	}()
 	for i := range rules {
 		out, _, err := rules[i].prg.Eval(a)
+		if errors.Is(err, errUnheld) {
+			// Its outcome depends on a list the node does not hold yet:
+			// it holds when its then refuses or queues, never when it
+			// bypasses (which would skip the lists and the queue).
+			if rules[i].then != door.Bypass {
+				return rules[i].name, rules[i].then, true
+			}
+			continue
+		}
 		if err != nil {
 			e.evalErrors.Add(1)
 			continue

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"net/netip"
 
 	"github.com/anteroom/anteroom/door"
@@ -51,7 +52,8 @@ func newEnv(lists door.Lists) (*cel.Env, error) {
 }
 
 // inList is in_list over lists: an address is looked up in the list's
-// networks (exact), anything else as a user id (a filter's maybe counts).
+// networks (exact), anything else as a user id (a filter's maybe counts);
+// a list the node does not hold is unheld.
 // A nil lists never gets here: Compile refuses in_list without it.
 func inList(lists door.Lists) func(list, value ref.Val) ref.Val {
 	return func(list, value ref.Val) ref.Val {
@@ -61,13 +63,33 @@ func inList(lists door.Lists) func(list, value ref.Val) ref.Val {
 			return types.False
 		}
 		if addressLike(string(v)) {
-			if addr, err := netip.ParseAddr(string(v)); err == nil && lists.Addr(string(l), addr.Unmap()) == door.Present {
-				return types.True
+			if addr, err := netip.ParseAddr(string(v)); err == nil {
+				switch lists.Addr(string(l), addr.Unmap()) {
+				case door.Present:
+					return types.True
+				case door.Unknown:
+					return unheld
+				}
 			}
 		}
-		return types.Bool(lists.User(string(l), string(v)) != door.Absent)
+		switch lists.User(string(l), string(v)) {
+		case door.Absent:
+			return types.False
+		case door.Unknown:
+			return unheld
+		}
+		return types.True
 	}
 }
+
+// errUnheld is in_list's answer for a list the node does not hold (yet:
+// door.Unknown): neither true nor false. CEL carries it only where the
+// outcome depends on it (`x || true` is still true); Engine.eval then
+// decides the rule toward refusing.
+var errUnheld = errors.New("rules: in_list: the node does not hold the list yet")
+
+// unheld is errUnheld as a CEL value.
+var unheld = types.WrapErr(errUnheld)
 
 // inNetwork is in_network with a network that is not a constant: Compile
 // refuses those, and the decorator replaces every call whose network is

@@ -118,5 +118,11 @@ func (l *listAddrStep) Exec(f *interpreter.ExecutionFrame) ref.Val {
 	if a.lists == nil || !a.r.Addr.IsValid() {
 		return types.False
 	}
-	return types.Bool(a.lists.Addr(l.list, a.r.Addr.Unmap()) == door.Present)
+	switch a.lists.Addr(l.list, a.r.Addr.Unmap()) {
+	case door.Present:
+		return types.True
+	case door.Unknown:
+		return unheld
+	}
+	return types.False
 }

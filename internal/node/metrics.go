@@ -19,6 +19,11 @@ import (
 // balancers take it out of rotation while it finishes what it has.
 var ErrDraining = errors.New("node: draining")
 
+// errListsLoading is what /readyz reports until the node's first read of
+// every door list succeeds: before, its door refuses every caller of a
+// sale with a block list at every step (package door).
+var errListsLoading = errors.New("node: the door's lists are not loaded yet")
+
 // ops is the node's operational side: its metrics (on a registry of its
 // own, so several nodes in one test process do not collide) and its
 // draining flag.
@@ -26,6 +31,9 @@ type ops struct {
 	metrics  *metrics.Metrics
 	backend  func(ctx context.Context) error
 	draining atomic.Bool
+	// lists is the node's view of the door's lists (lists.Set), set
+	// before the node serves: not ready until its first full load.
+	lists interface{ Ready() bool }
 }
 
 // newOps creates the node's registry and metrics, reading the node's view
@@ -50,10 +58,15 @@ func (o *ops) watch(l *limit.Limiter, js jetstream.JetStream) {
 	o.metrics.WatchOrderLag(func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) })
 }
 
-// ready fails while the node is draining or a backend does not answer.
+// ready fails while the node is draining, while its view of the door's
+// lists has not loaded every list once, or while a backend does not
+// answer.
 func (o *ops) ready(ctx context.Context) error {
 	if o.draining.Load() {
 		return ErrDraining
+	}
+	if o.lists != nil && !o.lists.Ready() {
+		return errListsLoading
 	}
 	return o.backend(ctx)
 }

@@ -271,8 +271,9 @@ func (w *wiring) services() error {
 		return err
 	}
 	w.listView = lists.NewSet(w.lists)
+	w.ops.lists = w.listView // not ready until every list is loaded once
 	if err := w.listView.Refresh(w.sctx); err != nil {
-		w.cfg.Log.Warn("first lists refresh", "err", err)
+		w.cfg.Log.Warn("first lists refresh: the door refuses the callers of a sale with a block list it lacks; not ready until it has every list", "err", err)
 	}
 	// Every admission token's Ed25519 signature is verified, as a gateway
 	// verifies it with the JWKS: no key but the signing keys vouches for one.
