@@ -1,7 +1,9 @@
 package lists
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,85 @@ func TestChangesWithoutReplicas(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChangesWaitForClusterReplicas: on a Redis Cluster of three masters,
+// each with a replica, a change writes the list, a sale's copy and the
+// Meta to several masters; when it is answered, the replica of each holds
+// what its master does. The replica of the master holding the list's
+// entries stalled makes an add ErrNotReplicated after ReplicaWait, the
+// add standing; sent again once it copies, it is confirmed.
+func TestChangesWaitForClusterReplicas(t *testing.T) {
+	ctx := ctxOf(t)
+	cluster := testenv.StartRedisCluster(t, 3)
+	cc := cluster.Client(t)
+	var replicas []*testenv.Redis
+	for i := range 3 {
+		replicas = append(replicas, cluster.AddReplica(t, i))
+	}
+	masterOf := func(key string) int {
+		t.Helper()
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if cluster.Node(i).Addr() == m.Options().Addr {
+				return i
+			}
+		}
+		t.Fatalf("no node serves %s (%s)", key, m.Options().Addr)
+		return -1
+	}
+	copyKey := CopyKey(queue.LaneTag("gala", 0), "vip")
+	keys := []string{listKey("vip"), copyKey, metaKey, copiedKey}
+	// same fails unless each key's replica holds what its master holds.
+	same := func(when string) {
+		t.Helper()
+		for _, k := range keys {
+			i := masterOf(k)
+			want, err := cluster.Node(i).Client(t).HGetAll(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := redis.NewClient(&redis.Options{Addr: replicas[i].Addr(),
+				OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }})
+			got, err := rc.HGetAll(ctx, k).Result()
+			_ = rc.Close()
+			if err != nil || fmt.Sprint(got) != fmt.Sprint(want) || len(want) == 0 {
+				t.Fatalf("%s: the replica of master %d holds %s as %d fields (%v), its master as %d", when, i, k, len(got), err, len(want))
+			}
+		}
+	}
+
+	s := NewStore(cc)
+	if _, err := s.Create(ctx, "vip", KindUser); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := s.Sync(ctx, sale("gala", 1, false, []string{"vip"}, nil)); err != nil {
+		t.Fatalf("sync: %v", err)
+	}
+	if _, err := s.Add(ctx, "vip", "u1"); err != nil {
+		t.Fatalf("add with the replicas copying: %v", err)
+	}
+	same("once the add was answered")
+
+	replicas[masterOf(listKey("vip"))].Stall(t)
+	start := time.Now()
+	m, err := s.Add(ctx, "vip", "u2")
+	if !errors.Is(err, event.ErrNotReplicated) {
+		t.Fatalf("add with the entries' replica stalled: %v, want event.ErrNotReplicated", err)
+	}
+	if waited := time.Since(start); waited < event.ReplicaWait {
+		t.Errorf("answered after %s, before ReplicaWait (%s)", waited, event.ReplicaWait)
+	}
+	if got, err := s.Get(ctx, "vip"); err != nil || got.Count != 2 || got.Version != m.Version || !listHas(t, cc, s, copyKey, "u2") {
+		t.Fatalf("the masters hold %+v (%v), want the add standing (2 entries, version %d, u2 in the copy)", got, err, m.Version)
+	}
+
+	replicas[masterOf(listKey("vip"))].Resume()
+	if again, err := s.Add(ctx, "vip", "u2"); err != nil || again.Version != m.Version {
+		t.Fatalf("the same add sent again once the replica copies: %+v %v", again, err)
+	}
+	same("once the add was sent again")
 }
