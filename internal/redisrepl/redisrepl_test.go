@@ -169,3 +169,36 @@ func TestMarkerSlot(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWait measures what Wait adds to a change: on a primary with a
+// healthy replica (a marker write and a WAIT), and on a Redis Cluster of
+// three masters without replicas (a ROLE on each).
+func BenchmarkWait(b *testing.B) {
+	ctx := context.Background()
+	b.Run("replica", func(b *testing.B) {
+		primary := testenv.StartRedis(b)
+		testenv.StartRedis(b, testenv.WithReplicaOf(primary.Addr()))
+		p := primary.Client(b)
+		b.ResetTimer()
+		for range b.N {
+			if err := p.Set(ctx, "k", "v", 0).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if err := Wait(ctx, p, within); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cluster-without-replicas", func(b *testing.B) {
+		cc := testenv.StartRedisCluster(b, 3).Client(b)
+		if err := Wait(ctx, cc, within); err != nil { // loads the cluster's slots
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			if err := Wait(ctx, cc, within); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
