@@ -89,6 +89,12 @@ func waitMaster(ctx context.Context, m *redis.Client, marker func(context.Contex
 		return err
 	}
 	if err := conn.Set(ctx, key, "", markerTTL).Err(); err != nil {
+		if strings.HasPrefix(err.Error(), "NOREPLICAS") {
+			// Replicas dropped since the change was written, and
+			// min-replicas-to-write refuses writes now: the change
+			// stands on the master, copied by too few.
+			return &Shortfall{Master: addr, Replicas: len(replicas), Within: within}
+		}
 		return fmt.Errorf("redisrepl: marker on %s: %w", addr, err)
 	}
 	acked, err := conn.Wait(ctx, len(replicas), within).Result()

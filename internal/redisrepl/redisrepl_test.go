@@ -202,3 +202,28 @@ func BenchmarkWait(b *testing.B) {
 		}
 	})
 }
+
+// TestWaitWhenWritesAreRefused: a primary that lost its replicas after a
+// change and now refuses writes (min-replicas-to-write) cannot take the
+// marker; Wait says the change fell short rather than failing otherwise.
+func TestWaitWhenWritesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	primary := testenv.StartRedis(t, testenv.WithArgs("--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"))
+	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
+	p := primary.Client(t)
+	writeMany(t, p, "a", 10)
+	replica.Stall(t)
+	// The primary refuses writes once the replica's last ack is older
+	// than the lag bound, while it still lists the replica.
+	deadline := time.Now().Add(30 * time.Second)
+	for p.Set(ctx, "probe", 1, 0).Err() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the primary still takes writes 30 s after its replica stalled")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var short *Shortfall
+	if err := Wait(ctx, p, within); !errors.As(err, &short) || short.Master != primary.Addr() {
+		t.Fatalf("wait on a primary refusing writes: %#v, want a Shortfall on %s", err, primary.Addr())
+	}
+}
