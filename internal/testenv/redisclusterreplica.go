@@ -9,8 +9,8 @@ import (
 
 // AddReplica starts a cluster-enabled redis-server, introduces it to the
 // cluster and makes it a replica of master i (CLUSTER REPLICATE), and
-// returns it once it has synced and master i lists it online (as
-// StartRedis's WithReplicaOf waits). Stall it to make the master's WAIT
+// returns it once it has synced, master i lists it online (as
+// StartRedis's WithReplicaOf waits) and it sees the cluster ok. Stall it to make the master's WAIT
 // fall short. It is killed when the test ends.
 func (c *RedisCluster) AddReplica(t testing.TB, i int) *Redis {
 	t.Helper()
@@ -36,6 +36,22 @@ func (c *RedisCluster) AddReplica(t testing.TB, i int) *Redis {
 	}
 	if err := r.waitLinked(t, master.Addr()); err != nil {
 		t.Fatalf("testenv: %v", err)
+	}
+	// A replica answers CLUSTERDOWN to a READONLY read until gossip has
+	// told it every node and slot.
+	err = poll(readyTimeout, func() error {
+		info, err := rawCommand(r.Addr(), "CLUSTER", "INFO")
+		if err != nil {
+			return err
+		}
+		state, known := infoField(info, "cluster_state"), infoField(info, "cluster_known_nodes")
+		if n, _ := strconv.Atoi(known); state != "ok" || n < len(c.nodes)+1 {
+			return fmt.Errorf("cluster_state:%s cluster_known_nodes:%s", state, known)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("testenv: Redis Cluster replica %s not ready within %v: %v", r.Addr(), readyTimeout, err)
 	}
 	return r
 }
