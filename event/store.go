@@ -9,12 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/anteroom/anteroom/internal/luascript"
+	"github.com/anteroom/anteroom/internal/redisrepl"
 )
 
 // ErrNotFound is returned for an event that does not exist.
@@ -30,7 +30,7 @@ var ErrConflict = errors.New("event: changed concurrently, retry")
 var ErrNotReplicated = errors.New("event: saved on the Redis primary, not yet copied by its replicas")
 
 // ReplicaWait bounds how long a save waits for the primary's replicas to
-// acknowledge it (Redis WAIT).
+// acknowledge it (Replicated).
 const ReplicaWait = time.Second
 
 //go:embed put.lua
@@ -155,14 +155,7 @@ func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config
 	if !lock.IsZero() {
 		lockMs = max(lock.UnixMilli(), 1)
 	}
-	// One connection for the save and the WAIT after it: WAIT counts the
-	// writes of its own connection.
-	conn, err := s.pin(ctx, configKey(c.ID))
-	if err != nil {
-		return Config{}, time.Time{}, fmt.Errorf("event %s: put: %w", c.ID, err)
-	}
-	defer conn.Close()
-	res, err := s.put.Run(ctx, conn, []string{configKey(c.ID)}, expect, raw, lockMs).Int64Slice()
+	res, err := s.put.Run(ctx, s.rdb, []string{configKey(c.ID)}, expect, raw, lockMs).Int64Slice()
 	if err != nil {
 		return Config{}, time.Time{}, fmt.Errorf("event %s: put: %w", c.ID, err)
 	}
@@ -179,59 +172,30 @@ func (s *Store) PutBefore(ctx context.Context, c Config, lock time.Time) (Config
 	if err := s.rdb.SAdd(ctx, indexKey, c.ID).Err(); err != nil {
 		return Config{}, now, fmt.Errorf("event %s: index: %w", c.ID, err)
 	}
-	if err := replicated(ctx, conn); err != nil {
+	if err := Replicated(ctx, s.rdb); err != nil {
 		return c, now, fmt.Errorf("event %s: version %d: %w", c.ID, c.Version, err)
 	}
 	return c, now, nil
 }
 
-// pin returns a connection of its own to the server that holds key.
-func (s *Store) pin(ctx context.Context, key string) (*redis.Conn, error) {
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		return m.Conn(), nil
+// Replicated waits, up to ReplicaWait, until the replicas of every Redis
+// master rdb writes to hold every write those masters took before the
+// call (internal/redisrepl), and returns an error wrapping
+// ErrNotReplicated when one did not: Redis replicates asynchronously,
+// and a save its replicas have not copied is lost by a failover (issue
+// 34). Every staff save calls it once written, whatever keys and
+// masters it wrote (a configuration, its index; a door list's keys). A
+// server without replicas, or without ROLE (the embedded default), has
+// nothing to wait for. A replica that stopped copying but is still
+// connected makes the save ErrNotReplicated; one the primary dropped is
+// not waited for — min-replicas-to-write, as deploy/redis sets it,
+// refuses writes then.
+func Replicated(ctx context.Context, rdb redis.UniversalClient) error {
+	err := redisrepl.Wait(ctx, rdb, ReplicaWait)
+	if short := (*redisrepl.Shortfall)(nil); errors.As(err, &short) {
+		return fmt.Errorf("%w: %v", ErrNotReplicated, short)
 	}
-	c, ok := s.rdb.(*redis.Client)
-	if !ok {
-		return nil, fmt.Errorf("a %T cannot pin a connection", s.rdb)
-	}
-	return c.Conn(), nil
-}
-
-// replicated waits, up to ReplicaWait, until every replica the primary
-// behind conn has online acknowledged conn's writes (Redis replicates
-// asynchronously: a save its replicas have not copied is lost by a
-// failover, issue 34). A server without replicas, or without ROLE (the
-// embedded default), has nothing to wait for. A replica that stopped
-// copying but is still connected makes the save ErrNotReplicated; one the
-// primary dropped is not waited for — min-replicas-to-write, as
-// deploy/redis sets it, refuses writes then.
-func replicated(ctx context.Context, conn *redis.Conn) error {
-	role, err := conn.Do(ctx, "ROLE").Slice()
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "ERR unknown command") {
-			return nil
-		}
-		return err
-	}
-	if len(role) < 3 || role[0] != "master" {
-		return nil
-	}
-	replicas, _ := role[2].([]any)
-	if len(replicas) == 0 {
-		return nil
-	}
-	acked, err := conn.Wait(ctx, len(replicas), ReplicaWait).Result()
-	if err != nil {
-		return err
-	}
-	if acked < int64(len(replicas)) {
-		return fmt.Errorf("%w: %d of %d replicas acknowledged it within %s", ErrNotReplicated, acked, len(replicas), ReplicaWait)
-	}
-	return nil
+	return err
 }
 
 // limitsSchema is the revision of the stored limits. Revision 2 keeps

@@ -3,6 +3,8 @@ package event
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,6 +81,58 @@ func TestPutWaitsForReplicas(t *testing.T) {
 	again, err := s.Put(ctx, got)
 	if err != nil || again.Version != got.Version+1 {
 		t.Fatalf("the same change sent again once the replica copies: %+v %v", again.Version, err)
+	}
+}
+
+// TestPutWaitsForClusterReplicas: on a Redis Cluster whose masters each
+// have a replica, a new event writes its configuration to one master and
+// the index of events (ar:events) to another; with the index master's
+// replica stalled the save is ErrNotReplicated, with the saved copy: a
+// failover of that master now would lose the event from the index.
+func TestPutWaitsForClusterReplicas(t *testing.T) {
+	ctx := context.Background()
+	cluster := testenv.StartRedisCluster(t, 3)
+	cc := cluster.Client(t)
+	var replicas []*testenv.Redis
+	for i := range 3 {
+		replicas = append(replicas, cluster.AddReplica(t, i))
+	}
+	masterOf := func(key string) int {
+		t.Helper()
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if cluster.Node(i).Addr() == m.Options().Addr {
+				return i
+			}
+		}
+		t.Fatalf("no node serves %s", key)
+		return -1
+	}
+	s := NewStore(cc)
+	if _, err := s.Put(ctx, valid()); err != nil {
+		t.Fatalf("save with the replicas copying: %v", err)
+	}
+	index := masterOf(indexKey)
+	c := valid()
+	c.ID = "new-0"
+	for i := 1; masterOf(configKey(c.ID)) == index; i++ {
+		c.ID = fmt.Sprintf("new-%d", i)
+	}
+
+	replicas[index].Stall(t)
+	start := time.Now()
+	got, err := s.Put(ctx, c)
+	if !errors.Is(err, ErrNotReplicated) || got.ID != c.ID || got.Version != 1 {
+		t.Fatalf("new event %s with the index's replica stalled: %+v %v, want the saved copy and ErrNotReplicated", c.ID, got.Version, err)
+	}
+	if waited := time.Since(start); waited < ReplicaWait {
+		t.Errorf("answered after %s, before ReplicaWait (%s)", waited, ReplicaWait)
+	}
+	if ids, err := s.IDs(ctx); err != nil || !slices.Contains(ids, c.ID) {
+		t.Fatalf("the index holds %v (%v), want %s standing", ids, err, c.ID)
 	}
 }
 

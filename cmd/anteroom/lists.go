@@ -30,7 +30,9 @@ const listsUsage = `usage: anteroom lists [flags] <command>
 A sale's own list is named <event id>.<name>. The node is --url
 (ANTEROOM_URL); the credentials a staff API key (--api-key,
 ANTEROOM_API_KEY) or the admin token (--admin-token,
-ANTEROOM_ADMIN_TOKEN; refused once an admin account exists).
+ANTEROOM_ADMIN_TOKEN; refused once an admin account exists). A change
+the node's Redis replicas did not copy in time is saved and audited but
+fails (503 not_replicated): run the same command again.
 
 flags:
 `
@@ -39,7 +41,9 @@ flags:
 // admin API (/admin/lists, docs/api.md "Lists"). Flags may come before or
 // after the command's words. An upload streams the file, never reading it
 // whole; an error answer prints the problem's detail (with the line of a
-// malformed entry) and fails.
+// malformed entry) and fails, a change the Redis replicas did not copy
+// in time (503 not_replicated) too, saying it stands and to run the
+// command again.
 func lists(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lists", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -275,7 +279,7 @@ func (c listsClient) call(ctx context.Context, method, u, contentType string, bo
 }
 
 // problemOf is an error answer as an error: its detail (and line), or
-// its status.
+// its status; a change saved but not replicated says what to do.
 func problemOf(resp *http.Response) error {
 	var p struct {
 		Code   string `json:"code"`
@@ -285,6 +289,9 @@ func problemOf(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if json.Unmarshal(raw, &p) != nil || p.Detail == "" {
 		return fmt.Errorf("%s", resp.Status)
+	}
+	if p.Code == "not_replicated" {
+		return errors.New("the change is saved and audited, but the node's Redis replicas did not copy it in time, so a Redis failover now would lose it: run the same command again (503 not_replicated)")
 	}
 	msg := fmt.Sprintf("%d %s: %s", resp.StatusCode, p.Code, p.Detail)
 	if p.Line > 0 && !strings.Contains(p.Detail, fmt.Sprintf("line %d", p.Line)) {

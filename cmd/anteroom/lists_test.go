@@ -113,3 +113,49 @@ func TestListsCommand(t *testing.T) {
 		t.Fatalf("export of a deleted list: %v, want 404", err)
 	}
 }
+
+// TestListsCommandNotReplicated: with the node's Redis replica connected
+// but not copying (SIGSTOPped), `anteroom lists add` fails saying the
+// change is saved and to run the command again; the entry is on the
+// list. Run again once the replica copies, it succeeds.
+func TestListsCommandNotReplicated(t *testing.T) {
+	primary := testenv.StartRedis(t)
+	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, node.Config{RedisURL: primary.URL(), NATSURL: ns.URL()})
+	env := map[string]string{"ANTEROOM_URL": n.URL(), "ANTEROOM_ADMIN_TOKEN": n.AdminToken}
+	lists := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), append([]string{"lists"}, args...), func(k string) string { return env[k] }, &out, &errb)
+		return out.String(), err
+	}
+	if _, err := lists("create", "vip", "--kind", "user"); err != nil {
+		t.Fatalf("create with the replica copying: %v", err)
+	}
+
+	replica.Stall(t)
+	out, err := lists("add", "vip", "u1")
+	if err == nil || !strings.Contains(err.Error(), "saved") || !strings.Contains(err.Error(), "run the same command again") {
+		t.Fatalf("add with the replica stalled: %q %v, want a failure saying it is saved and to run it again", out, err)
+	}
+	if out, err := lists("ls"); err != nil || !listed(out, "vip", 1) {
+		t.Fatalf("ls after the unreplicated add: %q %v, want vip with 1 entry", out, err)
+	}
+
+	replica.Resume()
+	if out, err := lists("add", "vip", "u1"); err != nil || !strings.Contains(out, "vip: 1 entries") {
+		t.Fatalf("the same add once the replica copies: %q %v, want vip: 1 entries", out, err)
+	}
+}
+
+// listed reports whether ls output out shows list name with count
+// entries.
+func listed(out, name string, count int) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && f[0] == name && f[2] == fmt.Sprint(count) {
+			return true
+		}
+	}
+	return false
+}

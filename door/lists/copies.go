@@ -119,7 +119,10 @@ func (s *Store) salesOf(ctx context.Context, name string) ([]saleUse, error) {
 // From then on every change of a list reaches the sale's copies before
 // the list's Version changes. ErrUnknownList, naming it, when a list does
 // not exist (nothing changed). A sale that references no list (or a
-// deleted sale: Forget) keeps no copies.
+// deleted sale: Forget) keeps no copies. Answered once the Redis
+// replicas hold the copies: an error wrapping event.ErrNotReplicated
+// when they did not copy them within event.ReplicaWait (the copies
+// stand on the primary).
 func (s *Store) Sync(ctx context.Context, cfg *event.Config) error {
 	next := refsOf(cfg)
 	metas := map[string]Meta{}
@@ -133,12 +136,13 @@ func (s *Store) Sync(ctx context.Context, cfg *event.Config) error {
 		}
 		metas[name] = m
 	}
-	return s.syncRefs(ctx, cfg.ID, next, metas)
+	return s.confirmed(ctx, s.syncRefs(ctx, cfg.ID, next, metas))
 }
 
-// Forget drops sale ev's copies and its references (a deleted sale).
+// Forget drops sale ev's copies and its references (a deleted sale),
+// then waits for the replicas as Sync does.
 func (s *Store) Forget(ctx context.Context, ev string) error {
-	return s.syncRefs(ctx, ev, saleRefs{}, nil)
+	return s.confirmed(ctx, s.syncRefs(ctx, ev, saleRefs{}, nil))
 }
 
 func (s *Store) syncRefs(ctx context.Context, ev string, next saleRefs, metas map[string]Meta) error {

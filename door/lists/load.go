@@ -77,8 +77,20 @@ func (s *Store) recordHash(r []byte) uint64 { return s.Hash(string(r)) }
 // naming it, and nothing is applied; more values than o.Max is
 // ErrTooLarge. ErrNoList when the list does not exist. Every sale whose
 // door references the list has its exact copies rebuilt, each renamed
-// into place whole, before the list's Version changes.
+// into place whole, before the list's Version changes. Applied, the
+// upload is answered once the Redis replicas hold it; an error wrapping
+// event.ErrNotReplicated comes with the result when they did not copy
+// it within event.ReplicaWait: the list stands as loaded on the primary.
 func (s *Store) Load(ctx context.Context, name string, r io.Reader, o LoadOptions) (LoadResult, error) {
+	res, err := s.load(ctx, name, r, o)
+	if o.DryRun {
+		return res, err
+	}
+	return res, s.confirmed(ctx, err)
+}
+
+// load is Load before the replicas are waited for.
+func (s *Store) load(ctx context.Context, name string, r io.Reader, o LoadOptions) (LoadResult, error) {
 	if o.Format == "" {
 		o.Format = CSV
 	}
@@ -182,15 +194,22 @@ func (s *Store) apply(ctx context.Context, m Meta, c *content) (Meta, error) {
 // Add puts value on list name (a no-op, Version unchanged, when it is
 // there), and on the exact copies of every sale referencing the list.
 // ErrInvalid for a value the list's kind does not take, ErrTooLarge at
-// MaxEntries, ErrNoList.
+// MaxEntries, ErrNoList. Like every change it is answered once the Redis
+// replicas hold it, a no-op too (so sending a change again confirms
+// it); an error wrapping event.ErrNotReplicated comes with the list's
+// Meta when they did not copy it within event.ReplicaWait: the change
+// stands on the primary.
 func (s *Store) Add(ctx context.Context, name, value string) (Meta, error) {
-	return s.change(ctx, name, value, true)
+	m, err := s.change(ctx, name, value, true)
+	return m, s.confirmed(ctx, err)
 }
 
 // Remove takes value off list name (a no-op when it is not there) and off
-// the exact copies of every sale referencing it. ErrNoList, ErrInvalid.
+// the exact copies of every sale referencing it. ErrNoList, ErrInvalid;
+// event.ErrNotReplicated as for Add.
 func (s *Store) Remove(ctx context.Context, name, value string) (Meta, error) {
-	return s.change(ctx, name, value, false)
+	m, err := s.change(ctx, name, value, false)
+	return m, s.confirmed(ctx, err)
 }
 
 func (s *Store) change(ctx context.Context, name, value string, add bool) (Meta, error) {

@@ -144,7 +144,11 @@ func (s *Store) Hash(value string) uint64 {
 }
 
 // Create makes an empty list. ErrInvalid for a bad name or kind,
-// ErrExists when the name is taken.
+// ErrExists when the name is taken; event.ErrNotReplicated (wrapped),
+// with the Meta, when the Redis replicas did not copy the new list
+// within event.ReplicaWait (it stands on the primary). ErrExists too
+// comes once the replicas hold the list, so a create sent again after
+// ErrNotReplicated answers ErrExists only once the first one is safe.
 func (s *Store) Create(ctx context.Context, name string, kind Kind) (Meta, error) {
 	if !event.ValidListName(name) {
 		return Meta{}, invalid("list name %q: lowercase letters, digits, '_' and '-', at most 64, optionally after \"<event id>.\"", name)
@@ -165,9 +169,26 @@ func (s *Store) Create(ctx context.Context, name string, kind Kind) (Meta, error
 		return Meta{}, fmt.Errorf("lists: create %s: %w", name, err)
 	}
 	if !ok {
+		if err := s.confirmed(ctx, nil); err != nil {
+			return Meta{}, err
+		}
 		return Meta{}, fmt.Errorf("%w: %q", ErrExists, name)
 	}
-	return m, nil
+	return m, s.confirmed(ctx, nil)
+}
+
+// confirmed is the outcome of a change that ended with err: err itself
+// when the change failed, else once the Redis replicas hold every write
+// it made (event.Replicated, on every master it may have written to)
+// nil, or an error wrapping event.ErrNotReplicated when they did not
+// copy it within event.ReplicaWait: the change stands on the primary,
+// and a failover now would lose it. Changes call it after their lock is
+// released.
+func (s *Store) confirmed(ctx context.Context, err error) error {
+	if err != nil {
+		return err
+	}
+	return event.Replicated(ctx, s.rdb)
 }
 
 // stamp gives m a fresh Version and the Redis TIME.
@@ -241,8 +262,15 @@ func (s *Store) putMeta(ctx context.Context, m Meta) error {
 }
 
 // Delete removes list name and its entries. ErrInUse while a sale's door
-// references it (Sync), ErrNoList when there is none.
+// references it (Sync), ErrNoList when there is none; event.ErrNotReplicated
+// (wrapped) when the Redis replicas did not copy the deletion within
+// event.ReplicaWait (the list is gone on the primary).
 func (s *Store) Delete(ctx context.Context, name string) error {
+	return s.confirmed(ctx, s.delete(ctx, name))
+}
+
+// delete is Delete before the replicas are waited for.
+func (s *Store) delete(ctx context.Context, name string) error {
 	unlock, err := s.lock(ctx, name)
 	if err != nil {
 		return err

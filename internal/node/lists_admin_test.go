@@ -276,3 +276,63 @@ func TestListUploadLimits(t *testing.T) {
 		t.Fatalf("17 KB to PUT /admin/lists/other: %d %s, want 413", a.Status, a.Raw)
 	}
 }
+
+// TestListChangeNotReplicated: with the Redis primary's replica connected
+// but not copying (SIGSTOPped), creating a list, adding an entry, a bulk
+// upload and deleting a list answer 503 not_replicated with Retry-After
+// after the node waited for the replica: each change stands on the
+// primary and is audited. Sent again once the replica copies, the add
+// answers 200.
+func TestListChangeNotReplicated(t *testing.T) {
+	primary := testenv.StartRedis(t)
+	replica := testenv.StartRedis(t, testenv.WithReplicaOf(primary.Addr()))
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: primary.URL(), NATSURL: ns.URL()}))
+	as := map[string]string{"Authorization": "Bearer " + n.AdminToken, "Content-Type": "application/json"}
+	call := func(method, path, body string) nodetest.Answer {
+		t.Helper()
+		return nodetest.Call(t, method, n.URL()+path, as, []byte(body))
+	}
+	if a := call(http.MethodPut, "/admin/lists/vip", `{"kind":"user"}`); a.Status != http.StatusCreated {
+		t.Fatalf("create with the replica copying: %d %s", a.Status, a.Raw)
+	}
+	if a := call(http.MethodPut, "/admin/lists/gone", `{"kind":"network"}`); a.Status != http.StatusCreated {
+		t.Fatalf("create with the replica copying: %d %s", a.Status, a.Raw)
+	}
+
+	replica.Stall(t)
+	notReplicated := func(what string, a nodetest.Answer) {
+		t.Helper()
+		if a.Status != http.StatusServiceUnavailable || a.Body["code"] != "not_replicated" || a.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s with the replica stalled: %d %s (Retry-After %q), want 503 not_replicated with Retry-After",
+				what, a.Status, a.Raw, a.Header.Get("Retry-After"))
+		}
+	}
+	notReplicated("create", call(http.MethodPut, "/admin/lists/late", `{"kind":"user"}`))
+	notReplicated("add", call(http.MethodPut, "/admin/lists/vip/entries/u1", ""))
+	notReplicated("upload", upload(t, n, n.AdminToken, "vip", "mode=append", "text/csv", []byte("u2\nu3\n")))
+	notReplicated("delete", call(http.MethodDelete, "/admin/lists/gone", ""))
+	if got := listCount(t, n, "vip"); got != 3 {
+		t.Errorf("vip holds %d entries on the primary, want the add and the upload standing (3)", got)
+	}
+	if got := listCount(t, n, "late"); got != 0 {
+		t.Errorf("late holds %d entries, want it created (0)", got)
+	}
+	if a := call(http.MethodGet, "/admin/lists/gone", ""); a.Status != http.StatusNotFound {
+		t.Errorf("gone after its delete: %d %s, want 404", a.Status, a.Raw)
+	}
+	got := map[string]int{}
+	for _, e := range call(http.MethodGet, "/admin/audit", "").Body["entries"].([]any) {
+		got[nodetest.Str(e.(map[string]any), "action")]++
+	}
+	for action, w := range map[string]int{"list.create": 3, "list.add": 1, "list.load": 1, "list.delete": 1} {
+		if got[action] != w {
+			t.Errorf("%d %s audit entries, want %d (all: %v)", got[action], action, w, got)
+		}
+	}
+
+	replica.Resume()
+	if a := call(http.MethodPut, "/admin/lists/vip/entries/u1", ""); a.Status != http.StatusOK || num(a.Body, "count") != 3 {
+		t.Fatalf("the same add sent again once the replica copies: %d %s, want 200 with 3 entries", a.Status, a.Raw)
+	}
+}

@@ -104,10 +104,13 @@ func (s *API) createList(c *fiber.Ctx) error {
 	ctx, cancel := s.ctx(c)
 	defer cancel()
 	m, err := s.deps.Lists.Create(ctx, name, in.Kind)
-	if err != nil {
+	if err != nil && !unreplicated(err) {
 		return err
 	}
 	s.record(c, "list.create", ev, nil, fiber.Map{"list": name, "kind": m.Kind})
+	if err != nil {
+		return err
+	}
 	return c.Status(fiber.StatusCreated).JSON(m)
 }
 
@@ -137,10 +140,14 @@ func (s *API) deleteList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.deps.Lists.Delete(ctx, name); err != nil {
+	err = s.deps.Lists.Delete(ctx, name)
+	if err != nil && !unreplicated(err) {
 		return err
 	}
 	s.record(c, "list.delete", ev, fiber.Map{"list": name, "kind": m.Kind, "count": m.Count, "version": m.Version}, nil)
+	if err != nil {
+		return err
+	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
@@ -197,7 +204,7 @@ func (s *API) loadList(c *fiber.Ctx) error {
 	if errors.Is(err, errUploadTooLarge) {
 		return tooLarge
 	}
-	if err != nil {
+	if err != nil && !unreplicated(err) {
 		return err
 	}
 	if !o.DryRun {
@@ -207,6 +214,9 @@ func (s *API) loadList(c *fiber.Ctx) error {
 		}
 		s.record(c, "list.load", ev, nil, fiber.Map{"list": name, "mode": mode, "format": o.Format,
 			"read": res.Read, "added": res.Added, "duplicates": res.Duplicates, "count": res.Meta.Count, "version": res.Meta.Version})
+	}
+	if err != nil {
+		return err
 	}
 	return c.JSON(loadJSON{Read: res.Read, Added: res.Added, Duplicates: res.Duplicates, DryRun: o.DryRun, List: res.Meta})
 }
@@ -276,12 +286,21 @@ func (s *API) changeEntry(c *fiber.Ctx, action string) error {
 		change = s.deps.Lists.Remove
 	}
 	m, err := change(ctx, name, value)
-	if err != nil {
+	if err != nil && !unreplicated(err) {
 		return err
 	}
 	s.record(c, action, ev, nil, fiber.Map{"list": name, "count": m.Count, "version": m.Version})
+	if err != nil {
+		return err
+	}
 	return c.JSON(m)
 }
+
+// unreplicated reports whether err says a list change was saved on the
+// Redis primary and not copied by its replicas in time: the change
+// stands, so it is audited, and answered 503 not_replicated (send it
+// again).
+func unreplicated(err error) bool { return errors.Is(err, event.ErrNotReplicated) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
