@@ -31,9 +31,11 @@ local dropped = {
 	["expect"] = true,
 }
 
--- timeout_ms bounds the whole gate call: a gate that hangs fails within
--- seconds, and the request fails closed.
-local timeout_ms = 2000
+-- timeout_ms bounds each attempt of the gate call. haproxy 2.6's HTTP
+-- client makes up to four (it retries three times, which 2.6 cannot
+-- change), so a gate that hangs fails closed after about 5 s, as nginx's
+-- does; a refused connection after about 3 s.
+local timeout_ms = 1250
 
 -- first returns the first value of header name in an httpclient answer's
 -- headers (lower-case names, values indexed from 0), or nil.
