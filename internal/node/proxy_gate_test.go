@@ -261,3 +261,73 @@ func rawGet(t *testing.T, base, target, host string) string {
 	}
 	return resp.Header.Get("Location")
 }
+
+// TestProxyGatesHangingGate runs the Caddy and HAProxy files against a
+// gate that accepts connections and never answers: each must answer the
+// visitor a 5xx within its bound (5 s: Caddy's response_header_timeout,
+// the HAProxy script's four attempts of 1.25 s) and pass nothing to the
+// shop.
+func TestProxyGatesHangingGate(t *testing.T) {
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hang.Close() })
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	shop := &origin{}
+	srv := httptest.NewServer(shop)
+	t.Cleanup(srv.Close)
+	lua, err := filepath.Abs("../../deploy/gateway/anteroom-gate.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, start := range map[string]func(*testing.T, string) string{
+		"Caddyfile": func(t *testing.T, conf string) string { return testenv.StartCaddy(t, conf).URL() },
+		"haproxy.cfg": func(t *testing.T, conf string) string {
+			return testenv.StartHAProxy(t, strings.ReplaceAll(conf, "/etc/haproxy/anteroom-gate.lua", lua)).URL()
+		},
+	} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			site, err := os.ReadFile(filepath.Join("../../deploy/gateway", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conf := strings.ReplaceAll(string(site), "127.0.0.1:8080", hang.Addr().String())
+			gw := start(t, strings.ReplaceAll(conf, "127.0.0.1:3000", strings.TrimPrefix(srv.URL, "http://")))
+			began := time.Now()
+			resp, _ := getVia(t, &http.Client{Timeout: 30 * time.Second}, gw+"/drop/item", map[string]string{"Authorization": "Bearer x.y.z"})
+			took := time.Since(began)
+			t.Logf("a hanging gate: %d after %s", resp.StatusCode, took)
+			if resp.StatusCode < 500 || took > 7*time.Second {
+				t.Errorf("a hanging gate: %d after %s, want a 5xx within 7 s", resp.StatusCode, took)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		if users, _ := shop.seen(); len(users) != 0 {
+			t.Errorf("the shop saw %d requests, want none", len(users))
+		}
+	})
+}
