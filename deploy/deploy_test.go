@@ -15,8 +15,9 @@ import (
 )
 
 // yamlFiles returns the YAML files under deploy/ that this package owns
-// (deploy/gateway/'s Envoy example has TestEnvoyExampleShape; internal/node
-// runs the nginx files in nginx).
+// (deploy/gateway/'s Envoy, ingress-nginx and Traefik examples have their
+// shape tests; internal/node runs the nginx, Caddy and HAProxy files in
+// those servers).
 func yamlFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string

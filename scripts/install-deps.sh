@@ -3,7 +3,7 @@
 # redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
 # font (Chinese text in screenshots) and small Devanagari and Arabic fonts
 # (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
-# test), Node.js with npm (the Cloudflare Worker package in miniflare, the
+# test), caddy and haproxy (the Caddy and HAProxy gateway tests), Node.js with npm (the Cloudflare Worker package in miniflare, the
 # JavaScript client package, the docs' webhook verifier), and from npm:
 # axe-core (internal/e2e's accessibility checks, pinned by
 # internal/e2e/testdata/axe/package-lock.json), the Cloudflare Worker
@@ -15,7 +15,8 @@
 #
 # Idempotent: when everything is present it changes nothing and runs no
 # apt-get. Meant for a fresh Debian machine as root; with sudo otherwise.
-# The tests start their own redis-server and nginx on random ports, so the
+# The tests start their own redis-server, nginx, caddy and haproxy on
+# random ports, so the
 # system services are not needed: they are kept from starting when this
 # script installs them, and left alone if they were already there.
 set -euo pipefail
@@ -38,6 +39,8 @@ have_cmd redis-cli || missing+=(redis-tools)
 have_cmd chromium || missing+=(chromium)
 have_cmd curl || missing+=(curl ca-certificates)
 have_cmd nginx || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)
+have_cmd caddy || missing+=(caddy)
+have_cmd haproxy || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 have_cmd node || missing+=(nodejs)
 have_cmd npm || missing+=(npm)
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
@@ -50,11 +53,11 @@ for f in "${SCRIPT_FONTS[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-	log "nothing to do: redis-server, redis-cli, chromium, nginx, node, npm and the fonts are present"
+	log "nothing to do: redis-server, redis-cli, chromium, nginx, caddy, haproxy, node, npm and the fonts are present"
 else
 	log "missing: ${missing[*]}"
 	if ! have_cmd apt-get; then
-		log "no apt-get here; install redis-server, redis-cli, chromium, nginx and node yourself"
+		log "no apt-get here; install redis-server, redis-cli, chromium, nginx, caddy, haproxy and node yourself"
 		if [ "${CI:-}" = "true" ]; then
 			exit 1
 		fi
@@ -70,7 +73,8 @@ else
 		SUDO=(sudo)
 	fi
 
-	# Keep the packages' services (redis-server on 6379, nginx on 80) from being
+	# Keep the packages' services (redis-server on 6379, nginx, caddy and
+	# haproxy on 80, caddy's admin on 2019) from being
 	# started by the install; tests do not use them. An existing
 	# policy-rc.d is respected and left in place.
 	policy=/usr/sbin/policy-rc.d
@@ -105,6 +109,16 @@ else
 		fi
 		;;
 	esac
+	for svc in caddy haproxy; do
+		case " ${missing[*]} " in
+		*" $svc "*)
+			if have_cmd systemctl && [ -d /run/systemd/system ]; then
+				"${SUDO[@]}" systemctl disable --now "$svc" >/dev/null 2>&1 || true
+				log "disabled the $svc system service (tests start their own)"
+			fi
+			;;
+		esac
+	done
 fi
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -146,6 +160,8 @@ log "redis-server: $(command -v redis-server || echo missing) $(redis-server --v
 log "redis-cli:    $(command -v redis-cli || echo missing)"
 log "chromium:     $(command -v chromium || echo missing)"
 log "nginx:        $(command -v nginx || ls /usr/sbin/nginx 2>/dev/null || echo missing)"
+log "caddy:        $(command -v caddy || echo missing) $(caddy version 2>/dev/null | awk '{print $1}')"
+log "haproxy:      $(command -v haproxy || ls /usr/sbin/haproxy 2>/dev/null || echo missing) $(haproxy -v 2>/dev/null | awk 'NR==1{print $3}')"
 log "node:         $(command -v node || echo missing) $(node --version 2>/dev/null || true)"
 log "npm:          $(command -v npm || echo missing) $(npm --version 2>/dev/null || true)"
 log "axe-core:     $(ls "$AXE_DIR/node_modules/axe-core/axe.min.js" 2>/dev/null || echo missing)"

@@ -2,8 +2,10 @@
 // Redis Cluster made of them, in-process NATS servers with JetStream,
 // alone or clustered, and anteroom binaries as child processes sharing one
 // deployment's secrets (Deployment, for the drills and the soak). It also
-// holds the clients tests share (ConnectJS, WaitSynced). It never imports
-// the node: tests that run nodes in-process use internal/nodetest.
+// holds the clients tests share (ConnectJS, WaitSynced), and runs the
+// gateways in front of a node: nginx (StartNginx), Caddy (StartCaddy) and
+// HAProxy (StartHAProxy). It never imports the node: tests that run nodes
+// in-process use internal/nodetest.
 //
 // Every server listens on loopback (127.0.0.1) on a random port, keeps its
 // data in a t.TempDir, and is stopped with t.Cleanup, so tests can run in
@@ -11,9 +13,10 @@
 // deadline, never slept for; a server that does not come up fails the test
 // with its last log lines.
 //
-// When a needed binary (redis-server, redis-cli) is absent, the helpers call
-// t.Skip with the reason, except when the environment variable CI is "true":
-// then a missing server is a failure (t.Fatal), because .ci/run installs it.
+// When a needed binary (redis-server, redis-cli, nginx, caddy, haproxy) is
+// absent, the helpers call t.Skip with the reason, except when the
+// environment variable CI is "true": then a missing server is a failure
+// (t.Fatal), because .ci/run installs it.
 //
 // Redis 7 or later is needed (--cluster-port, CLUSTER ADDSLOTSRANGE); Debian
 // 12's redis-server is 7.0.
