@@ -77,6 +77,12 @@ const hs256 = (secret) => {
 // top-level await after that would find the runner done).
 const main = await shop({ minRefetchSeconds: 1 });
 
+/** pem is the SPKI PEM of the Ed25519 public key x (base64url). */
+const pem = (x) => {
+  const der = Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), Buffer.from(x, "base64url")]);
+  return `-----BEGIN PUBLIC KEY-----\n${der.toString("base64")}\n-----END PUBLIC KEY-----\n`;
+};
+
 test("settings are checked when the middleware is made", () => {
   assert.throws(() => anteroom({ event: EVENT }), /roomURL/);
   assert.throws(() => anteroom({ roomURL: ROOM }), /event/);
@@ -131,6 +137,7 @@ test("forged, expired, another event's, another audience's, alg none and HS256-w
     "HS256 keyed with the public key's bytes": hs256(Buffer.from(jwk.x, "base64url")),
     "HS256 keyed with its x": hs256(jwk.x),
     "HS256 keyed with its JWK": hs256(JSON.stringify(jwk)),
+    "HS256 keyed with its PEM": hs256(pem(jwk.x)),
     "no kid": await new SignJWT(claims).setProtectedHeader({ alg: "EdDSA" }).sign(privateKey),
     "not a JWT": "a.b.c",
   };
@@ -142,6 +149,18 @@ test("forged, expired, another event's, another audience's, alg none and HS256-w
     }
   }
   assert.deepEqual(main.seen.filter((u) => u !== USER), [], "no refused token reached the shop");
+});
+
+test("concurrent tokens of unknown kids share one fetch", async () => {
+  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+  const claims = decodeJwt(GENUINE);
+  await new Promise((r) => setTimeout(r, 1100)); // past the last fetch's minRefetch
+  const toks = await Promise.all(Array.from({ length: 20 }, (_, i) =>
+    new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid: `concurrent-${i}`, typ: "JWT" }).sign(privateKey)));
+  const before = jwks.hits;
+  const got = await Promise.all(toks.map((tok) => get(`${main.url}/drop/item`, bearer(tok))));
+  assert.deepEqual(got.map((r) => r.status), toks.map(() => 302));
+  assert.equal(jwks.hits - before, 1, "20 concurrent unknown kids fetch the key set once");
 });
 
 test("tokens of unknown kids fetch the JWKS at most once per minRefetchSeconds", async () => {

@@ -83,6 +83,12 @@ def hs256(secret):
     return f"{signing}.{b64(hmac.new(secret, signing.encode(), hashlib.sha256).digest())}"
 
 
+def pem(x):
+    """The SPKI PEM of the raw Ed25519 public key x."""
+    der = bytes.fromhex("302a300506032b6570032100") + x
+    return b"-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(der) + b"\n-----END PUBLIC KEY-----\n"
+
+
 def closed_port_url():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -217,6 +223,7 @@ class Middleware(unittest.TestCase):
             "HS256 keyed with the public key's bytes": hs256(x),
             "HS256 keyed with its x": hs256(jwk["x"].encode()),
             "HS256 keyed with its JWK": hs256(json.dumps(jwk).encode()),
+            "HS256 keyed with its PEM": hs256(pem(x)),
             "no kid": jwt.encode(claims, other, algorithm="EdDSA"),
             "not a JWT": "a.b.c",
         }

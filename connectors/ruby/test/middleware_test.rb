@@ -54,6 +54,12 @@ def hs256(secret)
   "#{signing}.#{b64(OpenSSL::HMAC.digest("SHA256", secret, signing))}"
 end
 
+# The SPKI PEM of the raw Ed25519 public key x.
+def pem(x)
+  der = ["302a300506032b6570032100"].pack("H*") + x
+  "-----BEGIN PUBLIC KEY-----\n#{Base64.strict_encode64(der)}\n-----END PUBLIC KEY-----\n"
+end
+
 def cookie(tok) = { "HTTP_COOKIE" => "other=1; anteroom_a_#{EVENT}=#{tok}" }
 def bearer(tok) = { "HTTP_AUTHORIZATION" => "Bearer #{tok}" }
 
@@ -140,6 +146,7 @@ class MiddlewareTest < Minitest::Test
       "HS256 keyed with the public key's bytes" => hs256(Base64.urlsafe_decode64(jwk["x"])),
       "HS256 keyed with its x" => hs256(jwk["x"]),
       "HS256 keyed with its JWK" => hs256(JSON.generate(jwk)),
+      "HS256 keyed with its PEM" => hs256(pem(Base64.urlsafe_decode64(jwk["x"]))),
       "no kid" => sign_with_other(claims, {}),
       "not a JWT" => "a.b.c",
     }
