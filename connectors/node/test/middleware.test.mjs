@@ -6,7 +6,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { createHmac } from "node:crypto";
-import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader } from "jose";
+import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader, exportJWK } from "jose";
 import { anteroom, safeReturn, JWKS_PATH } from "../src/index.mjs";
 
 const env = (name) => {
@@ -122,13 +122,17 @@ test("no token: to the waiting page, returning to this path when it is safe", as
 
 test("forged, expired, another event's, another audience's, alg none and HS256-with-the-public-key tokens are redirected", async () => {
   const jwk = (await (await fetch(ROOM + JWKS_PATH)).json()).keys.find((k) => k.kid === kid);
-  const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+  const { privateKey, publicKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
   const claims = decodeJwt(GENUINE);
   const forged = await new SignJWT(claims).setProtectedHeader({ alg: "EdDSA", kid, typ: "JWT" }).sign(privateKey);
+  const { x: attackerX } = await exportJWK(publicKey);
+  const embedded = await new SignJWT(claims)
+    .setProtectedHeader({ alg: "EdDSA", kid, typ: "JWT", jwk: { kty: "OKP", crv: "Ed25519", x: attackerX } }).sign(privateKey);
   const tampered = `${gHead}.${b64({ ...claims, sub: "mallory" })}.${GENUINE.split(".")[2]}`;
   const bad = {
     "forged signature": forged,
     "tampered claims": tampered,
+    "signed by the key it embeds (jwk header)": embedded,
     expired: env("TOKEN_EXPIRED"),
     "another event's": env("TOKEN_OTHER_EVENT"),
     "another audience's": env("TOKEN_OTHER_AUDIENCE"),

@@ -215,6 +215,8 @@ class Middleware(unittest.TestCase):
         bad = {
             "forged signature": jwt.encode(claims, other, algorithm="EdDSA", headers={"kid": KID}),
             "tampered claims": f"{h64}.{b64(dict(claims, sub='mallory'))}.{s64}",
+            "signed by the key it embeds (jwk header)": jwt.encode(claims, other, algorithm="EdDSA", headers={
+                "kid": KID, "jwk": json.loads(jwt.algorithms.OKPAlgorithm.to_jwk(other.public_key()))}),
             "expired": env("TOKEN_EXPIRED"),
             "another event's": env("TOKEN_OTHER_EVENT"),
             "another audience's": env("TOKEN_OTHER_AUDIENCE"),

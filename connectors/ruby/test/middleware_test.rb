@@ -93,6 +93,13 @@ def sign_with_other(claims, header)
   JWT.encode(claims, RbNaCl::Signatures::Ed25519::SigningKey.generate, "EdDSA", header)
 end
 
+# A token signed by a new key that its header embeds (jwk), under the node's kid.
+def embedded_jwk(claims)
+  k = RbNaCl::Signatures::Ed25519::SigningKey.generate
+  jwk = { "kty" => "OKP", "crv" => "Ed25519", "x" => b64(k.verify_key.to_bytes) }
+  JWT.encode(claims, k, "EdDSA", { "kid" => KID, "jwk" => jwk })
+end
+
 class MiddlewareTest < Minitest::Test
   i_suck_and_my_tests_are_order_dependent!
 
@@ -138,6 +145,7 @@ class MiddlewareTest < Minitest::Test
     bad = {
       "forged signature" => sign_with_other(claims, { "kid" => KID }),
       "tampered claims" => "#{h64}.#{b64(claims.merge("sub" => "mallory"))}.#{s64}",
+      "signed by the key it embeds (jwk header)" => embedded_jwk(claims),
       "expired" => env!("TOKEN_EXPIRED"),
       "another event's" => env!("TOKEN_OTHER_EVENT"),
       "another audience's" => env!("TOKEN_OTHER_AUDIENCE"),
