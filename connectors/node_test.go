@@ -13,8 +13,8 @@ import (
 
 var nodeDir = filepath.Join("node")
 
-// nodeInstalled makes sure node_modules holds the locked jose (npm ci when
-// it does not) and returns node's path.
+// nodeInstalled makes sure node_modules holds the locked jose and Express
+// (npm ci when it does not) and returns node's path.
 func nodeInstalled(t *testing.T) string {
 	t.Helper()
 	nodeBin := testenv.Binary(t, "node")
@@ -28,14 +28,17 @@ func nodeInstalled(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("package-lock.json: %v", err)
 	}
-	want := lock.Packages["node_modules/jose"].Version
-	var have struct{ Version string }
-	raw, err = os.ReadFile(filepath.Join(nodeDir, "node_modules", "jose", "package.json"))
-	if err == nil && json.Unmarshal(raw, &have) == nil && have.Version == want {
-		return nodeBin
+	for _, pkg := range []string{"jose", "express"} {
+		want := lock.Packages["node_modules/"+pkg].Version
+		var have struct{ Version string }
+		raw, err = os.ReadFile(filepath.Join(nodeDir, "node_modules", pkg, "package.json"))
+		if err == nil && json.Unmarshal(raw, &have) == nil && have.Version == want {
+			continue
+		}
+		t.Logf("node_modules has %s %q, the lock %q: npm ci", pkg, have.Version, want)
+		run(t, nodeDir, nil, testenv.Binary(t, "npm"), "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+		break
 	}
-	t.Logf("node_modules has jose %q, the lock %q: npm ci", have.Version, want)
-	run(t, nodeDir, nil, testenv.Binary(t, "npm"), "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 	return nodeBin
 }
 

@@ -146,9 +146,9 @@ npm_ci "$WORKER_DIR" "miniflare, TypeScript" miniflare/package.json typescript/p
 # TypeScript for the JavaScript client package (@anteroom/client).
 JS_DIR="$ROOT/web/pages/js/anteroom"
 npm_ci "$JS_DIR" "the JavaScript client's TypeScript" typescript/bin/tsc
-# jose for the Node middleware (connectors/node, TestNodeMiddleware).
+# jose for the Node middleware, Express for its tests (connectors/node).
 MW_DIR="$ROOT/connectors/node"
-npm_ci "$MW_DIR" "the Node middleware's jose" jose/package.json
+npm_ci "$MW_DIR" "the Node middleware's jose and Express" jose/package.json express/package.json
 
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"

@@ -118,15 +118,21 @@ export function anteroom(o) {
   return async function anteroomAdmission(req, res, next) {
     /** @type {KeysUnavailable | null} */
     let unavailable = null;
+    /** @type {Admission | null} */
+    let adm = null;
     for (const raw of candidates(req, cookie)) {
       try {
-        const adm = await verify(raw);
-        req.anteroom = adm;
-        if (res.locals) res.locals.anteroom = adm;
-        return next();
+        adm = await verify(raw);
+        break;
       } catch (err) {
         if (err instanceof KeysUnavailable) unavailable = err;
       }
+    }
+    if (adm !== null) {
+      // Outside the try: what the app throws is the app's, never a refusal.
+      req.anteroom = adm;
+      if (res.locals) res.locals.anteroom = adm;
+      return next();
     }
     res.setHeader("Cache-Control", "no-store");
     if (unavailable !== null) {

@@ -6,6 +6,7 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { createHmac } from "node:crypto";
+import express from "express";
 import { generateKeyPair, SignJWT, decodeJwt, decodeProtectedHeader, exportJWK } from "jose";
 import { anteroom, safeReturn, JWKS_PATH } from "../src/index.mjs";
 
@@ -108,6 +109,46 @@ test("a genuine admission passes as its user, by cookie or bearer, with the JWKS
   // A bad cookie does not hide a good bearer (the gate's order).
   const r = await get(`${main.url}/drop/item`, { ...cookie("junk"), ...bearer(GENUINE) });
   assert.equal(r.status, 200);
+});
+
+test("under Express, mounted on a path: the admission in res.locals, the return address the whole URL", async () => {
+  const app = express();
+  const seen = [];
+  app.use("/drop", anteroom({ roomURL: ROOM, event: EVENT, issuer: ISSUER, audience: AUDIENCE, jwksURL }));
+  app.get("/drop/item", (req, res) => {
+    seen.push(req.anteroom.user);
+    res.send(`express as ${res.locals.anteroom.user}`);
+  });
+  app.get("/free", (req, res) => res.send("free"));
+  const s = app.listen(0, "127.0.0.1");
+  servers.push(s);
+  await new Promise((r) => s.once("listening", r));
+  const url = `http://127.0.0.1:${s.address().port}`;
+  let r = await get(`${url}/drop/item`, cookie(GENUINE));
+  assert.deepEqual([r.status, r.body], [200, `express as ${USER}`]);
+  r = await get(`${url}/drop/item?a=1`);
+  assert.equal(r.status, 302);
+  assert.equal(r.location, `${ROOM}/e/${EVENT}?return=%2Fdrop%2Fitem%3Fa%3D1`, "the URL the visitor asked for, not the mount's rest");
+  assert.equal((await get(`${url}/free`)).body, "free", "off the mount, no check");
+  assert.deepEqual(seen, [USER]);
+});
+
+test("what the app throws is not taken for a refusal: next is called once", async () => {
+  const mw = anteroom({ roomURL: ROOM, event: EVENT, issuer: ISSUER, audience: AUDIENCE, jwksURL });
+  let calls = 0;
+  const url = await listen(async (req, res) => {
+    try {
+      await mw(req, res, () => {
+        calls++;
+        throw new Error("the app failed");
+      });
+    } catch {
+      res.statusCode = 500;
+      res.end("app error");
+    }
+  });
+  const r = await get(`${url}/drop/item`, { ...cookie(GENUINE), ...bearer(GENUINE) });
+  assert.deepEqual([r.status, calls], [500, 1]);
 });
 
 test("no token: to the waiting page, returning to this path when it is safe", async () => {
