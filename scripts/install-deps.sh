@@ -43,6 +43,11 @@ have_cmd caddy || missing+=(caddy)
 have_cmd haproxy || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 have_cmd node || missing+=(nodejs)
 have_cmd npm || missing+=(npm)
+# Debian's PyJWT and cryptography (the Python middleware, connectors/python),
+# Ruby with ruby-jwt and RbNaCl (the Rack middleware, connectors/ruby).
+for p in python3-jwt python3-cryptography ruby ruby-jwt ruby-rbnacl; do
+	if have_cmd dpkg-query && ! have_pkg "$p"; then missing+=("$p"); fi
+done
 if have_cmd dpkg-query && ! have_pkg "$CJK_FONT"; then
 	missing+=("$CJK_FONT")
 fi
@@ -155,6 +160,9 @@ npm_ci "$WORKER_DIR" "miniflare, TypeScript" miniflare/package.json typescript/p
 # TypeScript for the JavaScript client package (@anteroom/client).
 JS_DIR="$ROOT/web/pages/js/anteroom"
 npm_ci "$JS_DIR" "the JavaScript client's TypeScript" typescript/bin/tsc
+# jose for the Node middleware, Express for its tests (connectors/node).
+MW_DIR="$ROOT/connectors/node"
+npm_ci "$MW_DIR" "the Node middleware's jose and Express" jose/package.json express/package.json
 
 log "redis-server: $(command -v redis-server || echo missing) $(redis-server --version 2>/dev/null | awk '{print $3}')"
 log "redis-cli:    $(command -v redis-cli || echo missing)"
@@ -167,3 +175,6 @@ log "npm:          $(command -v npm || echo missing) $(npm --version 2>/dev/null
 log "axe-core:     $(ls "$AXE_DIR/node_modules/axe-core/axe.min.js" 2>/dev/null || echo missing)"
 log "miniflare:    $(ls "$WORKER_DIR/node_modules/miniflare/package.json" 2>/dev/null || echo missing)"
 log "typescript:   $(ls "$JS_DIR/node_modules/typescript/bin/tsc" 2>/dev/null || echo missing)"
+log "jose:         $(ls "$MW_DIR/node_modules/jose/package.json" 2>/dev/null || echo missing)"
+log "ruby-jwt:     $(/usr/bin/ruby -e 'require "jwt"; require "rbnacl"; puts JWT::VERSION::STRING' 2>/dev/null || echo missing)"
+log "python3-jwt:  $(/usr/bin/python3 -c 'import jwt, cryptography; print(jwt.__version__, cryptography.__version__)' 2>/dev/null || echo missing)"
