@@ -18,8 +18,10 @@
 //  3. Eligibility lists (event.Door.EligibleLists), for a request the
 //     rules left to the queue (or sent to a challenge): a caller on none
 //     of them is refused, 403 not_eligible with the sale's message. At
-//     the join a filter's "maybe" is decided exactly by the join script;
-//     elsewhere it lets the caller on (their join was exact).
+//     the join a filter's "maybe" is decided exactly by the join script,
+//     and at a safety-net room's join (and its gate's admit-at-once) by
+//     the room's entrance script (Step Room); elsewhere it lets the
+//     caller on (their way in was exact).
 //
 // A join the rate limits refused for its address alone (over the sale's
 // per-IP budget: a carrier NAT is many people) is asked again with

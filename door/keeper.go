@@ -39,11 +39,12 @@ func (d *Door) Hash(user string) uint64 {
 // A block list's "maybe" refuses (Block) except at Join for a request the
 // rules leave to the queue (or a challenge), where it is left to the join
 // script (Verdict.Exact.Block). An eligibility list's "maybe" lets the
-// request on at every step but Join, where the join script decides
-// (Verdict.Exact.Eligible): the join was exact, and a list change that
-// takes someone off reaches them through the filter's Absent. Networks
-// are exact. It reads only memory; a sale without rules or lists returns
-// Queue at once, without allocating.
+// request on at every step but Join and Room, where the join script, or
+// the room's entrance script, decides (Verdict.Exact.Eligible): the way
+// in was exact, and a list change that takes someone off reaches them
+// through the filter's Absent. Networks are exact. It reads only memory;
+// a sale without rules or lists returns Queue at once, without
+// allocating.
 func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 	if !d.Applies(cfg) {
 		return Verdict{}
@@ -93,7 +94,7 @@ func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 	switch {
 	case len(candidates) == 0:
 		return Verdict{Action: NotEligible, Rule: v.Rule}
-	case step == Join:
+	case step == Join, step == Room:
 		v.Exact.Eligible = candidates
 	}
 	return v

@@ -83,6 +83,8 @@ func TestCheckOrder(t *testing.T) {
 		{"a challenge keeps the exact block lists", blockOnly, door.Request{Path: "/hard", User: "mallory"}, door.Join, door.Verdict{Action: door.Challenge, Rule: "hard", Exact: door.Exact{Block: []string{"bad"}}}},
 		{"eligible by network (exact)", eligible, door.Request{User: "carol", Addr: netip.MustParseAddr("192.0.2.7")}, door.Join, door.Verdict{Action: door.Queue}},
 		{"eligible maybe at the join: the script decides", eligible, door.Request{User: "alice", Addr: addr}, door.Join, door.Verdict{Action: door.Queue, Exact: door.Exact{Eligible: []string{"vip"}}}},
+		{"eligible maybe at a room's join: its entrance script decides", eligible, door.Request{User: "alice", Addr: addr}, door.Room, door.Verdict{Action: door.Queue, Exact: door.Exact{Eligible: []string{"vip"}}}},
+		{"a block maybe at a room's join refuses", blockOnly, door.Request{User: "mallory", Addr: addr}, door.Room, door.Verdict{Action: door.Block}},
 		{"eligible maybe elsewhere lets on", eligible, door.Request{User: "alice", Addr: addr}, door.Status, door.Verdict{Action: door.Queue}},
 		{"on no eligible list", eligible, door.Request{User: "carol", Addr: addr}, door.Join, door.Verdict{Action: door.NotEligible}},
 		{"on no eligible list at the claim", eligible, door.Request{User: "carol"}, door.Claim, door.Verdict{Action: door.NotEligible}},
