@@ -37,6 +37,12 @@ type Entrance struct {
 	Paused bool
 	// AdmitOnly (the gate) admits at once or returns ErrFull, never queues.
 	AdmitOnly bool
+	// Lists are the door's exact list checks of this entrance (package
+	// door's Verdict.Exact at door.Room): copies in the room's slot
+	// (lists.CopyKey(queue.LaneTag(ev, 0), …)) and the caller's keyed
+	// hash, decided inside Enter's one script call. The zero value checks
+	// none.
+	Lists queue.Lists
 }
 
 // Entered is the outcome of Enter.
@@ -61,6 +67,13 @@ type Entered struct {
 // given twice across a Redis failover: Enter reports the highest position
 // the room's counter gave this node, and the counter keeps the queue's
 // failover fence (see package queue, "What a Redis failover does").
+//
+// With e.Lists, a caller on one of its block lists is refused with
+// queue.ErrBlocked and one on none of its eligibility lists with
+// queue.ErrNotEligible, in the same script call, before anything is read
+// or written (an entry they hold included); lists whose copies are
+// outside the room's slot, or a hash that is not 8 bytes, fail before
+// Redis is called.
 func (f *Frontier) Enter(ctx context.Context, ev string, e Entrance) (Entered, error) {
 	k := queue.KeysFor(ev)
 	userKey := queue.UserKey(ev, "")
@@ -68,9 +81,17 @@ func (f *Frontier) Enter(ctx context.Context, ev string, e Entrance) (Entered, e
 		userKey = queue.UserKey(ev, e.User)
 	}
 	keys := []string{frontierKey(ev), k.Seq, k.Window, presentKey(ev), activeKey(ev), userKey, bucketKey(ev), k.Fence}
-	res, err := f.enter.Run(ctx, f.rdb, keys, e.User, e.Opens.UnixMilli(), e.Ends.UnixMilli(), e.Rate,
+	args := []any{e.User, e.Opens.UnixMilli(), e.Ends.UnixMilli(), e.Rate,
 		max(e.MaxActive, 1), e.AdmissionTTL.Milliseconds(), bit(e.Paused), bit(e.AdmitOnly), e.NoShowGrace.Milliseconds(),
-		f.highs.High(k.Seq), queue.FailoverSpan.Milliseconds()).Int64Slice()
+		f.highs.High(k.Seq), queue.FailoverSpan.Milliseconds()}
+	if l := &e.Lists; len(l.Block)+len(l.Eligible) > 0 {
+		if err := l.Check(queue.LaneTag(ev, 0)); err != nil {
+			return Entered{}, fmt.Errorf("enter %s: %w", ev, err)
+		}
+		keys = append(append(keys, l.Block...), l.Eligible...)
+		args = append(args, len(l.Block), len(l.Eligible), l.Hash)
+	}
+	res, err := f.enter.Run(ctx, f.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Entered{}, fmt.Errorf("enter %s: %w", ev, err)
 	}
@@ -95,6 +116,10 @@ func (f *Frontier) Enter(ctx context.Context, ev string, e Entrance) (Entered, e
 		out.Existing, out.Admitted = true, true
 	case 6:
 		return Entered{Active: res[3]}, ErrFull
+	case 7:
+		return Entered{}, queue.ErrBlocked
+	case 8:
+		return Entered{}, queue.ErrNotEligible
 	default:
 		return Entered{}, fmt.Errorf("enter %s: unexpected reply %v", ev, res)
 	}

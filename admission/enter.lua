@@ -1,7 +1,9 @@
--- enter.lua v4: a safety-net room's join, and its gate's admit-at-once. One
+-- enter.lua v5: a safety-net room's join, and its gate's admit-at-once. One
 -- step: admit at once while nobody waits, fewer than max_active people are
 -- active and the rate allows; otherwise queue first come first served (or,
--- for the gate, refuse: it keeps no queue entry).
+-- for the gate, refuse: it keeps no queue entry). The door's exact list
+-- checks ride it (as join.lua's): a caller on a block list, or on none of
+-- the eligibility lists, is refused before anything is read or written.
 --
 -- KEYS[1] frontier hash (advance.lua's: f, n, p, c are read; f and p
 -- written; r and rh, the failover fence, read and written),
@@ -10,7 +12,9 @@
 -- deadline, unix ms), KEYS[6] the user's entry hash shard (join.lua's
 -- packing), KEYS[7] instant-admission bucket hash: k = credit, kt = last
 -- call (unix ms), kf = admitted people (F - no-shows) at the last call,
--- KEYS[8] the counter's failover fence (join.lua's: seq_fence).
+-- KEYS[8] the counter's failover fence (join.lua's: seq_fence),
+-- KEYS[9..8+B] the exact copies of B block lists, KEYS[9+B..8+B+E] those
+-- of E eligibility lists (package door/lists' layout, read by list_has).
 -- All keys share the event's hash tag.
 -- ARGV[1] user ('' for the gate: no entry is read or kept), ARGV[2] room
 -- opens = starts_at (unix ms), ARGV[3] ends_at (unix ms), ARGV[4] rate per
@@ -18,7 +22,8 @@
 -- paused (nobody is admitted at once), ARGV[8] 1 to admit only (the gate),
 -- ARGV[9] the no-show grace (ms; missing: 0), ARGV[10] the highest seq
 -- of this counter the caller has seen (0: none), ARGV[11] the failover
--- span (ms).
+-- span (ms), ARGV[12] B and ARGV[13] E (missing: 0), ARGV[14] the
+-- caller's 8-byte keyed hash (door/lists.Arg) when B + E > 0.
 --
 -- Active = admitted and not yet present (F - n - p, within their grace) +
 -- present with an unexpired admission (the active set), as advance.lua
@@ -31,7 +36,10 @@
 -- Reply {code, seq, joined (unix s), active}: code 0 admitted now (a new
 -- seq), 1 queued (a new seq), 2 not open yet, 3 ended, 4 an entry still
 -- waiting, 5 an entry admitted and active (or admitted and not yet
--- present, within the grace), 6 not admitted (admit only). A user whose
+-- present, within the grace), 6 not admitted (admit only), 7 blocked and
+-- 8 not eligible (by the lists: nothing read or written, {code, 0, 0,
+-- 0}), before an entry is looked at: a listed user with an entry gets
+-- no admission from it either. A user whose
 -- earlier admission expired, or who was a no-show (admitted, never
 -- present, and checked by advance.lua after the grace: position ≤ c),
 -- gets a new entry: leaving ends the turn.
@@ -58,6 +66,25 @@ local held, only = ARGV[7] == '1', ARGV[8] == '1'
 local grace = tonumber(ARGV[9] or '0')
 if now < opens then return {2, 0, 0, 0} end
 if now >= ends then return {3, 0, 0, 0} end
+
+-- The lists: only reads (HGET), before any other key is read.
+local nblock, nelig = tonumber(ARGV[12] or '0'), tonumber(ARGV[13] or '0')
+if nblock + nelig > 0 then
+  local h = ARGV[14]
+  for k = 9, 8 + nblock do
+    if list_has(KEYS[k], h) then return {7, 0, 0, 0} end
+  end
+  if nelig > 0 then
+    local on = false
+    for k = 9 + nblock, 8 + nblock + nelig do
+      if list_has(KEYS[k], h) then
+        on = true
+        break
+      end
+    end
+    if not on then return {8, 0, 0, 0} end
+  end
+end
 
 -- Read every key before writing (a key of the wrong type fails here).
 local st = redis.call('HMGET', frontier, 'f', 'n', 'p', 'c', 'r', 'rh')

@@ -19,7 +19,9 @@ const (
 	Status
 	// Gate is the proxy gate (nginx auth_request, an edge function).
 	Gate
-	// Room is a safety-net room's join.
+	// Room is a safety-net room's join, and its gate's admit-at-once:
+	// an eligibility list's "maybe" is left to the room's entrance
+	// script (Verdict.Exact.Eligible); a block list's refuses.
 	Room
 	// Claim is a claim, and a bypass pass's redemption (the claim it
 	// buys is judged the same).
@@ -27,7 +29,9 @@ const (
 )
 
 // Exact names the lists whose node filter could not tell and which the
-// join script decides exactly from their copies in the queue's slot.
+// join script (at Join) or the room's entrance script (at Room: its
+// eligibility lists only) decides exactly from their copies in the
+// queue's slot.
 type Exact struct {
 	// Block are block lists whose filter said Maybe: the join refuses a
 	// caller on one of them (queue.ErrBlocked).
@@ -48,8 +52,8 @@ type Verdict struct {
 	Action Action
 	// Rule names the rule that decided; "" when no rule did.
 	Rule string
-	// Exact is what the join script decides (at Join only, and only for
-	// Queue and Challenge).
+	// Exact is what the join script decides (at Join, and at Room its
+	// eligibility lists; only for Queue and Challenge).
 	Exact Exact
 }
 

@@ -37,9 +37,11 @@
 //     rules left to the queue (or sent to a challenge): a caller on none
 //     of them is refused, 403 not_eligible with the sale's message. At
 //     the join a filter's "maybe", or a list of ids the node does not
-//     hold, is decided exactly by the join script (a list of networks it
-//     does not hold counts as not on it: the join errs toward refusing);
-//     elsewhere either lets the caller on (their join was exact).
+//     hold, is decided exactly by the join script, and at a safety-net
+//     room's join (and its gate's admit-at-once) by the room's entrance
+//     script (Step Room); a list of networks it does not hold counts as
+//     not on it there (errs toward refusing). Elsewhere either lets the
+//     caller on (their way in was exact).
 //
 // A join the rate limits refused for its address alone (over the sale's
 // per-IP budget: a carrier NAT is many people) is asked again with

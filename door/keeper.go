@@ -39,14 +39,15 @@ func (d *Door) Hash(user string) uint64 {
 // A block list's "maybe" refuses (Block) except at Join for a request the
 // rules leave to the queue (or a challenge), where it is left to the join
 // script (Verdict.Exact.Block). An eligibility list's "maybe" lets the
-// request on at every step but Join, where the join script decides
-// (Verdict.Exact.Eligible): the join was exact, and a list change that
-// takes someone off reaches them through the filter's Absent. Networks
-// are exact. A list the node does not hold (Unknown) is a "maybe" when
-// it is a list of ids; a list of networks, or any list before the node
-// read one, refuses as a block list at every step and counts as not on
-// it at the join as an eligibility list. It reads only memory; a sale without rules or lists returns
-// Queue at once, without allocating.
+// request on at every step but Join and Room, where the join script, or
+// the room's entrance script, decides (Verdict.Exact.Eligible): the way
+// in was exact, and a list change that takes someone off reaches them
+// through the filter's Absent. Networks are exact. A list the node does
+// not hold (Unknown) is a "maybe" when it is a list of ids; a list of
+// networks, or any list before the node read one, refuses as a block
+// list at every step and counts as not on it at Join and Room as an
+// eligibility list. It reads only memory; a sale without rules or lists
+// returns Queue at once, without allocating.
 func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 	if !d.Applies(cfg) {
 		return Verdict{}
@@ -92,15 +93,15 @@ func (d *Door) Check(cfg *event.Config, r *Request, step Step) Verdict {
 		case Maybe, Unknown:
 			candidates = append(candidates, list)
 		case unheld:
-			if step != Join {
-				return v // their join was exact
+			if step != Join && step != Room {
+				return v // their way in was exact
 			}
 		}
 	}
 	switch {
 	case len(candidates) == 0:
 		return Verdict{Action: NotEligible, Rule: v.Rule}
-	case step == Join:
+	case step == Join, step == Room:
 		v.Exact.Eligible = candidates
 	}
 	return v

@@ -83,6 +83,8 @@ func TestCheckOrder(t *testing.T) {
 		{"a challenge keeps the exact block lists", blockOnly, door.Request{Path: "/hard", User: "mallory"}, door.Join, door.Verdict{Action: door.Challenge, Rule: "hard", Exact: door.Exact{Block: []string{"bad"}}}},
 		{"eligible by network (exact)", eligible, door.Request{User: "carol", Addr: netip.MustParseAddr("192.0.2.7")}, door.Join, door.Verdict{Action: door.Queue}},
 		{"eligible maybe at the join: the script decides", eligible, door.Request{User: "alice", Addr: addr}, door.Join, door.Verdict{Action: door.Queue, Exact: door.Exact{Eligible: []string{"vip"}}}},
+		{"eligible maybe at a room's join: its entrance script decides", eligible, door.Request{User: "alice", Addr: addr}, door.Room, door.Verdict{Action: door.Queue, Exact: door.Exact{Eligible: []string{"vip"}}}},
+		{"a block maybe at a room's join refuses", blockOnly, door.Request{User: "mallory", Addr: addr}, door.Room, door.Verdict{Action: door.Block}},
 		{"eligible maybe elsewhere lets on", eligible, door.Request{User: "alice", Addr: addr}, door.Status, door.Verdict{Action: door.Queue}},
 		{"on no eligible list", eligible, door.Request{User: "carol", Addr: addr}, door.Join, door.Verdict{Action: door.NotEligible}},
 		{"on no eligible list at the claim", eligible, door.Request{User: "carol"}, door.Claim, door.Verdict{Action: door.NotEligible}},
@@ -194,7 +196,8 @@ func (unheldLists) Hash(user string) uint64 { return uint64(len(user)) }
 // list of ids goes to the script, one of networks (or one a request
 // without an address cannot tell) refuses, and so does a bypass or a
 // sink. An eligibility list goes to the script at the join (a list of
-// networks counts as not on it there) and lets the caller on after it.
+// networks counts as not on it there), as at a room's join, and lets
+// the caller on after it.
 func TestCheckUnheldLists(t *testing.T) {
 	lists := unheldLists{ids: map[string]bool{"bad": true, "vip": true, "cold": true}, nets: map[string]bool{"badnet": true, "office": true, "cold": true}}
 	d := door.New(lists, pathRules{})
@@ -211,6 +214,9 @@ func TestCheckUnheldLists(t *testing.T) {
 			}
 		}
 		for i, cfg := range []*event.Config{vip, office} {
+			if step == door.Room {
+				continue // a way in: below
+			}
 			if v := d.Check(cfg, &door.Request{User: "bob", Addr: addr}, step); v.Action != door.Queue {
 				t.Errorf("eligibility sale %d at step %d: %+v, want queue", i, step, v)
 			}
@@ -233,5 +239,13 @@ func TestCheckUnheldLists(t *testing.T) {
 		if got := d.Check(tc.cfg, &tc.r, door.Join); !slices.Equal(got.Exact.Block, tc.want.Exact.Block) || !slices.Equal(got.Exact.Eligible, tc.want.Exact.Eligible) || got.Action != tc.want.Action {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
+	}
+	// A safety-net room's join is a way in, as the join is: its entrance
+	// script decides a list of ids; a list of networks not held refuses.
+	if got := d.Check(vip, &door.Request{User: "bob", Addr: addr}, door.Room); got.Action != door.Queue || !slices.Equal(got.Exact.Eligible, []string{"vip"}) {
+		t.Errorf("an eligibility list of ids at a room: %+v, want the entrance script to decide vip", got)
+	}
+	if got := d.Check(office, &door.Request{User: "bob", Addr: addr}, door.Room); got.Action != door.NotEligible {
+		t.Errorf("an eligibility list of networks not held at a room: %+v, want not_eligible", got)
 	}
 }

@@ -171,7 +171,7 @@ func (j *Joiner) Join(ctx context.Context, ev, user string, t Times) (Entry, err
 		user: user, bucket: userKeyIn(tag, user),
 	}
 	if !t.Lists.empty() {
-		if err := t.Lists.check(tag); err != nil {
+		if err := t.Lists.Check(tag); err != nil {
 			return Entry{}, fmt.Errorf("join %s: %w", ev, err)
 		}
 		c.lists = &t.Lists
@@ -249,11 +249,12 @@ func KeysFor(ev string) Keys { return KeysForLane(ev, 0) }
 // other packages that keep entries the same way (admission's enter.lua).
 func UserKey(ev, user string) string { return userKey(ev, user) }
 
-// check refuses lists a join under tag cannot check in its script call:
-// a copy in another slot (another hash tag: a lane's joins read the
+// Check refuses lists a script call on keys under tag cannot check: a
+// copy in another slot (another hash tag: a lane's joins read the
 // event's copies, in the same slot under another prefix), or a hash that
-// is not 8 bytes.
-func (l *Lists) check(tag string) error {
+// is not 8 bytes. Join checks its own; a safety-net room's entrance
+// (package admission) checks its lists with it.
+func (l *Lists) Check(tag string) error {
 	if len(l.Hash) != 8 {
 		return fmt.Errorf("queue: a list check needs the user's 8-byte hash, got %d bytes", len(l.Hash))
 	}

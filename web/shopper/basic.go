@@ -233,7 +233,7 @@ func (s *API) basicJoin(c *fiber.Ctx) error {
 	// A bypass queues here: the page shows a place, and a bypassed
 	// client uses the JSON join.
 	if v.Action == door.Sink {
-		_, _, _, err = s.sink(c, sale, user, now)
+		err = s.basicSink(c, sale, user, claims, now)
 	} else {
 		_, _, _, err = s.enqueue(c, sale, user, claims, now, v)
 	}
@@ -271,6 +271,17 @@ func (s *API) basicClaim(c *fiber.Ctx) error {
 		c.Status(fiber.StatusOK)
 	}
 	return s.deps.Basic.Basic(c, sale, BasicView{State: Granted, ClaimID: res.ClaimID, ClaimStatus: res.Status})
+}
+
+// basicSink is the join form's sink: a sunk ticket in the caller's lane,
+// as enqueue would put them (laneOf).
+func (s *API) basicSink(c *fiber.Ctx, sale *admission.Sale, user string, claims map[string][]string, now time.Time) error {
+	lane, err := s.laneOf(c, &sale.Config, user, claims, now)
+	if err != nil {
+		return err
+	}
+	_, _, _, err = s.sink(c, sale, user, lane, now)
+	return err
 }
 
 var errNoIdem = kit.BadRequest("the claim form has no idempotency key; reload the page and claim again")

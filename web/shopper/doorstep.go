@@ -173,13 +173,14 @@ func sunkKey(user string) uint64 { return uint64(queue.ShardOf(user, 1<<30)) }
 
 // sinkJoin answers a sunk join as a join answers (joinAnswer): a ticket
 // signed as sunk (tokens.Ticket.Sunk) at a plausible place at the back
-// of the queue, after about as long as a real join takes, with no queue
+// of its queue, after about as long as a real join takes, with no queue
 // script: its only Redis calls were the join's defences. It is counted
 // ("join.sink" in the report's refusals). lane is the caller's lane by
-// their invite (laneOf), which the answer names as a real join's does;
-// the wait shown is the default lane's (DecideSunk).
+// their invite or claims (laneOf): the sunk ticket's number is in that
+// lane (queue.Laned), as a real member's is, so the answer names it and
+// every poll shows that lane's wait (admission.DecideSunk).
 func (s *API) sinkJoin(c *fiber.Ctx, sale *admission.Sale, user string, lane int, now time.Time) error {
-	ticket, seq, d, err := s.sink(c, sale, user, now)
+	ticket, seq, d, err := s.sink(c, sale, user, lane, now)
 	if err != nil {
 		return err
 	}
@@ -188,8 +189,10 @@ func (s *API) sinkJoin(c *fiber.Ctx, sale *admission.Sale, user string, lane int
 
 // sink is sinkJoin's step before the answer, shared with the basic
 // page's join form: the sunk ticket (set as the ticket cookie), its
-// number and its decision.
-func (s *API) sink(c *fiber.Ctx, sale *admission.Sale, user string, now time.Time) (string, int64, admission.Decision, error) {
+// number and its decision. The number is one past the node's view of
+// the people in the caller's queue: in the default lane, of their join
+// shard (drawn at random, as joins spread); in lane > 0, of that lane.
+func (s *API) sink(c *fiber.Ctx, sale *admission.Sale, user string, lane int, now time.Time) (string, int64, admission.Decision, error) {
 	cfg := &sale.Config
 	if s.deps.Refusals != nil {
 		s.deps.Refusals.Add(cfg.ID, "join.sink")
@@ -199,6 +202,17 @@ func (s *API) sink(c *fiber.Ctx, sale *admission.Sale, user string, now time.Tim
 		shards = 1
 	}
 	seq := max(sale.Joined, 0)/int64(shards) + 1 + rand.Int64N(int64(shards))
+	shard := 0
+	if shards > 1 {
+		shard = queue.ShardOf(user, shards)
+	}
+	if lane > 0 && lane <= len(cfg.Lanes) { // a lane is one queue on the event's slot
+		var joined int64
+		if lane <= len(sale.Lanes) {
+			joined = max(sale.Lanes[lane-1].Joined, 0)
+		}
+		seq, shard = queue.Laned(lane, joined+1), 0
+	}
 	joined := now.Truncate(time.Second)
 	ctx, cancel := s.ctx(c)
 	s.pace.wait(ctx)
@@ -206,10 +220,6 @@ func (s *API) sink(c *fiber.Ctx, sale *admission.Sale, user string, now time.Tim
 	ticket, err := s.signTicket(c, cfg, tokens.Ticket{Event: cfg.ID, User: user, Seq: seq, IssuedAt: joined, Sunk: true})
 	if err != nil {
 		return "", 0, admission.Decision{}, err
-	}
-	shard := 0
-	if shards > 1 {
-		shard = queue.ShardOf(user, shards)
 	}
 	d := admission.DecideSunk(sale, queue.Place{Shard: shard, Seq: seq, Joined: joined}, sunkKey(user), now, rand.Float64)
 	return ticket, seq, d, nil

@@ -123,16 +123,23 @@ func (s *API) gate(c *fiber.Ctx) error {
 			break
 		}
 	}
+	var v door.Verdict
 	if s.deps.Door.Applies(&sale.Config) {
 		// The door (doorstep.go): the admitted user, else the visitor the
-		// identity names without minting.
-		user := ""
+		// identity names without minting. In a room, a visitor without an
+		// admission may be admitted at once (gateEnter): a room's join,
+		// whose entrance decides a filter's "maybe" exactly (door.Room).
+		user, step := "", door.Gate
 		if adm != nil {
 			user = adm.User
 		} else if u, err := s.deps.Identity.User(c, false); err == nil {
 			user = u
 		}
-		v, err := s.ask(c, &sale.Config, user, nil, now, door.Gate)
+		if adm == nil && sale.Config.IsSafetyNet() {
+			step = door.Room
+		}
+		var err error
+		v, err = s.ask(c, &sale.Config, user, nil, now, step)
 		switch {
 		case err != nil:
 			return err // 403 blocked, not_eligible
@@ -151,9 +158,9 @@ func (s *API) gate(c *fiber.Ctx) error {
 		c.Set(GateUserHeader, adm.User)
 		return c.SendStatus(fiber.StatusNoContent)
 	}
-	if ok, err := s.gateEnter(c, sale, now); err != nil || ok {
+	if ok, err := s.gateEnter(c, sale, v, now); err != nil || ok {
 		if err != nil {
-			return err // the room cannot answer: 503, for the gateway to see
+			return err // the room cannot answer: 503, for the gateway to see; the lists: 403
 		}
 		return c.SendStatus(fiber.StatusNoContent)
 	}

@@ -59,7 +59,7 @@ func (s *API) join(c *fiber.Ctx) error {
 		return s.bypassJoin(c, cfg, user, now)
 	}
 	if cfg.IsSafetyNet() {
-		return s.joinRoom(c, sale, user)
+		return s.joinRoom(c, sale, user, v)
 	}
 	entry, lane, ticket, err := s.enqueue(c, sale, user, claims, now, v)
 	if err != nil {

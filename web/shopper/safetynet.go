@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
+	"github.com/anteroom/anteroom/door"
+	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/queue"
 	"github.com/anteroom/anteroom/tokens"
@@ -42,16 +44,23 @@ func entrance(cfg *event.Config, user string, admitOnly bool) admission.Entrance
 // joinRoom is join for a safety-net room: one Redis step that admits at
 // once while the room is under its thresholds (the answer then carries the
 // admission token and sets the admission cookie) and queues otherwise.
-func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
+// The door's verdict v (at door.Room) names the eligibility lists its
+// node filter could not tell: the step decides them exactly (roomLists)
+// inside the entrance's script call, the Redis call a room's join makes
+// anyway (no round trip is added), and refuses a caller on none of them
+// 403 not_eligible with nothing written.
+func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string, v door.Verdict) error {
 	cfg := &sale.Config
 	if s.deps.Rooms == nil {
 		return kit.RetryLater("degraded", "safety-net rooms are not available on this node", 5)
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, user, false))
+	e := entrance(cfg, user, false)
+	e.Lists = s.roomLists(cfg, user, v)
+	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, e)
 	if err != nil {
-		return err
+		return doorErr(cfg, err)
 	}
 	ticket, err := s.giveTicket(c, cfg, user, en.Seq, en.JoinedAt)
 	if err != nil {
@@ -72,6 +81,25 @@ func (s *API) joinRoom(c *fiber.Ctx, sale *admission.Sale, user string) error {
 	}
 	d := admission.DecidePlace(sale, queue.Place{Seq: en.Seq, Joined: en.JoinedAt}, now, mathrand.Float64)
 	return roomWaiting(c, ticket, en.Seq, d)
+}
+
+// roomLists are the copies of v's exact lists in room cfg's slot (a room
+// has one: event validation keeps its join_shards at 1) and user's keyed
+// hash: the entrance script's check. At door.Room only eligibility lists
+// are left to it (a block list's "maybe" refused already).
+func (s *API) roomLists(cfg *event.Config, user string, v door.Verdict) queue.Lists {
+	if v.Exact.Empty() || user == "" {
+		return queue.Lists{}
+	}
+	tag := queue.LaneTag(cfg.ID, 0)
+	l := queue.Lists{Hash: lists.Arg(s.deps.Door.Hash(user))}
+	for _, name := range v.Exact.Block {
+		l.Block = append(l.Block, lists.CopyKey(tag, name))
+	}
+	for _, name := range v.Exact.Eligible {
+		l.Eligible = append(l.Eligible, lists.CopyKey(tag, name))
+	}
+	return l
 }
 
 // roomWaiting answers a room's join that waits, with ticket for number
@@ -152,14 +180,19 @@ func (s *API) gateRenew(c *fiber.Ctx, cfg *event.Config, a tokens.Admission, now
 // mode names without minting (the visitor cookie, a user token); anyone
 // else gets a one-time id, since a gate answer passes on one cookie only.
 // The join's edge protection (per-IP budget and the other join limits)
-// applies.
+// applies. v is the door's verdict for the gate's caller at door.Room
+// (gate): the eligibility lists its filter could not tell ride the
+// entrance's script call as at a room's join (roomLists), and a caller
+// on none of them is refused 403 not_eligible. It names them by the
+// user the door saw; one the identity does not name is on no list of
+// ids, so an eligibility list of ids refused them already.
 //
 // An entrance or admission that fails for another reason than a full room
 // (Redis down or failing) is errRoomUnavailable: the gate answers 503, so
 // a gateway can tell the room cannot answer (and fail open until its
 // deadline, docs/operate.md) rather than send the visitor to a waiting
 // page that cannot take their join either.
-func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) (bool, error) {
+func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, v door.Verdict, now time.Time) (bool, error) {
 	cfg := &sale.Config
 	if !cfg.IsSafetyNet() || s.deps.Rooms == nil || cfg.Paused || sale.Joined > int64(sale.Frontier) {
 		return false, nil // somebody is waiting (as of this node's view): queue behind them
@@ -175,9 +208,14 @@ func (s *API) gateEnter(c *fiber.Ctx, sale *admission.Sale, now time.Time) (bool
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, entrance(cfg, "", true))
-	if errors.Is(err, admission.ErrFull) {
+	e := entrance(cfg, "", true)
+	e.Lists = s.roomLists(cfg, user, v)
+	en, err := s.deps.Rooms.Enter(ctx, cfg.ID, e)
+	switch {
+	case errors.Is(err, admission.ErrFull):
 		return false, nil
+	case errors.Is(err, queue.ErrBlocked), errors.Is(err, queue.ErrNotEligible):
+		return false, doorErr(cfg, err)
 	}
 	if err != nil {
 		s.cfg.Log.Warn("safety-net gate", "event", cfg.ID, "err", err)
