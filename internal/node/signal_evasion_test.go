@@ -1,0 +1,66 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anteroom/anteroom/internal/node"
+	"github.com/anteroom/anteroom/internal/nodetest"
+	"github.com/anteroom/anteroom/internal/testenv"
+)
+
+// TestFreshDeviceIDEvadesNoDeviceLimit is the attack issue 36 reproduced:
+// a ring of five users on one phone, each claim sent with a fresh
+// X-Device-ID of the client's own choosing. one_claim_per_device used to
+// believe that header (whatever the gateway passed on), so every claim
+// was granted. A device limit now needs a trusted source for the device
+// signal: without one the save is refused 400 naming it, and with a
+// signed source a bare header is refused 401 and counts nothing.
+func TestFreshDeviceIDEvadesNoDeviceLimit(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL()}))
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	ring := []string{"r1", "r2", "r3", "r4", "r5"}
+
+	claimRing := func(ev string) (grants int, answers []string) {
+		for i, u := range ring {
+			tok := nodetest.AdmitUser(t, n, ev, u)
+			a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/"+ev+"/claim", map[string]string{
+				"Authorization": "Bearer " + tok, "X-User-ID": u, "Idempotency-Key": "k", "X-Device-ID": fmt.Sprintf("fresh-%d", i),
+			}, nil)
+			if a.Status == http.StatusCreated {
+				grants++
+			}
+			answers = append(answers, fmt.Sprintf("%d %s", a.Status, nodetest.Str(a.Body, "code")))
+		}
+		return grants, answers
+	}
+
+	raw, _ := json.Marshal(limited(map[string]any{"one_claim_per_device": true}))
+	save := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/bare", admin, raw)
+	if save.Status == http.StatusCreated {
+		grants, answers := claimRing("bare")
+		t.Fatalf("five users on one phone, a fresh X-Device-ID per claim: %d grants (%v), want the sale refused at save (no trusted device source)", grants, answers)
+	}
+	if save.Status != http.StatusBadRequest || !strings.Contains(nodetest.Str(save.Body, "detail"), "device") {
+		t.Fatalf("a device limit without a trusted source: %d %s, want 400 naming the device signal", save.Status, save.Raw)
+	}
+
+	signed := limited(map[string]any{"one_claim_per_device": true})
+	signed["shop"] = map[string]any{"secret": shopSecret}
+	signed["signals"] = map[string]any{"device": map[string]any{"source": "signed_header"}}
+	nodetest.CreateSale(t, n, "signed", signed)
+	grants, answers := claimRing("signed")
+	if grants != 0 {
+		t.Fatalf("five users on one phone, a fresh unsigned X-Device-ID per claim: %d grants (%v), want none", grants, answers)
+	}
+	for _, a := range answers {
+		if a != "401 unauthenticated" && a != "401 bad_signal" {
+			t.Fatalf("unsigned device signals answered %v, want 401 each", answers)
+		}
+	}
+}
