@@ -11,7 +11,9 @@ import (
 // header needs the shop secret that signs it, and signal limits need one
 // bucket; one_claim_per_device and one_claim_per_payment are limits of 1.
 func TestValidateSignals(t *testing.T) {
-	src := func(s, claim, header string) *SignalSource { return &SignalSource{Source: s, Claim: claim, Header: header} }
+	src := func(s, claim, header string) *SignalSource {
+		return &SignalSource{Source: s, Claim: claim, Header: header}
+	}
 	cases := []struct {
 		name   string
 		change func(*Config)
@@ -25,7 +27,10 @@ func TestValidateSignals(t *testing.T) {
 			c.Signals.Phone = src(SourceProxyHeader, "", "")
 			c.Limits.SignalClaims.Address = 2
 		}, "signal_claims.address"},
-		{"jwt claim", func(c *Config) { c.Signals.Device = src(SourceJWTClaim, "device_id", ""); c.Limits.SignalClaims.Device = 1 }, ""},
+		{"jwt claim", func(c *Config) {
+			c.Signals.Device = src(SourceJWTClaim, "device_id", "")
+			c.Limits.SignalClaims.Device = 1
+		}, ""},
 		{"jwt without claim", func(c *Config) { c.Signals.Device = src(SourceJWTClaim, "", "") }, "signals.device: source jwt_claim needs claim"},
 		{"jwt with header", func(c *Config) { c.Signals.Device = src(SourceJWTClaim, "d", "X-D") }, "signals.device"},
 		{"signed without secret", func(c *Config) { c.Signals.Payment = src(SourceSignedHeader, "", "") }, "needs shop.secret"},
