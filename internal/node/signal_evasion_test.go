@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/anteroom/anteroom/internal/node"
@@ -62,5 +63,55 @@ func TestFreshDeviceIDEvadesNoDeviceLimit(t *testing.T) {
 		if a != "401 unauthenticated" && a != "401 bad_signal" {
 			t.Fatalf("unsigned device signals answered %v, want 401 each", answers)
 		}
+	}
+}
+
+// TestSharedCardOneGrant: ten users sharing one payment fingerprint (from
+// the gateway) send two claims each at once, in a sale allowing one claim
+// per payment and two per user: exactly one is granted and the other 19
+// are 409 signal_limit naming payment, on one Redis and on a Redis
+// Cluster (the signal's set lives in the bucket's slot).
+func TestSharedCardOneGrant(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "redis-server", true: "redis-cluster"}[cluster], func(t *testing.T) {
+			cfg := node.Config{NATSURL: testenv.StartNATS(t).URL()}
+			if cluster {
+				cfg.RedisClusterAddrs = testenv.StartRedisCluster(t, 3).Addrs()
+			} else {
+				cfg.RedisURL = testenv.StartRedis(t).URL()
+			}
+			n := nodetest.Start(t, nodetest.HeaderMode(cfg))
+			sale := openSale(100, 2, 0, 0, 1000)
+			sale["signals"] = map[string]any{"payment": map[string]any{"source": "proxy_header"}}
+			sale["limits"] = map[string]any{"signal_claims": map[string]any{"payment": 1}}
+			nodetest.CreateSale(t, n, "ring", sale)
+			tokens := map[string]string{}
+			for u := range 10 {
+				user := fmt.Sprint("ring-", u)
+				tokens[user] = nodetest.AdmitUser(t, n, "ring", user)
+			}
+			var mu sync.Mutex
+			answers := map[string]int{}
+			var wg sync.WaitGroup
+			for user, tok := range tokens {
+				for k := range 2 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/ring/claim", map[string]string{
+							"Authorization": "Bearer " + tok, "X-User-ID": user, "Idempotency-Key": fmt.Sprint("k", k),
+							"X-Payment-Fingerprint": "shared-card",
+						}, nil)
+						mu.Lock()
+						defer mu.Unlock()
+						answers[fmt.Sprintf("%d %s %s", a.Status, nodetest.Str(a.Body, "code"), nodetest.Str(a.Body, "signal"))]++
+					}()
+				}
+			}
+			wg.Wait()
+			if answers["201  "] != 1 || answers["409 signal_limit payment"] != 19 {
+				t.Fatalf("20 claims sharing one card: %v, want one 201 and 19 409 signal_limit payment", answers)
+			}
+		})
 	}
 }
