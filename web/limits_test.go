@@ -308,14 +308,3 @@ func TestClientIP(t *testing.T) {
 		}
 	}
 }
-
-type (
-	limAdmitter struct {
-		admitter
-		user string
-	}
-)
-
-func (f limAdmitter) Verify(_, ev string, _ time.Time) (tokens.Admission, error) {
-	return tokens.Admission{Event: ev, User: f.user, Pos: 1, ID: "jti-1"}, nil
-}
