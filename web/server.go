@@ -150,9 +150,9 @@ type Deps struct {
 	// Limiter keeps the distributed rate limits of join and claim
 	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
 	Limiter protect.Limiter
-	// Reservations bind device ids and payment fingerprints to one user
-	// per event (*limit.Reservations), for events that ask for it; nil
-	// answers such events' claims 503 degraded.
+	// Reservations spend a busy network's challenge once
+	// (*limit.Reservations); nil answers such joins 503 degraded. (Limits
+	// per device and payment are the claim script's: claim.Signal.)
 	Reservations protect.Reserver
 	// StaffThrottle counts failed admin authentications per client
 	// address (*staff.Throttle in Redis, shared by every node).

@@ -22,7 +22,8 @@ import (
 // (EntryCap), early birds (EarlyBird), node-local status limits
 // (statuslimit.go), then on join invites and proofs of work (µs, no Redis)
 // and on join and claim the distributed token buckets (one or two Redis
-// round trips), and on claim the device and payment reservations.
+// round trips); on claim the signals (signals.go), which the claim script
+// counts.
 
 // Consumer-side interfaces of the edge limits.
 type (
@@ -30,8 +31,8 @@ type (
 	Limiter interface {
 		Allow(ctx context.Context, rules ...limit.Rule) limit.Decision
 	}
-	// Reserver binds device ids and payment fingerprints to one user per
-	// event; *limit.Reservations.
+	// Reserver binds a value to its first holder in an event (a busy
+	// network's challenge, spent once); *limit.Reservations.
 	Reserver interface {
 		Reserve(ctx context.Context, kind, ev, value, user string, ttl time.Duration) error
 	}
