@@ -11,6 +11,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // TestFreshDeviceIDEvadesNoDeviceLimit is the attack issue 36 reproduced:
@@ -113,5 +114,42 @@ func TestSharedCardOneGrant(t *testing.T) {
 				t.Fatalf("20 claims sharing one card: %v, want one 201 and 19 409 signal_limit payment", answers)
 			}
 		})
+	}
+}
+
+// TestDeviceFromTokenClaim: in jwt identity mode a sale reads the device
+// from the shop's token (claim device_id): a second user whose token
+// names the same device is 409 signal_limit, whatever X-Device-ID they
+// send, and a token without the claim is 400.
+func TestDeviceFromTokenClaim(t *testing.T) {
+	s := newShop(t)
+	cfg := node.Config{RedisURL: testenv.StartRedis(t).URL(), NATSURL: testenv.StartNATS(t).URL()}
+	cfg.Identity, cfg.UserJWKS, cfg.UserIssuer, cfg.UserAudience = "jwt", s.file, "https://shop.example", "anteroom"
+	n := nodetest.Start(t, cfg)
+	sale := openSale(100, 1, 0, 0, 1000)
+	sale["signals"] = map[string]any{"device": map[string]any{"source": "jwt_claim", "claim": "device_id"}}
+	sale["limits"] = map[string]any{"signal_claims": map[string]any{"device": 1}}
+	nodetest.CreateSale(t, n, "app", sale)
+	claimAs := func(user string, extra jwt.MapClaims, hdr map[string]string) nodetest.Answer {
+		who := map[string]string{"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims(user, extra))}
+		tok, _ := nodetest.Admit(t, n, "app", who)
+		h := map[string]string{"Authorization": "Bearer " + tok, "X-User-Token": who["X-User-Token"]}
+		for k, v := range hdr {
+			h[k] = v
+		}
+		return nodetest.Call(t, http.MethodPost, n.URL()+"/events/app/claim", h, nil)
+	}
+	if a := claimAs("alice", jwt.MapClaims{"device_id": "dev-A"}, nil); a.Status != http.StatusCreated {
+		t.Fatalf("alice: %d %s", a.Status, a.Raw)
+	}
+	if a := claimAs("bob", jwt.MapClaims{"device_id": "dev-A"}, map[string]string{"X-Device-ID": "fresh-1"}); a.Status != http.StatusConflict ||
+		nodetest.Str(a.Body, "code") != "signal_limit" || nodetest.Str(a.Body, "signal") != "device" {
+		t.Fatalf("bob on alice's device with a fresh X-Device-ID: %d %s, want 409 signal_limit device", a.Status, a.Raw)
+	}
+	if a := claimAs("carol", nil, map[string]string{"X-Device-ID": "fresh-2"}); a.Status != http.StatusBadRequest {
+		t.Fatalf("carol's token without device_id: %d %s, want 400", a.Status, a.Raw)
+	}
+	if a := claimAs("dave", jwt.MapClaims{"device_id": "dev-D"}, nil); a.Status != http.StatusCreated {
+		t.Fatalf("dave on his own device: %d %s", a.Status, a.Raw)
 	}
 }
