@@ -152,6 +152,24 @@ func (c *Config) validateSignals() error {
 	return err
 }
 
+// CheckSignalSources refuses (ErrInvalid, naming the signal) a source this
+// node can never believe: a proxy_header where it trusts no proxy, a
+// jwt_claim where its identity mode reads no token claims (not jwt).
+// Staff learn it at save, not from every claim's 403.
+func CheckSignalSources(c *Config, trustsProxies, tokenClaims bool) error {
+	var err error
+	c.Signals.Each(func(name string, src *SignalSource) {
+		switch {
+		case err != nil || src == nil:
+		case src.Source == SourceProxyHeader && !trustsProxies:
+			err = fmt.Errorf("%w: signals.%s: source proxy_header, but this node trusts no proxy (ANTEROOM_TRUSTED_PROXIES)", ErrInvalid, name)
+		case src.Source == SourceJWTClaim && !tokenClaims:
+			err = fmt.Errorf("%w: signals.%s: source jwt_claim, but this node's identity mode reads no token claims (ANTEROOM_IDENTITY=jwt)", ErrInvalid, name)
+		}
+	})
+	return err
+}
+
 // SignalRetention is how long after a sale's end its signal counts are
 // kept: as long as the reservations and idempotency keys of its claims.
 const SignalRetention = 24 * time.Hour

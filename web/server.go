@@ -393,7 +393,10 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	}
 	s.edge = edge
 	s.tracing = newTracing(cfg, edge.Proxies())
-	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+	_, tokenClaims := deps.Identity.(interface {
+		UserClaims(c *fiber.Ctx, names []string) (string, map[string][]string, error)
+	})
+	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP, TokenClaims: tokenClaims,
 		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies(),
 		ListUploadMax: cfg.ListUploadMax, ListMaxEntries: cfg.ListMaxEntries}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,

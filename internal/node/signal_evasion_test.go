@@ -52,6 +52,14 @@ func TestFreshDeviceIDEvadesNoDeviceLimit(t *testing.T) {
 		t.Fatalf("a device limit without a trusted source: %d %s, want 400 naming the device signal", save.Status, save.Raw)
 	}
 
+	// A header-mode node reads no token claims: a jwt_claim source is
+	// refused at save.
+	raw, _ = json.Marshal(map[string]any{"signals": map[string]any{"device": map[string]any{"source": "jwt_claim", "claim": "d"}}})
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/bare", admin, append(raw[:len(raw)-1:len(raw)-1], []byte(`,"supply":10,"starts_at":"2030-01-01T00:00:00Z"}`)...)); a.Status != http.StatusBadRequest ||
+		!strings.Contains(nodetest.Str(a.Body, "detail"), "signals.device: source jwt_claim, but this node's identity mode reads no token claims") {
+		t.Fatalf("a token claim source on a header-mode node: %d %s, want 400 naming signals.device", a.Status, a.Raw)
+	}
+
 	signed := limited(map[string]any{"one_claim_per_device": true})
 	signed["shop"] = map[string]any{"secret": shopSecret}
 	signed["signals"] = map[string]any{"device": map[string]any{"source": "signed_header"}}
@@ -130,6 +138,14 @@ func TestDeviceFromTokenClaim(t *testing.T) {
 	sale["signals"] = map[string]any{"device": map[string]any{"source": "jwt_claim", "claim": "device_id"}}
 	sale["limits"] = map[string]any{"signal_claims": map[string]any{"device": 1}}
 	nodetest.CreateSale(t, n, "app", sale)
+	// A jwt node that trusts no proxy refuses a proxy source at save.
+	proxied := openSale(100, 1, 0, 0, 1000)
+	proxied["signals"] = map[string]any{"payment": map[string]any{"source": "proxy_header"}}
+	raw, _ := json.Marshal(proxied)
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/events/proxied", map[string]string{"Authorization": "Bearer " + n.AdminToken}, raw); a.Status != http.StatusBadRequest ||
+		!strings.Contains(nodetest.Str(a.Body, "detail"), "signals.payment: source proxy_header, but this node trusts no proxy") {
+		t.Fatalf("a proxy source on a node without trusted proxies: %d %s, want 400 naming signals.payment", a.Status, a.Raw)
+	}
 	claimAs := func(user string, extra jwt.MapClaims, hdr map[string]string) nodetest.Answer {
 		who := map[string]string{"X-User-Token": sign(t, jwt.SigningMethodES256, s.ec, "ec-1", userClaims(user, extra))}
 		tok, _ := nodetest.Admit(t, n, "app", who)
