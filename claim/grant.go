@@ -16,6 +16,10 @@ type request struct {
 	Pos, Limit        int64
 	IdemTTL, ClaimTTL time.Duration
 	Now               time.Time
+	// Signals are the claim's signal limits; their sets expire at
+	// SignalsUntil.
+	Signals      []Signal
+	SignalsUntil time.Time
 }
 
 // Reply codes of claim.lua, per request.
@@ -26,6 +30,7 @@ const (
 	codeEmpty   = 3
 	codeFrozen  = 4
 	codeStale   = 5
+	codeSignal  = 6
 )
 
 // outcome is claim.lua's decoded reply for one request.
@@ -36,10 +41,12 @@ type outcome struct {
 	status  Status
 	payload string // order event still in the outbox, or ""
 	held    []string
+	dim     string // the signal whose limit refused it
 }
 
-// grantArgs is how many ARGV entries claim.lua takes per request.
-const grantArgs = 8
+// grantArgs is how many ARGV entries claim.lua takes per request before
+// its signals (two each).
+const grantArgs = 10
 
 // grant runs claim.lua once for reqs, all for bucket b of event ev, and
 // returns one outcome per request, in order. An error means the script's
@@ -48,6 +55,11 @@ const grantArgs = 8
 func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]outcome, error) {
 	k := bucketOf(ev, b)
 	keys := k.stockKeys(3 * len(reqs))
+	for _, r := range reqs {
+		if err := checkSignals(r.Signals); err != nil {
+			return nil, fmt.Errorf("claim %s/%d: %w", ev, b, err)
+		}
+	}
 	args := make([]any, 0, grantArgs*len(reqs))
 	for _, r := range reqs {
 		id, err := newClaimID(b)
@@ -63,7 +75,12 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		}
 		keys = append(keys, k.userClaims(r.User), k.userHistory(r.User), k.idem(r.User, r.IdemKey))
 		args = append(args, r.User, r.Limit, id, payload, r.Pos, r.IdemKey,
-			max(int64(r.IdemTTL/time.Second), 1), max(r.ClaimTTL.Milliseconds(), 1))
+			max(int64(r.IdemTTL/time.Second), 1), max(r.ClaimTTL.Milliseconds(), 1),
+			len(r.Signals), r.SignalsUntil.UnixMilli())
+		for _, sg := range r.Signals {
+			keys = append(keys, k.signal(sg.Dim, sg.Hash))
+			args = append(args, sg.Max, sg.Dim)
+		}
 	}
 	res, err := s.lua.claim.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
@@ -76,7 +93,7 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 	out := make([]outcome, len(reqs))
 	for i := range out {
 		o := &out[i]
-		o.code = f.code(5*i, codeGranted, codeStale)
+		o.code = f.code(5*i, codeGranted, codeSignal)
 		o.claimID = f.str(5*i + 1)
 		o.left = f.int(5*i + 2)
 		o.status = Status(f.str(5*i + 3))
@@ -84,12 +101,55 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		if f.err == nil && (o.code == codeGranted || o.code == codeReplay) && o.claimID == "" {
 			f.err = fmt.Errorf("claim %s/%d: malformed reply: code %d without a claim id", ev, b, o.code)
 		}
-		if o.code == codeLimit {
+		switch o.code {
+		case codeLimit:
 			o.held, o.claimID = strings.Split(o.claimID, ","), ""
+		case codeSignal:
+			o.dim, o.claimID = o.claimID, ""
 		}
 	}
 	if f.err != nil {
 		return nil, f.err
 	}
 	return out, nil
+}
+
+// checkSignals refuses signals the script could not count honestly: an
+// unknown dimension, a hash that is not 16 to 64 hex digits, a limit
+// below 1, or a dimension twice.
+func checkSignals(sigs []Signal) error {
+	seen := map[string]bool{}
+	for _, sg := range sigs {
+		switch {
+		case !knownDim(sg.Dim) || seen[sg.Dim]:
+			return fmt.Errorf("signal %q: unknown or repeated", sg.Dim)
+		case !isHex(sg.Hash) || len(sg.Hash) < 16 || len(sg.Hash) > 64:
+			return fmt.Errorf("signal %s: the hash must be 16 to 64 hex digits", sg.Dim)
+		case sg.Max < 1:
+			return fmt.Errorf("signal %s: the limit must be at least 1", sg.Dim)
+		}
+		seen[sg.Dim] = true
+	}
+	return nil
+}
+
+// Signal dimensions.
+const (
+	SignalDevice  = "device"
+	SignalPayment = "payment"
+	SignalPhone   = "phone"
+	SignalAddress = "address"
+)
+
+func knownDim(d string) bool {
+	return d == SignalDevice || d == SignalPayment || d == SignalPhone || d == SignalAddress
+}
+
+func isHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

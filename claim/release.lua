@@ -1,9 +1,13 @@
--- release.lua v2: return the units of pending claims to their bucket, exactly
+-- release.lua v3: return the units of pending claims to their bucket, exactly
 -- once per claim, and write a 'released' order event into the outbox.
 -- KEYS[1] bucket stock, KEYS[2] claim records, KEYS[3] outbox, KEYS[4]
 -- bucket stats, KEYS[5] expiry index, KEYS[6] frozen marker; then
 -- KEYS[6+i] the held-claims set of claim i's user. All share the bucket's
--- hash tag.
+-- hash tag. A released claim also leaves the signal sets its record lists
+-- ("sig", written by claim.lua), as it leaves its user's held set: each
+-- signal gets its count back. Those keys are read from the record, not
+-- declared, and each must carry the bucket's own hash tag (the prefix of
+-- KEYS[1]): on a Redis Cluster they live in the script's slot.
 -- ARGV[1] event id, ARGV[2] release time (RFC 3339, for the order event),
 -- ARGV[3] reason (user, admin or expired); then for claim i: ARGV[2+2i]
 -- claim id, ARGV[3+2i] its user (the record must name the same user).
@@ -23,6 +27,7 @@
 local stock, records, outbox, stats, expiry, frozen = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local out = {}
 local n = (#ARGV - 3) / 2
+local tag = string.sub(stock, 1, #stock - #'stock')
 local function reply(code, status, payload)
   table.insert(out, code)
   table.insert(out, status)
@@ -56,6 +61,13 @@ for i = 1, n do
     redis.call('HSET', records, id, released)
     redis.call('INCR', stock)
     redis.call('SREM', KEYS[6 + i], id)
+    if type(rec['sig']) == 'table' then
+      for _, key in ipairs(rec['sig']) do
+        if type(key) == 'string' and string.sub(key, 1, #tag) == tag then
+          redis.call('SREM', key, id)
+        end
+      end
+    end
     redis.call('ZREM', expiry, id)
     redis.call('HINCRBY', stats, 'released', 1)
     local pos = string.match(raw, '"pos":(%-?[%d.eE+%-]+)') or string.format('%.0f', tonumber(rec['pos']) or 0)

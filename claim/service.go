@@ -29,6 +29,12 @@ type Request struct {
 	//
 	// Default: 15m
 	ClaimTTL time.Duration
+	// Signals are the claim's signal limits (signal.go), counted in the
+	// same script call as the claim; their sets expire at SignalsUntil.
+	//
+	// Default: none
+	Signals      []Signal
+	SignalsUntil time.Time
 }
 
 // Result is a granted claim, new or replayed.
@@ -134,7 +140,8 @@ func NewService(store *Store, pub publisher, opts ...Option) *Service {
 const maxRefills = 6
 
 // Claim grants r.User one unit of r.Event, or returns ErrSoldOut, a
-// *LimitError (errors.Is ErrLimitReached), ErrPaused while a rebuild runs
+// *LimitError (errors.Is ErrLimitReached), a *SignalLimitError (errors.Is
+// ErrSignalLimit), ErrPaused while a rebuild runs
 // (or ErrSuperseded, which wraps it, for a grant decided on stock a rebuild
 // replaced),
 // or an error wrapping ErrUnavailable when the order event could not be
@@ -149,7 +156,11 @@ func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
 	}
 	h := HomeBucket(r.User, r.Buckets)
 	req := request{Event: r.Event, User: r.User, IdemKey: r.IdemKey, Pos: r.Pos, Limit: r.Limit,
-		IdemTTL: r.IdemTTL, ClaimTTL: r.ClaimTTL, Now: s.now(), TraceID: traceID(ctx)}
+		IdemTTL: r.IdemTTL, ClaimTTL: r.ClaimTTL, Now: s.now(), TraceID: traceID(ctx),
+		Signals: r.Signals, SignalsUntil: r.SignalsUntil}
+	if len(r.Signals) > 0 && r.SignalsUntil.IsZero() {
+		req.SignalsUntil = req.Now.Add(DefaultIdemTTL)
+	}
 	soldOut := false
 	for attempt := 0; ; attempt++ {
 		o, err := s.grant(ctx, r.Event, h, req)
@@ -159,6 +170,8 @@ func (s *Service) Claim(ctx context.Context, r Request) (Result, error) {
 		switch o.code {
 		case codeLimit:
 			return Result{}, &LimitError{Held: o.held}
+		case codeSignal:
+			return Result{}, &SignalLimitError{Dim: o.dim}
 		case codeFrozen:
 			return Result{}, ErrPaused
 		case codeStale:

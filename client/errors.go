@@ -31,6 +31,8 @@ const (
 	ErrUnknownEvent    Code = "unknown_event"    // 404: no such event
 	ErrNotFound        Code = "not_found"        // 404: no such claim
 	ErrLimitReached    Code = "limit_reached"    // 409: per-user limit; Error.ClaimIDs names the claims held
+	ErrSignalLimit     Code = "signal_limit"     // 409: a device, payment, phone or address holds its allowed claims
+	ErrBadSignal       Code = "bad_signal"       // 401: a shop-signed signal is malformed, forged, stale or another's
 	ErrConflict        Code = "conflict"         // 409: e.g. releasing a confirmed claim
 	ErrSoldOut         Code = "sold_out"         // 410: no stock left
 	ErrRateLimited     Code = "rate_limited"     // 429: with Retry-After

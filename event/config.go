@@ -200,6 +200,14 @@ type Config struct {
 	//
 	// Default: none (no shop secret, no health check)
 	Shop Shop `json:"shop"`
+	// Signals say where the sale's per-person signals (device, payment,
+	// phone, address) are read: a claim of the identity token, a header
+	// the shop signs, or a trusted proxy's header (signals.go). Only
+	// signals with a source can be limited (limits.signal_claims). Never
+	// locks.
+	//
+	// Default: none (no signal is read)
+	Signals Signals `json:"signals,omitzero"`
 	// Door is who may come in: block and eligibility lists and rules
 	// (package door). Never locks.
 	//
@@ -393,7 +401,10 @@ func (c *Config) Validate() error {
 	if err := c.validateShop(); err != nil {
 		return err
 	}
-	return c.Limits.Validate()
+	if err := c.Limits.Validate(); err != nil {
+		return err
+	}
+	return c.validateSignals()
 }
 
 // WindowEnd is when the shuffle window (FCFS) or the registration (lottery)

@@ -61,14 +61,17 @@ type Limits struct {
 	// InviteOnly admits to join only callers with a signed invite for
 	// this event and their user id (anteroom invite).
 	InviteOnly bool `json:"invite_only"`
-	// OneClaimPerDevice lets a device id (X-Device-ID, then required on
-	// claim) serve one user only in this event. The header is believed
-	// only from a trusted proxy: a claim from any other peer is refused
-	// (403 untrusted_signal).
+	// SignalClaims are the claims allowed at once per device, payment,
+	// phone and address value (signals.go), counted atomically with the
+	// claim; 0 is no limit. Each limited signal needs a trusted source
+	// (Config.Signals), else the save is refused 400 naming it.
+	//
+	// Default: no limits
+	SignalClaims SignalLimits `json:"signal_claims,omitzero"`
+	// OneClaimPerDevice is signal_claims.device 1 (kept for existing
+	// configurations; the device signal needs a source).
 	OneClaimPerDevice bool `json:"one_claim_per_device"`
-	// OneClaimPerPayment lets a payment fingerprint
-	// (X-Payment-Fingerprint, then required on claim, from a trusted
-	// proxy only, as OneClaimPerDevice) serve one user only in this event.
+	// OneClaimPerPayment is signal_claims.payment 1, as OneClaimPerDevice.
 	OneClaimPerPayment bool `json:"one_claim_per_payment"`
 }
 
@@ -143,6 +146,12 @@ func (l *Limits) Defaults() {
 		l.PoW.TTLSeconds = 300
 	}
 	l.Captcha.defaults()
+	if l.OneClaimPerDevice && l.SignalClaims.Device == 0 {
+		l.SignalClaims.Device = 1
+	}
+	if l.OneClaimPerPayment && l.SignalClaims.Payment == 0 {
+		l.SignalClaims.Payment = 1
+	}
 }
 
 func (b *Budget) defaults(d Budget) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"github.com/anteroom/anteroom/web/protect"
 	"io"
 	"log/slog"
@@ -101,6 +100,25 @@ func limDo(t testing.TB, app *fiber.App, method, path string, hdr map[string]str
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
+	return limDoRequest(t, app, req)
+}
+
+// newLimRequest is a request with headers hdr and no body.
+func newLimRequest(method, path string, hdr map[string]string) *http.Request {
+	req := httptest.NewRequest(method, path, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+// limSaleOf is the open sale of configuration cfg.
+func limSaleOf(cfg *event.Config) *admission.Sale {
+	return &admission.Sale{Config: *cfg, Refreshed: time.Now()}
+}
+
+func limDoRequest(t testing.TB, app *fiber.App, req *http.Request) limAnswer {
+	t.Helper()
 	resp, err := app.Test(req, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -287,47 +305,6 @@ func TestClientIP(t *testing.T) {
 		h(&ctx)
 		if got := string(ctx.Response.Body()); got != tc.want {
 			t.Errorf("peer %s X-Forwarded-For %q: got %s, want %s", tc.peer, tc.xff, got, tc.want)
-		}
-	}
-}
-
-type (
-	limAdmitter struct {
-		admitter
-		user string
-	}
-	limReserver struct {
-		reserve func(kind, value, user string) error
-	}
-)
-
-func (f limAdmitter) Verify(_, ev string, _ time.Time) (tokens.Admission, error) {
-	return tokens.Admission{Event: ev, User: f.user, Pos: 1, ID: "jti-1"}, nil
-}
-func (f limReserver) Reserve(_ context.Context, kind, _, value, user string, _ time.Duration) error {
-	return f.reserve(kind, value, user)
-}
-
-// TestReservationAnswers: another user's device is 409 limit_reached; a
-// reservation store that fails is 503 degraded with Retry-After, never a
-// claim made without the check.
-func TestReservationAnswers(t *testing.T) {
-	l := event.Limits{OneClaimPerDevice: true}
-	for _, tc := range []struct {
-		err    error
-		status int
-		code   string
-	}{
-		{limit.ErrTaken, 409, "limit_reached"},
-		{errors.New("redis: connection refused"), 503, "degraded"},
-	} {
-		app := limApp(t, Config{TrustedProxies: []string{"0.0.0.0"}}, limSale(l), Deps{
-			Admitter:     limAdmitter{user: "bob"},
-			Reservations: limReserver{reserve: func(string, string, string) error { return tc.err }},
-		})
-		a := limDo(t, app, "POST", "/events/ev/claim", map[string]string{"Authorization": "Bearer t", "X-User-ID": "bob", protect.DeviceHeader: "phone-1"}, nil)
-		if a.status != tc.status || a.code() != tc.code || (tc.status == 503 && a.header.Get("Retry-After") == "") {
-			t.Errorf("reservation error %v: %d %v, want %d %s", tc.err, a.status, a.body, tc.status, tc.code)
 		}
 	}
 }

@@ -22,6 +22,7 @@ var refusalCodes = map[string]bool{
 	"captcha_required": true, "captcha_failed": true, "captcha_unavailable": true, "sold_out": true,
 	"not_selected": true, "limit_reached": true, "not_open": true, "forbidden": true,
 	"untrusted_signal": true, "blocked": true, "not_eligible": true,
+	"signal_limit": true, "bad_signal": true,
 }
 
 // countRefusal counts the problem a join or claim was answered with as a

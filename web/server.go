@@ -150,9 +150,9 @@ type Deps struct {
 	// Limiter keeps the distributed rate limits of join and claim
 	// (*limit.Limiter); nil turns them off. Node-local limits still apply.
 	Limiter protect.Limiter
-	// Reservations bind device ids and payment fingerprints to one user
-	// per event (*limit.Reservations), for events that ask for it; nil
-	// answers such events' claims 503 degraded.
+	// Reservations spend a busy network's challenge once
+	// (*limit.Reservations); nil answers such joins 503 degraded. (Limits
+	// per device and payment are the claim script's: claim.Signal.)
 	Reservations protect.Reserver
 	// StaffThrottle counts failed admin authentications per client
 	// address (*staff.Throttle in Redis, shared by every node).
@@ -393,7 +393,10 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	}
 	s.edge = edge
 	s.tracing = newTracing(cfg, edge.Proxies())
-	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
+	_, tokenClaims := deps.Identity.(interface {
+		UserClaims(c *fiber.Ctx, names []string) (string, map[string][]string, error)
+	})
+	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP, TokenClaims: tokenClaims,
 		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies(),
 		ListUploadMax: cfg.ListUploadMax, ListMaxEntries: cfg.ListMaxEntries}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,

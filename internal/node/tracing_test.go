@@ -127,7 +127,7 @@ func TestTraceClaim(t *testing.T) {
 	if srv.SpanKind != trace.SpanKindServer || srv.Parent.IsValid() {
 		t.Errorf("claim span: kind %v, parent %v; want a server span starting its trace", srv.SpanKind, srv.Parent)
 	}
-	script := scriptSpan(t, exp, "redis claim.lua v2", tid, srv)
+	script := scriptSpan(t, exp, "redis claim.lua v3", tid, srv)
 	pub := oneSpan(t, exp, "jetstream publish", tid)
 	ack := oneSpan(t, exp, "jetstream ack", tid)
 	for _, c := range []struct {

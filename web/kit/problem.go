@@ -52,6 +52,9 @@ type Problem struct {
 	// for the console to point at.
 	Rule   string `json:"rule,omitempty"`
 	Column int    `json:"column,omitempty"`
+	// Signal names the signal (device, payment, phone, address) whose
+	// limit a signal_limit problem refuses the claim by.
+	Signal string `json:"signal,omitempty"`
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }
@@ -83,10 +86,12 @@ var titles = map[string]string{
 	"pass_revoked":        "Not allowed",
 	"pass_used_up":        "Not allowed",
 	"untrusted_signal":    "Not allowed",
+	"bad_signal":          "Authentication required",
 	"unknown_event":       "Not found",
 	"not_found":           "Not found",
 	"unknown_session":     "Not found",
 	"limit_reached":       "Limit reached",
+	"signal_limit":        "Limit reached",
 	"sold_out":            "Sold out",
 	"rate_limited":        "Too many requests",
 	"paused":              "Paused",
@@ -208,6 +213,10 @@ var errorRows = []errorRow{
 	// The claim.
 	{match: isLimitError, status: fiber.StatusConflict, code: "limit_reached", detail: limitHeld, fill: heldClaims},
 	{err: claim.ErrLimitReached, status: fiber.StatusConflict, code: "limit_reached", detail: limitHeld},
+	// A device, payment, phone or address shared with claims that hold
+	// its allowed number already (claim.SignalLimitError names it).
+	{err: claim.ErrSignalLimit, status: fiber.StatusConflict, code: "signal_limit", fill: signalNamed,
+		detail: "the claims this sale allows per device, payment, phone or address are taken for one of yours"},
 	// A failover, a slot migration or lost data: the stock on this Redis
 	// may be stale until an operator rebuilds it (POST
 	// /admin/events/{id}/rebuild). It wraps ErrPaused: first.
@@ -434,6 +443,15 @@ func ruleAt(p *Problem, err error) {
 func isLimitError(err error) bool {
 	var le *claim.LimitError
 	return errors.As(err, &le)
+}
+
+// signalNamed names the signal of a signal limit.
+func signalNamed(p *Problem, err error) {
+	var se *claim.SignalLimitError
+	if errors.As(err, &se) {
+		p.Signal = se.Dim
+		p.Detail = "the claims this sale allows per " + se.Dim + " are taken for yours"
+	}
 }
 
 func heldClaims(p *Problem, err error) {

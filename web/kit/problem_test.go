@@ -46,6 +46,7 @@ var sentinels = []struct {
 	{"door/rules.ErrInvalidRule", rules.ErrInvalidRule, http.StatusBadRequest, "invalid_rule"},
 	{"claim.ErrSoldOut", claim.ErrSoldOut, http.StatusGone, "sold_out"},
 	{"claim.ErrLimitReached", claim.ErrLimitReached, http.StatusConflict, "limit_reached"},
+	{"claim.ErrSignalLimit", claim.ErrSignalLimit, http.StatusConflict, "signal_limit"},
 	{"claim.ErrNotFound", claim.ErrNotFound, http.StatusNotFound, "not_found"},
 	{"claim.ErrUnavailable", claim.ErrUnavailable, http.StatusServiceUnavailable, "degraded"},
 	{"claim.ErrNeedsRebuild", claim.ErrNeedsRebuild, http.StatusServiceUnavailable, "paused"},
@@ -163,6 +164,9 @@ func TestErrorMap(t *testing.T) {
 	var bad error = &rules.RuleError{Rule: "bots", Line: 2, Column: 14, Msg: "syntax error"}
 	if p, _ := kit.ToProblem(fmt.Errorf("save: %w", bad)); p.Code != "invalid_rule" || p.Rule != "bots" || p.Line != 2 || p.Column != 14 || !strings.Contains(p.Detail, "column 14") {
 		t.Errorf("RuleError of bots at 2:14 -> %s rule %q line %d column %d %q, want invalid_rule naming them", p.Code, p.Rule, p.Line, p.Column, p.Detail)
+	}
+	if p, _ := kit.ToProblem(fmt.Errorf("claim: %w", &claim.SignalLimitError{Dim: "payment"})); p.Code != "signal_limit" || p.Status != 409 || p.Signal != "payment" || !strings.Contains(p.Detail, "per payment") {
+		t.Errorf("SignalLimitError -> %+v, want 409 signal_limit naming payment", p)
 	}
 	var held error = &claim.LimitError{Held: []string{"c1"}}
 	if p, _ := kit.ToProblem(held); p.Code != "limit_reached" || len(p.ClaimIDs) != 1 {

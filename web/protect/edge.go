@@ -49,7 +49,8 @@ type (
 //
 // Required: Identity, Tickets and Sales. Optional: Limiter (nil turns the
 // distributed limits off; node-local limits still apply) and Reservations
-// (nil answers the claims of sales that ask for them 503 degraded).
+// (nil answers the joins that spend a busy network's challenge 503
+// degraded).
 type Deps struct {
 	Identity     Identity
 	Tickets      tickets

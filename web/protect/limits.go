@@ -3,7 +3,6 @@ package protect
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -23,7 +22,8 @@ import (
 // (EntryCap), early birds (EarlyBird), node-local status limits
 // (statuslimit.go), then on join invites and proofs of work (µs, no Redis)
 // and on join and claim the distributed token buckets (one or two Redis
-// round trips), and on claim the device and payment reservations.
+// round trips); on claim the signals (signals.go), which the claim script
+// counts.
 
 // Consumer-side interfaces of the edge limits.
 type (
@@ -31,17 +31,19 @@ type (
 	Limiter interface {
 		Allow(ctx context.Context, rules ...limit.Rule) limit.Decision
 	}
-	// Reserver binds device ids and payment fingerprints to one user per
-	// event; *limit.Reservations.
+	// Reserver binds a value to its first holder in an event (a busy
+	// network's challenge, spent once); *limit.Reservations.
 	Reserver interface {
 		Reserve(ctx context.Context, kind, ev, value, user string, ttl time.Duration) error
 	}
 )
 
-// Headers a trusted proxy may send to limit its callers per device and per
-// payment. They are believed only from a trusted proxy
-// (Config.TrustedProxies): from any other peer they are ignored, since a
-// client could send a new value with every request (signal).
+// Headers a trusted proxy may send to key the device rate limits
+// (DeviceHeader), and the default headers of the device and payment
+// signals (event.SignalHeader). For the rate limits X-Device-ID is
+// believed only from a trusted proxy (Config.TrustedProxies): from any
+// other peer it is ignored, since a client could send a new value with
+// every request (signal).
 const (
 	DeviceHeader  = "X-Device-ID"
 	PaymentHeader = "X-Payment-Fingerprint"
@@ -60,6 +62,8 @@ type Edge struct {
 	// clock reads a request's time (kit.Clock.Request).
 	clock kit.Clock
 
+	// signalKey derives each sale's key of signal hashes (signals.go).
+	signalKey   []byte
 	maxInFlight int64
 	inFlight    atomic.Int64
 	proxies     kit.Proxies
@@ -92,7 +96,7 @@ func New(cfg Config, deps Deps) (*Edge, error) {
 		secret = make([]byte, 32)
 		_, _ = rand.Read(secret)
 	}
-	e := &Edge{cfg: cfg, deps: deps, now: cfg.Clock.Now, clock: cfg.Clock,
+	e := &Edge{cfg: cfg, deps: deps, now: cfg.Clock.Now, clock: cfg.Clock, signalKey: signalKeyOf(secret),
 		maxInFlight: int64(cfg.MaxInFlight), status: limit.NewLocal(0), seed: maphash.MakeSeed(), pow: newPoWKey(secret), form: newFormKey(secret)}
 	if e.maxInFlight <= 0 {
 		e.maxInFlight = DefaultMaxInFlight
@@ -201,66 +205,15 @@ func (s *Edge) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
 	return s.checkCaptcha(c, cfg)
 }
 
-// Claim runs claim's defences for user: the distributed rate limits,
-// then the one-claim-per-device and per-payment reservations. A sale that
-// asks for one claim per device or payment refuses a caller that is not
-// behind a trusted proxy 403 untrusted_signal: the node has no device or
-// payment it can believe, and a reservation keyed on the client's own
-// header would bind nothing.
+// Claim runs claim's rate limits for user. The limits per device,
+// payment, phone and address are counted by the claim script itself, on
+// the signals Signals reads (signals.go).
 func (s *Edge) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
-	lim := &cfg.Limits // defaulted when the configuration was read
 	device, err := s.signal(c, DeviceHeader)
 	if err != nil {
 		return err
 	}
-	payment, err := s.signal(c, PaymentHeader)
-	if err != nil {
-		return err
-	}
-	if err := s.rateLimit(c, "claim", cfg.ID, lim.Claim, s.cfg.GlobalClaim, device, user); err != nil {
-		return err
-	}
-	for _, r := range []struct {
-		on                bool
-		kind, header, val string
-	}{
-		{lim.OneClaimPerDevice, limit.KindDevice, DeviceHeader, device},
-		{lim.OneClaimPerPayment, limit.KindPayment, PaymentHeader, payment},
-	} {
-		if !r.on {
-			continue
-		}
-		if r.val == "" && !s.proxies.TrustsPeer(c) {
-			return untrustedSignal(r.kind, r.header)
-		}
-		if r.val == "" {
-			return kit.BadRequest("this sale allows one claim per %s: send %s", r.kind, r.header)
-		}
-		if err := s.reserve(c, cfg, r.kind, r.val, user); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// reserve binds a device or payment value to user for the rest of the sale
-// (and a day).
-func (s *Edge) reserve(c *fiber.Ctx, cfg *event.Config, kind, value, user string) error {
-	if s.deps.Reservations == nil {
-		return kit.RetryLater("degraded", "one claim per "+kind+" is not available on this node", 5)
-	}
-	ctx, cancel := s.ctx(c)
-	defer cancel()
-	ttl := max(cfg.EndsAt.Sub(s.now())+24*time.Hour, time.Hour)
-	err := s.deps.Reservations.Reserve(ctx, kind, cfg.ID, value, user, ttl)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, limit.ErrTaken):
-		return fmt.Errorf("%s: %w", kind, err) // kit.ToProblem: 409 limit_reached
-	}
-	s.cfg.Log.Warn("reservation failed", "request_id", kit.RequestID(c), "kind", kind, "err", err)
-	return kit.RetryLater("degraded", kit.RetrySameKey, 1)
+	return s.rateLimit(c, "claim", cfg.ID, cfg.Limits.Claim, s.cfg.GlobalClaim, device, user)
 }
 
 // rateLimit checks the distributed buckets of one budget ("join",
@@ -315,10 +268,14 @@ func toLimit(r event.Rate) limit.Limit {
 	return limit.Limit{Rate: r.PerSecond, Burst: r.Burst}
 }
 
-// untrustedSignal is the answer to a claim that needs a device or payment
-// signal from a caller the node cannot believe one from.
+// untrustedSignal is the answer to a claim that needs a signal from a
+// caller the node cannot believe one from.
 func untrustedSignal(kind, header string) *kit.Problem {
-	return kit.NewProblem(fiber.StatusForbidden, "untrusted_signal", "this sale allows one claim per "+kind+
+	if header == "no source" {
+		return kit.NewProblem(fiber.StatusForbidden, "untrusted_signal", "this sale limits claims per "+kind+
+			", and its "+kind+" signal has no trusted source (signals."+kind+")")
+	}
+	return kit.NewProblem(fiber.StatusForbidden, "untrusted_signal", "this sale limits claims per "+kind+
 		", and "+header+" is believed only from the shop's gateway (a trusted proxy, ANTEROOM_TRUSTED_PROXIES); come through the shop's gateway")
 }
 

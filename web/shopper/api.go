@@ -76,8 +76,12 @@ type Guard interface {
 	// (busynet.go): the challenge, spent once, then a per-IP ceiling of
 	// its own and the shared budgets.
 	JoinBusy(c *fiber.Ctx, cfg *event.Config, user string) error
-	// Claim runs claim's: rate limits, one claim per device and payment.
+	// Claim runs claim's rate limits.
 	Claim(c *fiber.Ctx, cfg *event.Config, user string) error
+	// Signals reads the signals the sale limits (device, payment, phone,
+	// address) from their trusted sources, as keyed hashes for the claim
+	// script; a missing, forged or untrusted one is the error to answer.
+	Signals(c *fiber.Ctx, cfg *event.Config, user string) ([]claim.Signal, error)
 	// Poll refuses an early bird, runs the node-local status limits and
 	// returns the poll's verified queue ticket. It must not allocate on
 	// the poll of a waiting user (the status hot path).

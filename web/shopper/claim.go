@@ -59,7 +59,13 @@ func (s *API) spend(c *fiber.Ctx, cfg *event.Config, raw, key string) (claim.Res
 	} else if v.Action == door.Sink {
 		return claim.Result{}, errSunkClaim
 	}
-	if err := s.deps.Guard.Claim(c, cfg, adm.User); err != nil { // rate limits, one claim per device/payment
+	// The signals first: a forged or stale one is refused before it
+	// spends any budget, and counts nothing.
+	signals, err := s.deps.Guard.Signals(c, cfg, adm.User)
+	if err != nil {
+		return claim.Result{}, err
+	}
+	if err := s.deps.Guard.Claim(c, cfg, adm.User); err != nil { // rate limits
 		return claim.Result{}, err
 	}
 	ctx, cancel := s.ctx(c)
@@ -68,6 +74,7 @@ func (s *API) spend(c *fiber.Ctx, cfg *event.Config, raw, key string) (claim.Res
 		Event: cfg.ID, User: adm.User, Pos: adm.Pos, IdemKey: key,
 		Limit: cfg.PerUserLimit, Buckets: cfg.Buckets,
 		IdemTTL: claim.DefaultIdemTTL, ClaimTTL: time.Duration(cfg.ClaimTTLSeconds) * time.Second,
+		Signals: signals, SignalsUntil: cfg.SignalsUntil(),
 	})
 	if err != nil {
 		return claim.Result{}, err

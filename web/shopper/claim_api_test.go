@@ -47,7 +47,10 @@ type openGuard struct{}
 
 func (openGuard) Join(*fiber.Ctx, *event.Config, string) error     { return nil }
 func (openGuard) JoinBusy(*fiber.Ctx, *event.Config, string) error { return nil }
-func (openGuard) Claim(*fiber.Ctx, *event.Config, string) error    { return nil }
+func (openGuard) Signals(*fiber.Ctx, *event.Config, string) ([]claim.Signal, error) {
+	return nil, nil
+}
+func (openGuard) Claim(*fiber.Ctx, *event.Config, string) error { return nil }
 func (openGuard) Poll(*fiber.Ctx, *event.Config, time.Time) (tokens.Ticket, error) {
 	return tokens.Ticket{}, nil
 }

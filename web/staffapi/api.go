@@ -129,6 +129,9 @@ type Config struct {
 	// WebhookAllowHTTP accepts http webhook URLs in event
 	// configurations; otherwise they must be https.
 	WebhookAllowHTTP bool
+	// TokenClaims is true where the identity mode reads the shop's token
+	// claims (jwt): a sale may then read signals from them.
+	TokenClaims bool
 	// Timeout bounds every Redis or NATS call a request makes.
 	//
 	// Default: 3s

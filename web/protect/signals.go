@@ -1,0 +1,207 @@
+package protect
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/event"
+	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/gofiber/fiber/v2"
+)
+
+// Per-person signals (event.Signals): a claim's device, payment, phone
+// and address, read only from the source the sale configures for each —
+// never from a client's own header, which a client can change with every
+// request. What the edge hands the claim script is each value's keyed
+// hash (HMAC-SHA256 under a key of this sale, derived from Config.Secret,
+// the same on every node), never the value.
+//
+// A signed header carries "value=<v>,t=<unix seconds>,v1=<hex>": v1 is the
+// shop's signature as on its other calls (HMAC-SHA256 keyed by the sale's
+// shop.secret over "<t>.<message>", lifecycle.Sign), the message binding
+// the signal's name, the event, the user and the value (signalMessage).
+// It is good for SignalTolerance either side of the node's clock.
+
+// SignalTolerance is how far a signed signal's timestamp may be from the
+// node's clock: the shop signs a signal when it sends the shopper to
+// claim.
+const SignalTolerance = 5 * time.Minute
+
+// SignSignal returns the signed header value of signal dim (device,
+// payment, phone, address) with value for user in event ev at t, as a shop
+// written in Go computes it.
+func SignSignal(secret string, t time.Time, ev, user, dim, value string) string {
+	sig := lifecycle.Sign(secret, t, signalMessage(ev, user, dim, value))
+	return "value=" + value + "," + sig
+}
+
+// signalMessage is what a signed signal's signature covers beside its
+// time. Its parts are joined by newlines, which none of them may contain.
+func signalMessage(ev, user, dim, value string) []byte {
+	return []byte("signal\n" + dim + "\n" + ev + "\n" + user + "\n" + value)
+}
+
+// Signals reads the signals sale cfg limits for user's claim, each from
+// its configured source, and returns them with their limits as keyed
+// hashes, ready for the claim script (which counts them atomically with
+// the claim). It answers 400 for a signal that is missing or malformed,
+// 401 bad_signal for a signed one whose signature is wrong, stale or made
+// for another event, user or signal, and 403 untrusted_signal for one the
+// node cannot believe (a proxy header from a peer that is not a trusted
+// proxy, a token claim without jwt identity). A refused signal counts
+// nothing.
+func (s *Edge) Signals(c *fiber.Ctx, cfg *event.Config, user string) ([]claim.Signal, error) {
+	lim := cfg.Limits.SignalClaims
+	if !lim.Any() {
+		return nil, nil
+	}
+	var out []claim.Signal
+	var claims map[string][]string // the identity token's, read once
+	var err error
+	lim.Each(func(dim string, max int64) {
+		if err != nil || max == 0 {
+			return
+		}
+		src := cfg.Signals.Source(dim)
+		if src == nil { // refused at save; a stored sale from before
+			err = untrustedSignal(dim, "no source")
+			return
+		}
+		var v string
+		switch src.Source {
+		case event.SourceJWTClaim:
+			if claims == nil {
+				if claims, err = s.tokenClaims(c, cfg, user); err != nil {
+					return
+				}
+			}
+			v, err = claimValue(claims, dim, src.Claim)
+		case event.SourceSignedHeader:
+			v, err = s.signedSignal(c, cfg, user, dim, headerOf(dim, src))
+		case event.SourceProxyHeader:
+			v, err = s.proxySignal(c, dim, headerOf(dim, src))
+		default:
+			err = untrustedSignal(dim, "no source")
+		}
+		if err == nil {
+			out = append(out, claim.Signal{Dim: dim, Hash: s.signalHash(cfg.ID, dim, v), Max: max})
+		}
+	})
+	return out, err
+}
+
+func headerOf(dim string, src *event.SignalSource) string {
+	if src.Header != "" {
+		return src.Header
+	}
+	return event.SignalHeader[dim]
+}
+
+// tokenClaims returns every claim a jwt-identity node's token carries
+// for the names the sale reads, verifying the token once more; the token
+// must still name user.
+func (s *Edge) tokenClaims(c *fiber.Ctx, cfg *event.Config, user string) (map[string][]string, error) {
+	id, ok := s.deps.Identity.(interface {
+		UserClaims(c *fiber.Ctx, names []string) (string, map[string][]string, error)
+	})
+	if !ok {
+		return nil, kit.NewProblem(fiber.StatusForbidden, "untrusted_signal",
+			"this sale reads signals from the identity token's claims, and this node's identity mode is not jwt")
+	}
+	var names []string
+	cfg.Signals.Each(func(_ string, src *event.SignalSource) {
+		if src != nil && src.Source == event.SourceJWTClaim {
+			names = append(names, src.Claim)
+		}
+	})
+	u, claims, err := id.UserClaims(c, names)
+	if err != nil {
+		return nil, err
+	}
+	if u != user {
+		return nil, kit.NewProblem(fiber.StatusUnauthorized, "unauthenticated", "the identity token names another user than the admission")
+	}
+	if claims == nil {
+		claims = map[string][]string{}
+	}
+	return claims, nil
+}
+
+// claimValue is the one value of the token's claim name.
+func claimValue(claims map[string][]string, dim, name string) (string, error) {
+	vs := claims[name]
+	if len(vs) != 1 || vs[0] == "" || len(vs[0]) > 256 {
+		return "", kit.BadRequest("this sale limits claims per %s: the identity token must carry one %q claim of 1 to 256 characters", dim, name)
+	}
+	return vs[0], nil
+}
+
+// proxySignal reads header from a trusted proxy.
+func (s *Edge) proxySignal(c *fiber.Ctx, dim, header string) (string, error) {
+	if !s.proxies.TrustsPeer(c) {
+		return "", untrustedSignal(dim, header)
+	}
+	v, err := oneHeader(c, header)
+	if err != nil {
+		return "", err
+	}
+	if v == "" {
+		return "", kit.BadRequest("this sale limits claims per %s: the shop's gateway must send %s", dim, header)
+	}
+	if !callerValuePattern.MatchString(v) {
+		return "", kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", header)
+	}
+	return v, nil
+}
+
+// signedSignal reads header and checks the shop's signature over it for
+// this event, user and signal.
+func (s *Edge) signedSignal(c *fiber.Ctx, cfg *event.Config, user, dim, header string) (string, error) {
+	raw, err := oneHeader(c, header)
+	if err != nil {
+		return "", err
+	}
+	if raw == "" {
+		return "", kit.BadRequest("this sale limits claims per %s: send %s, signed by the shop", dim, header)
+	}
+	var v string
+	for _, part := range strings.Split(raw, ",") {
+		if k, val, _ := strings.Cut(strings.TrimSpace(part), "="); k == "value" {
+			v = val
+		}
+	}
+	if !callerValuePattern.MatchString(v) || cfg.Shop.Secret == "" ||
+		lifecycle.Verify(cfg.Shop.Secret, raw, signalMessage(cfg.ID, user, dim, v), s.now(), SignalTolerance) != nil {
+		return "", badSignal(dim, header)
+	}
+	return v, nil
+}
+
+// badSignal is the answer to a signed signal that is malformed, forged,
+// stale or made for another event, user or signal.
+func badSignal(dim, header string) *kit.Problem {
+	return kit.NewProblem(fiber.StatusUnauthorized, "bad_signal", "the "+dim+" signal in "+header+
+		" is malformed, wrongly signed, stale or signed for another sale or user: the shop signs value=<v>,t=<unix seconds>,v1=<HMAC-SHA256 of \"<t>.signal\\n"+dim+"\\n<event>\\n<user>\\n<v>\" keyed by the sale's shop.secret>")
+}
+
+// signalHash is value's keyed hash for signal dim of event ev: 128 bits
+// of HMAC-SHA256 under the sale's signal key, in hex.
+func (s *Edge) signalHash(ev, dim, value string) string {
+	k := hmac.New(sha256.New, s.signalKey)
+	k.Write([]byte("anteroom signals v1\x00" + ev))
+	m := hmac.New(sha256.New, k.Sum(nil))
+	m.Write([]byte(dim + "\x00" + value))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// signalKeyOf derives the key of signal hashes from the edge secret.
+func signalKeyOf(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("anteroom signal key"))
+	return m.Sum(nil)
+}
