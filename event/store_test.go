@@ -97,20 +97,7 @@ func TestPutWaitsForClusterReplicas(t *testing.T) {
 	for i := range 3 {
 		replicas = append(replicas, cluster.AddReplica(t, i))
 	}
-	masterOf := func(key string) int {
-		t.Helper()
-		m, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 3 {
-			if cluster.Node(i).Addr() == m.Options().Addr {
-				return i
-			}
-		}
-		t.Fatalf("no node serves %s", key)
-		return -1
-	}
+	masterOf := func(key string) int { return cluster.MasterOf(t, cc, key) }
 	s := NewStore(cc)
 	if _, err := s.Put(ctx, valid()); err != nil {
 		t.Fatalf("save with the replicas copying: %v", err)

@@ -158,20 +158,7 @@ func TestChangesWaitForClusterReplicas(t *testing.T) {
 	for i := range 3 {
 		replicas = append(replicas, cluster.AddReplica(t, i))
 	}
-	masterOf := func(key string) int {
-		t.Helper()
-		m, err := cc.MasterForKey(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 3 {
-			if cluster.Node(i).Addr() == m.Options().Addr {
-				return i
-			}
-		}
-		t.Fatalf("no node serves %s (%s)", key, m.Options().Addr)
-		return -1
-	}
+	masterOf := func(key string) int { return cluster.MasterOf(t, cc, key) }
 	copyKey := CopyKey(queue.LaneTag("gala", 0), "vip")
 	keys := []string{listKey("vip"), copyKey, metaKey, copiedKey}
 	// same fails unless each key's replica holds what its master holds.

@@ -21,6 +21,12 @@ type process struct {
 func startProcess(bin string, args []string, dir string) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	return startCmd(cmd)
+}
+
+// startCmd starts cmd in a process group of its own and watches for its
+// exit.
+func startCmd(cmd *exec.Cmd) (*process, error) {
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -98,16 +98,7 @@ func startLogged(bin string, args []string, dir, logPath string, env []string) (
 	for _, e := range env {
 		cmd.Env = append(cmd.Env, strings.ReplaceAll(e, "%s", dir))
 	}
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
+	return startCmd(cmd)
 }
 
 // waitProxy polls until addr accepts connections or p exits.

@@ -124,6 +124,23 @@ func (c *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
 	return cc
 }
 
+// MasterOf returns the index (as Node takes it) of the master that serves
+// key, as cc's slot map says.
+func (c *RedisCluster) MasterOf(t testing.TB, cc *redis.ClusterClient, key string) int {
+	t.Helper()
+	m, err := cc.MasterForKey(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range c.nodes {
+		if n.Addr() == m.Options().Addr {
+			return i
+		}
+	}
+	t.Fatalf("testenv: no node of the cluster serves %s (%s)", key, m.Options().Addr)
+	return -1
+}
+
 // Node returns node i (0-based), for example to Kill and Restart it. A
 // restarted node reads its nodes.conf and rejoins the cluster.
 func (c *RedisCluster) Node(i int) *Redis { return c.nodes[i] }
