@@ -155,15 +155,15 @@ func TestReservations(t *testing.T) {
 		kind, ev, value, user string
 		want                  error
 	}{
-		{limit.KindDevice, "e", "dev-1", "alice", nil},
-		{limit.KindDevice, "e", "dev-1", "alice", nil},              // the holder again
-		{limit.KindDevice, "e", "dev-1", "bob", limit.ErrTaken},     // another user
-		{limit.KindDevice, "other", "dev-1", "bob", nil},            // another event
-		{limit.KindPayment, "e", "dev-1", "bob", nil},               // another kind
-		{limit.KindPayment, "e", "card-9", "carol", nil},            //
-		{limit.KindPayment, "e", "card-9", "alice", limit.ErrTaken}, //
-		{limit.KindDevice, "e", "dev-2", "bob", nil},                //
-		{limit.KindDevice, "e", "dev-1", "alice", nil},              // still the holder
+		{"device", "e", "dev-1", "alice", nil},
+		{"device", "e", "dev-1", "alice", nil},              // the holder again
+		{"device", "e", "dev-1", "bob", limit.ErrTaken},     // another user
+		{"device", "other", "dev-1", "bob", nil},            // another event
+		{"payment", "e", "dev-1", "bob", nil},               // another kind
+		{"payment", "e", "card-9", "carol", nil},            //
+		{"payment", "e", "card-9", "alice", limit.ErrTaken}, //
+		{"device", "e", "dev-2", "bob", nil},                //
+		{"device", "e", "dev-1", "alice", nil},              // still the holder
 	}
 	for i, s := range steps {
 		if err := res.Reserve(ctx, s.kind, s.ev, s.value, s.user, ttl); !errors.Is(err, s.want) {
@@ -180,7 +180,7 @@ func TestReservations(t *testing.T) {
 		}
 	}
 	r.Stop(t)
-	if err := res.Reserve(ctx, limit.KindDevice, "e", "dev-3", "dave", ttl); err == nil || errors.Is(err, limit.ErrTaken) {
+	if err := res.Reserve(ctx, "device", "e", "dev-3", "dave", ttl); err == nil || errors.Is(err, limit.ErrTaken) {
 		t.Errorf("with Redis down: got %v, want a Redis error", err)
 	}
 }

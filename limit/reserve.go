@@ -20,17 +20,14 @@ var ErrTaken = errors.New("limit: held by another user")
 
 // Kinds of reservations.
 const (
-	KindDevice  = "device"
-	KindPayment = "payment"
 	// KindSolution binds a solved challenge to the one join that spends
 	// it (the "user" is a value of that join alone): a replay finds it
 	// held, ErrTaken.
 	KindSolution = "solution"
 )
 
-// Reservations bind a caller-supplied value (a device id, a payment
-// fingerprint) to the first user who claims with it in an event, so that
-// one device or card serves one account per sale. Each reservation is its
+// Reservations bind a value to the first user who presents it in an
+// event (a solved challenge to the one join that spends it, KindSolution). Each reservation is its
 // own key under its own hash tag, written by reserve.lua in one atomic
 // call; values are stored hashed. It is safe for concurrent use.
 type Reservations struct {
@@ -43,7 +40,7 @@ func NewReservations(rdb redis.Scripter) *Reservations {
 	return &Reservations{rdb: rdb, script: luascript.New(reserveLua)}
 }
 
-// Reserve binds value of kind (KindDevice, KindPayment) in event ev to
+// Reserve binds value of kind (KindSolution) in event ev to
 // user for ttl. It returns nil when user holds it (newly or from before),
 // ErrTaken when another user does, and a wrapped Redis error otherwise.
 func (r *Reservations) Reserve(ctx context.Context, kind, ev, value, user string, ttl time.Duration) error {
