@@ -22,10 +22,11 @@ func newWheel(start time.Time, tick, span time.Duration) *wheel {
 	return &wheel{tick: tick, start: start, slots: make([][]uint32, int(span/tick)+1)}
 }
 
-// add schedules id at t: in the next slot if t has passed, at the end of
-// the span if t lies beyond it.
+// add schedules id at t: in the first slot that starts at or after t (so
+// it never comes due early), in the next slot if t has passed, at the end
+// of the span if t lies beyond it.
 func (w *wheel) add(t time.Time, id uint32) {
-	at := int64(t.Sub(w.start) / w.tick)
+	at := int64((t.Sub(w.start) + w.tick - 1) / w.tick)
 	w.mu.Lock()
 	at = min(max(at, w.next), w.next+int64(len(w.slots))-1)
 	i := at % int64(len(w.slots))

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// TestWheel: ids come due in their slot's turn, a past instant comes due
-// at once, an instant beyond the span at its far end, and slots are reused.
+// TestWheel: ids come due in their slot's turn and never before their
+// instant, a past instant comes due at once, an instant beyond the span at
+// its far end, and slots are reused.
 func TestWheel(t *testing.T) {
 	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	w := newWheel(start, 10*time.Millisecond, time.Second)
@@ -17,6 +18,9 @@ func TestWheel(t *testing.T) {
 	w.add(start.Add(500*time.Millisecond), 4)
 	if got := w.due(start.Add(5*time.Millisecond), nil); !slices.Equal(got, []uint32{2}) {
 		t.Fatalf("due at 5ms: %v, want [2]", got)
+	}
+	if got := w.due(start.Add(21*time.Millisecond), nil); len(got) != 0 {
+		t.Fatalf("due at 21ms: %v, want none (1 is due at 25ms)", got)
 	}
 	if got := w.due(start.Add(30*time.Millisecond), nil); !slices.Equal(got, []uint32{1}) {
 		t.Fatalf("due at 30ms: %v, want [1]", got)
