@@ -36,8 +36,10 @@ func TestAxeNoJSEveryStateAndLanguage(t *testing.T) {
 	}
 	nodetest.CreateSale(t, n, "nj-upcoming", sale{supply: 10, opensIn: time.Hour, startsIn: 2 * time.Hour, window: 60, rate: 10})
 	open("nj-open", sale{supply: 10, rate: 10})
-	open("nj-wait", sale{supply: 10, rate: 0.01})
-	open("nj-paused", sale{supply: 10, rate: 0.01})
+	// One admission every 1,000 s: the waiting tab stays waiting however
+	// long a loaded machine takes over every language.
+	open("nj-wait", sale{supply: 10, rate: 0.001})
+	open("nj-paused", sale{supply: 10, rate: 0.001})
 	open("nj-admitted", sale{supply: 10, rate: 100})
 	open("nj-sold", sale{supply: 1, rate: 100})
 	nodetest.CreateSale(t, n, "nj-closed", sale{supply: 10, opensIn: -time.Hour, startsIn: -50 * time.Minute, endsAfterStart: 10 * time.Minute, rate: 10})

@@ -427,6 +427,9 @@ function render() {
   if (root.dataset.state !== ps) root.dataset.state = ps;
   for (const e of document.querySelectorAll("[data-t]")) txt2(e, t(e.dataset.t));
   for (const e of document.querySelectorAll("[data-t-aria]")) if (e.getAttribute("aria-label") !== t(e.dataset.tAria)) e.setAttribute("aria-label", t(e.dataset.tAria));
+  // Nothing is joined before the sale is known: an operator's template's
+  // button may come enabled, and a join's captcha needs info.captcha.
+  if (unknown || !info) $("join").disabled = true;
   if (unknown) { txt("name", t("unknown")); show("clock", false); return; }
   if (!info) { txt("name", t("loading")); return; }
   const turn = renderCallback(), title = turn ? turnTitle() : info.name + " · " + t("title");
