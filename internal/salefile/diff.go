@@ -32,13 +32,13 @@ const maxShown = 120
 func Diff(live, want *Sale, rotate bool) (changes []Change, send []string, err error) {
 	var old any
 	if live != nil {
-		o, err := live.tree()
+		o, err := live.tree(false)
 		if err != nil {
 			return nil, nil, err
 		}
 		old = o
 	}
-	next, err := want.tree()
+	next, err := want.tree(false)
 	if err != nil {
 		return nil, nil, err
 	}

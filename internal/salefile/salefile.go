@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/anteroom/anteroom/event"
 	"go.yaml.in/yaml/v3"
@@ -208,8 +209,9 @@ func FromLive(cfg event.Config, published *event.Page) Sale {
 }
 
 // tree is the sale's file form, pruned: its configuration without the
-// node's fields, then its page.
-func (s *Sale) tree() (object, error) {
+// node's fields, then its page; with refs, the file's references to its
+// secrets.
+func (s *Sale) tree(refs bool) (object, error) {
 	t, err := treeOf(reflect.ValueOf(s.Config))
 	if err != nil {
 		return nil, err
@@ -221,6 +223,13 @@ func (s *Sale) tree() (object, error) {
 	}
 	o = append(o, member{"page", p})
 	pruned, _ := prune(o, true).(object)
+	for _, path := range sortedKeys(s.Refs) { // a file's own references, never a value
+		if !refs {
+			break
+		}
+		raw, _ := json.Marshal(s.Refs[path])
+		addMember(&pruned, strings.Split(strings.TrimSuffix(path, ".secret"), "."), member{"secret", json.RawMessage(raw)})
+	}
 	return pruned, nil
 }
 
@@ -230,7 +239,7 @@ func (s *Sale) tree() (object, error) {
 func Encode(sales []Sale, format string) ([]byte, error) {
 	var list []any
 	for i := range sales {
-		t, err := sales[i].tree()
+		t, err := sales[i].tree(true)
 		if err != nil {
 			return nil, fmt.Errorf("sale %s: %w", sales[i].Config.ID, err)
 		}
@@ -273,8 +282,7 @@ func (s *Sale) Body(send []string) ([]byte, error) {
 		return nil, err
 	}
 	o := without(t.(object), NodeFields...)
-	setSecrets(o, &s.Config, send)
-	return jsonOf(o), nil
+	return jsonOf(setSecrets(o, &s.Config, send)), nil
 }
 
 // PageJSON is s's page as PUT /admin/events/{id}/page takes it.

@@ -90,7 +90,7 @@ func schemaOf(t reflect.Type, path string) (object, error) {
 	case reflect.TypeFor[event.Switch]():
 		return object{{"type", json.RawMessage(`["boolean","null"]`)}, {"description", str("true, false, or null (or left out) for the default")}}, nil
 	}
-	if t.Implements(reflect.TypeFor[json.Marshaler]()) {
+	if t.Kind() != reflect.Pointer && t.Implements(reflect.TypeFor[json.Marshaler]()) {
 		return nil, fmt.Errorf("salefile: %s (%s) marshals itself: give the schema its form", path, t)
 	}
 	switch t.Kind() {

@@ -150,36 +150,46 @@ func secretChanges(live, want *Sale, rotate bool) (changes []Change, send []stri
 	return changes, send
 }
 
-// setSecrets writes into o, the tree of c, the secrets of c named by
+// setSecrets returns o, the tree of c, with the secrets of c named by
 // send.
-func setSecrets(o object, c *event.Config, send []string) {
+func setSecrets(o object, c *event.Config, send []string) object {
 	for _, f := range secretsOf(c) {
 		if !slices.Contains(send, f.path) || *f.value == "" {
 			continue
 		}
 		raw, _ := json.Marshal(*f.value)
-		addMember(o, strings.Split(strings.TrimSuffix(f.path, ".secret"), "."), member{"secret", json.RawMessage(raw)})
+		addMember(&o, strings.Split(strings.TrimSuffix(f.path, ".secret"), "."), member{"secret", json.RawMessage(raw)})
 	}
+	return o
 }
 
 // addMember appends m to the object at path ("webhooks[2]", "limits",
-// "captcha") in o.
-func addMember(o object, path []string, m member) {
+// "captcha") in o, making the objects of the path that are missing (a
+// pruned tree left them out).
+func addMember(o *object, path []string, m member) {
 	name, idx, indexed := strings.Cut(path[0], "[")
-	for i := range o {
-		if o[i].key != name {
-			continue
-		}
-		at := &o[i].value
+	i := slices.IndexFunc(*o, func(x member) bool { return x.key == name })
+	if i < 0 {
 		if indexed {
-			n, _ := strconv.Atoi(strings.TrimSuffix(idx, "]"))
-			at = &o[i].value.([]any)[n]
+			return
 		}
-		if len(path) == 1 {
-			*at = append((*at).(object), m)
-		} else {
-			addMember((*at).(object), path[1:], m)
-		}
-		return
+		*o = append(*o, member{name, object{}})
+		i = len(*o) - 1
 	}
+	at := &(*o)[i].value
+	if indexed {
+		n, _ := strconv.Atoi(strings.TrimSuffix(idx, "]"))
+		list, _ := (*at).([]any)
+		if n >= len(list) {
+			return
+		}
+		at = &list[n]
+	}
+	obj, _ := (*at).(object)
+	if len(path) == 1 {
+		obj = append(obj, m)
+	} else {
+		addMember(&obj, path[1:], m)
+	}
+	*at = obj
 }
