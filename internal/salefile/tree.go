@@ -117,8 +117,8 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
-// prune leaves out what reads the same as absent: nulls, empty lists
-// and maps, and objects left empty — except under a pointer, where {}
+// prune leaves out what reads the same as absent: nulls, empty strings,
+// lists and maps, and objects left empty — except under a pointer, where {}
 // means "set" (closed: {} closes the room without a message): kept
 // reports which objects those are. It returns nil when t itself goes.
 func prune(t any, keepEmpty bool) any {
@@ -131,9 +131,9 @@ func prune(t any, keepEmpty bool) any {
 		}
 		out := make([]any, len(t))
 		for i, e := range t {
-			out[i] = prune(e, true)
-			if out[i] == nil {
-				out[i] = object{} // an element stays in place
+			out[i] = e // an element stays in place
+			if o, ok := e.(object); ok {
+				out[i] = prune(o, true)
 			}
 		}
 		return out
@@ -151,6 +151,9 @@ func prune(t any, keepEmpty bool) any {
 			out = object{}
 		}
 		return out
+	}
+	if raw, ok := t.(json.RawMessage); ok && string(raw) == `""` {
+		return nil // a string left out is empty
 	}
 	return t
 }

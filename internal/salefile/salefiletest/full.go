@@ -236,4 +236,3 @@ func walkType(t reflect.Type, path string, set map[string]bool) {
 		mark(path)
 	}
 }
-
