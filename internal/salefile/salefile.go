@@ -288,7 +288,10 @@ func (s *Sale) Body(send []string) ([]byte, error) {
 // PageJSON is s's page as PUT /admin/events/{id}/page takes it.
 func (s *Sale) PageJSON() []byte {
 	t, _ := treeOf(reflect.ValueOf(s.Page))
-	return jsonOf(t)
+	if t = prune(t, true); t == nil {
+		t = object{}
+	}
+	return jsonOf(t) // decoded into a new page: what is left out is empty
 }
 
 // HasPage reports whether s has a page of its own (not the built-in).

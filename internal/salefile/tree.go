@@ -26,7 +26,8 @@ type member struct {
 // scalar), []any or object.
 
 // treeOf is v's JSON form with every field of every struct, by its json
-// name, whatever its omitempty: a nil pointer, slice or map is null.
+// name, whatever its omitempty: a nil pointer or map is null, a nil
+// slice [].
 // Fields json-named "secret" or "secret_set" are never in it: secrets
 // are handled apart (secrets.go).
 func treeOf(v reflect.Value) (any, error) {
@@ -67,7 +68,7 @@ func treeOf(v reflect.Value) (any, error) {
 		return o, nil
 	case reflect.Slice, reflect.Array:
 		if v.Kind() == reflect.Slice && v.IsNil() {
-			return nil, nil
+			return []any{}, nil // none, as the admin API's contract writes it
 		}
 		out := make([]any, v.Len())
 		for i := range v.Len() {
