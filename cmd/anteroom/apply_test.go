@@ -309,3 +309,44 @@ func TestApplyRefusals(t *testing.T) {
 	}
 	_ = event.LockMargin
 }
+
+// TestSalesAsCodeDoc runs docs/sales-as-code.md's example: its file
+// (the block "sales-file"), with its webhook secret in the environment
+// and its door list on the node, is what --dry-run would create (exit
+// 2), is created by apply (exit 2) and then unchanged (exit 0); get
+// sale's YAML of it applies with no difference.
+func TestSalesAsCodeDoc(t *testing.T) {
+	n, env := applyNode(t)
+	doc, err := os.ReadFile("../../docs/sales-as-code.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "<!-- readme-test: sales-file -->\n```yaml\n")
+	block, _, ok2 := strings.Cut(block, "\n```")
+	if !ok || !ok2 {
+		t.Fatal("docs/sales-as-code.md has no sales-file block")
+	}
+	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
+	if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/lists/resellers", admin, []byte(`{"kind":"user"}`)); a.Status != http.StatusCreated {
+		t.Fatalf("create list: %d %s", a.Status, a.Raw)
+	}
+	env["SHOP_WEBHOOK_SECRET"] = "a webhook secret of the docs' example"
+	file := writeFile(t, "sales.yaml", []byte(block))
+	if out, status, err := cli(env, "apply", "-f", file, "--dry-run"); status != 2 || !strings.Contains(out, "sale summer-drop: would be created (dry run)\n") ||
+		!strings.Contains(out, "  webhooks[0].secret: (none) → (from ${SHOP_WEBHOOK_SECRET})\n") {
+		t.Fatalf("dry run: exit %d %v\n%s", status, err, out)
+	}
+	if out, status, err := cli(env, "apply", "-f", file); status != 2 || out != "" && !strings.HasPrefix(out, "sale summer-drop: created\n") {
+		t.Fatalf("apply: exit %d %v\n%s", status, err, out)
+	}
+	if out, status, err := cli(env, "apply", "-f", file); status != 0 || out != "sale summer-drop: unchanged\n" {
+		t.Fatalf("apply again: exit %d %v\n%s", status, err, out)
+	}
+	exported, status, err := cli(env, "get", "sale", "summer-drop", "-o", "yaml")
+	if status != 0 || strings.Contains(exported, env["SHOP_WEBHOOK_SECRET"]) {
+		t.Fatalf("get sale: %v\n%s", err, exported)
+	}
+	if out, status, err := cli(env, "apply", "-f", writeFile(t, "export.yaml", []byte(exported)), "--dry-run"); status != 0 || out != "sale summer-drop: unchanged\n" {
+		t.Fatalf("the export: exit %d %v\n%s", status, err, out)
+	}
+}
