@@ -10,6 +10,8 @@ import (
 	"github.com/anteroom/anteroom/internal/salefile"
 )
 
+//go:generate go run . sales-schema -w ../../docs/sales.schema.json
+
 // salesSchemaFile is where the sales file's JSON Schema is kept, from
 // the repository's root.
 const salesSchemaFile = "docs/sales.schema.json"

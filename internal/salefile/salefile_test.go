@@ -1,6 +1,7 @@
 package salefile_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/salefile"
 	"github.com/anteroom/anteroom/internal/salefile/salefiletest"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // TestFullSalesSetEveryField: the sales the round-trip tests use set
@@ -194,5 +196,55 @@ func TestSchemaCurrent(t *testing.T) {
 	got, err := os.ReadFile("../../docs/sales.schema.json")
 	if err != nil || string(got) != string(want) {
 		t.Fatalf("docs/sales.schema.json is stale (%v): run go run ./cmd/anteroom sales-schema -w docs/sales.schema.json", err)
+	}
+}
+
+// TestSchemaChecksFiles: the schema accepts the files Encode writes
+// (every field set) and refuses what Decode refuses for its shape: an
+// unknown field, a node's field, a literal secret, a mode that is none.
+func TestSchemaChecksFiles(t *testing.T) {
+	raw, err := salefile.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("sales.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("sales.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := salefile.Encode(salefiletest.Full(time.Now()), "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(file []byte) error {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return schema.Validate(inst)
+	}
+	if err := check(file); err != nil {
+		t.Fatalf("the schema refuses a file Encode wrote: %v", err)
+	}
+	for _, bad := range []struct{ from, to string }{
+		{`"per_user_limit"`, `"per_user_limits"`},
+		{`"name": "Spring drop"`, `"name": "Spring drop", "seed": "ab"`},
+		{`"${SHOP_SECRET}"`, `"a literal secret value"`},
+		{`"mode": "lottery"`, `"mode": "raffle"`},
+		{`"max_error_rate": 0.25`, `"max_error_rate": "high"`},
+	} {
+		if !bytes.Contains(file, []byte(bad.from)) {
+			t.Fatalf("the file has no %s", bad.from)
+		}
+		if err := check(bytes.Replace(file, []byte(bad.from), []byte(bad.to), 1)); err == nil {
+			t.Errorf("the schema accepts %s in place of %s", bad.to, bad.from)
+		}
 	}
 }
