@@ -58,11 +58,6 @@ var NodeFields = []string{"version", "seed", "seed_commitment", "lane_seeds", "p
 // ErrFormat wraps every error of a file's content.
 var ErrFormat = errors.New("sales file")
 
-// file is the document: a list of sales.
-type file struct {
-	Sales []json.RawMessage `json:"sales"`
-}
-
 // Decode reads a sales file (YAML, or JSON, which is YAML). Every sale
 // is checked as the node would check it (event.Config.Validate, the
 // page's shape) with its secrets resolved by getenv; the first problem

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
@@ -35,14 +34,20 @@ var enums = map[string][]string{
 // as ${NAME} references. docs/sales.schema.json is its output
 // (`anteroom sales-schema -w`), checked by a test.
 func Schema() ([]byte, error) {
-	sale, err := schemaOf(reflect.TypeFor[event.Config](), "")
+	used := map[string]bool{}
+	sale, err := schemaOf(reflect.TypeFor[event.Config](), "", used)
 	if err != nil {
 		return nil, err
 	}
 	props := without(sale.get("properties").(object), NodeFields...)
-	page, err := schemaOf(reflect.TypeFor[event.Page](), "page")
+	page, err := schemaOf(reflect.TypeFor[event.Page](), "page", used)
 	if err != nil {
 		return nil, err
+	}
+	for p := range enums {
+		if !used[p] {
+			return nil, fmt.Errorf("salefile: the enumeration of %s names no field", p)
+		}
 	}
 	props = append(props, member{"page", append(object{{"description", str("the published waiting-room page; left out, the built-in page")}}, page...)})
 	sale = object{
@@ -76,8 +81,9 @@ func str(s string) json.RawMessage {
 }
 
 // schemaOf is the schema of values of t at path.
-func schemaOf(t reflect.Type, path string) (object, error) {
+func schemaOf(t reflect.Type, path string, used map[string]bool) (object, error) {
 	if vals, ok := enums[path]; ok {
+		used[path] = true
 		var list []any
 		for _, v := range vals {
 			list = append(list, str(v))
@@ -95,7 +101,7 @@ func schemaOf(t reflect.Type, path string) (object, error) {
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		s, err := schemaOf(t.Elem(), path)
+		s, err := schemaOf(t.Elem(), path, used)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +115,7 @@ func schemaOf(t reflect.Type, path string) (object, error) {
 	case reflect.Float32, reflect.Float64:
 		return object{{"type", str("number")}}, nil
 	case reflect.Slice:
-		items, err := schemaOf(t.Elem(), path+"[]")
+		items, err := schemaOf(t.Elem(), path+"[]", used)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +124,7 @@ func schemaOf(t reflect.Type, path string) (object, error) {
 		if t.Key().Kind() != reflect.String {
 			return nil, fmt.Errorf("salefile: %s: a map's keys must be strings", path)
 		}
-		vals, err := schemaOf(t.Elem(), path+"{}")
+		vals, err := schemaOf(t.Elem(), path+"{}", used)
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +146,7 @@ func schemaOf(t reflect.Type, path string) (object, error) {
 					{"description", str("a reference to an environment variable of `anteroom apply`, ${NAME}; never the secret itself. Left out, the stored secret is kept")}}})
 				continue
 			}
-			s, err := schemaOf(f.Type, sub)
+			s, err := schemaOf(f.Type, sub, used)
 			if err != nil {
 				return nil, err
 			}
@@ -151,12 +157,3 @@ func schemaOf(t reflect.Type, path string) (object, error) {
 	return nil, fmt.Errorf("salefile: %s: no schema for %s", path, t)
 }
 
-// schemaPaths lists the enum paths, for a test that each names a field.
-func schemaPaths() []string {
-	var out []string
-	for p := range enums {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
