@@ -156,4 +156,3 @@ func schemaOf(t reflect.Type, path string, used map[string]bool) (object, error)
 	}
 	return nil, fmt.Errorf("salefile: %s: no schema for %s", path, t)
 }
-
