@@ -151,7 +151,7 @@ func TestApplyRoundTrip(t *testing.T) {
 	changed[0].Config.AdmitRatePerSecond = 400
 	changed[0].Config.Lanes[0].Share = 0.3
 	changed[0].Config.Webhooks[0].Events = []string{"sold_out"}
-	changed[0].Config.Closed = nil
+	changed[0].Config.Closed = &event.Closure{} // still closed, no message, no announced end
 	changed[0].Page.Colors.Primary = "#0a58ad"
 	changed[1].Config = sales[1].Config
 	data, _ = salefile.Encode(changed, "yaml")
@@ -161,7 +161,7 @@ func TestApplyRoundTrip(t *testing.T) {
 	wantLines := []string{
 		"sale spring: would be updated (dry run)",
 		"  admit_rate_per_second: 250 → 400",
-		`  closed.message: "Back soon" → (none)`,
+		`  closed: {"message":"Back soon","until":"` + sales[0].Config.Closed.Until.UTC().Format(time.RFC3339) + `"} → {}`,
 		`  webhooks[0].events[0]: "sale_opened" → "sold_out"`,
 		`  webhooks[0].events[1]: "your_turn" → (none)`,
 		"  lanes[0].share: 0.2 → 0.3",
@@ -307,7 +307,6 @@ func TestApplyRefusals(t *testing.T) {
 	if out, status, _ := cli(viewer, "apply", "-f", writeFile(t, "c.yaml", []byte("sales:\n"+later(12)))); status != 1 || !strings.Contains(out, "403 forbidden: this needs the operator role") {
 		t.Errorf("a viewer's apply: exit %d\n%s", status, out)
 	}
-	_ = event.LockMargin
 }
 
 // TestSalesAsCodeDoc runs docs/sales-as-code.md's example: its file

@@ -248,3 +248,25 @@ func TestSchemaChecksFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyButSet: a room closed without a message (closed: {}) is not
+// an open one: it exports as closed: {} and reads back closed, and the
+// diff from open names it.
+func TestEmptyButSet(t *testing.T) {
+	s := salefiletest.Full(time.Now())[1]
+	s.Config.Closed = &event.Closure{}
+	out, err := salefile.Encode([]salefile.Sale{s}, "yaml")
+	if err != nil || !strings.Contains(string(out), "    closed: {}\n") {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
+	back, err := salefile.Decode(out, salefiletest.Getenv)
+	if err != nil || back[0].Config.Closed == nil {
+		t.Fatalf("read back: %v %+v", err, back)
+	}
+	open := salefiletest.AsLive(s)
+	open.Config.Closed = nil
+	changes, _, _ := salefile.Diff(&open, &back[0], false)
+	if got := salefile.Format(changes, ""); got != "closed: (none) → {}\n" {
+		t.Errorf("diff from open: %q", got)
+	}
+}

@@ -17,6 +17,11 @@ import (
 // struct's fields, so an export reads like the configuration's docs.
 type object []member
 
+// setObject is an object behind a pointer: set, even with nothing in
+// it (closed: {} closes the room without a message), which prune keeps
+// apart from none.
+type setObject object
+
 type member struct {
 	key   string
 	value any
@@ -38,7 +43,11 @@ func treeOf(v reflect.Value) (any, error) {
 		if v.IsNil() {
 			return nil, nil
 		}
-		return treeOf(v.Elem())
+		t, err := treeOf(v.Elem())
+		if o, ok := t.(object); ok {
+			return setObject(o), err
+		}
+		return t, err
 	}
 	if v.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
 		raw, err := json.Marshal(v.Interface())
@@ -119,9 +128,9 @@ func jsonName(f reflect.StructField) string {
 }
 
 // prune leaves out what reads the same as absent: nulls, empty strings,
-// lists and maps, and objects left empty — except under a pointer, where {}
-// means "set" (closed: {} closes the room without a message): kept
-// reports which objects those are. It returns nil when t itself goes.
+// lists and maps, and objects left empty (one behind a pointer,
+// setObject, becomes the scalar {}). keepEmpty keeps t itself when
+// it is an object left empty; otherwise prune returns nil when t goes.
 func prune(t any, keepEmpty bool) any {
 	switch t := t.(type) {
 	case nil:
@@ -138,6 +147,11 @@ func prune(t any, keepEmpty bool) any {
 			}
 		}
 		return out
+	case setObject:
+		if o := prune(object(t), true).(object); len(o) > 0 {
+			return o
+		}
+		return json.RawMessage("{}")
 	case object:
 		var out object
 		for _, m := range t {
@@ -190,6 +204,8 @@ func appendJSON(b *bytes.Buffer, t any) {
 			appendJSON(b, e)
 		}
 		b.WriteByte(']')
+	case setObject:
+		appendJSON(b, object(t))
 	case object:
 		b.WriteByte('{')
 		for i, m := range t {
