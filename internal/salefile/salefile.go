@@ -289,19 +289,6 @@ func (s *Sale) PageJSON() []byte {
 	return jsonOf(t) // decoded into a new page: what is left out is empty
 }
 
-// HasPage reports whether s has a page of its own (not the built-in).
-func (s *Sale) HasPage() bool { return !reflect.DeepEqual(prune(mustTree(s.Page), false), nil) }
-
-func mustTree(v any) any {
-	t, _ := treeOf(reflect.ValueOf(v))
-	return t
-}
-
-// SamePage reports whether s and o show the same page.
-func (s *Sale) SamePage(o *Sale) bool {
-	return bytes.Equal(jsonOf(prune(mustTree(s.Page), false)), jsonOf(prune(mustTree(o.Page), false)))
-}
-
 // sortedKeys is m's keys in order.
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
