@@ -11,6 +11,9 @@
 //	anteroom invite     print a signed invite of one user to an invite-only event
 //	anteroom gateway fail-open  print nginx's fail-open deadline for when anteroom cannot answer
 //	anteroom lists      manage the door's block and eligibility lists through a node's admin API
+//	anteroom apply      create or update sales from a sales file (sales as code)
+//	anteroom get sale   print a sale as a sales file
+//	anteroom sales-schema  print (or with -w write) the sales file's JSON Schema
 //	anteroom settings-table  print (or with -w rewrite) docs/configure.md's settings table
 //	anteroom rules-table  print (or with -w rewrite) docs/configure.md's door rules tables
 //	anteroom help       show this help
@@ -36,6 +39,13 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
+		var status exitStatus
+		if errors.As(err, &status) {
+			if status.msg != "" {
+				fmt.Fprintln(os.Stderr, "anteroom:", status.msg)
+			}
+			os.Exit(status.code)
+		}
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "anteroom:", err)
 		}
@@ -56,8 +66,11 @@ commands:
   invite     print a signed invite of one user to an invite-only event
   gateway fail-open  print the nginx map of a fail-open deadline (when anteroom cannot answer)
   lists      manage block and eligibility lists on a node: ls, create, load, add, remove, export, delete
+  apply      create or update sales from a sales file (-f FILE, --dry-run): exit 0 unchanged, 2 changed
+  get sale   print a sale as a sales file (-o yaml|json)
   natsd      run a NATS server with JetStream (for a loopback cluster)
   settings-table  print the settings table of docs/configure.md (-w docs/configure.md rewrites it there)
+  sales-schema  print the sales file's JSON Schema (-w docs/sales.schema.json rewrites it)
   rules-table  print the door rules' variables and functions tables of docs/configure.md (-w docs/configure.md rewrites them there)
 
 Each command takes -h.
@@ -92,6 +105,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return gateway(args[1:], time.Now, stdout, stderr)
 	case "lists":
 		return lists(ctx, args[1:], getenv, stdout, stderr)
+	case "apply":
+		return apply(ctx, args[1:], getenv, stdout, stderr)
+	case "get":
+		return get(ctx, args[1:], getenv, stdout, stderr)
+	case "sales-schema":
+		return salesSchema(args[1:], stdout, stderr)
 	case "settings-table":
 		return settingsTable(args[1:], stdout, stderr)
 	case "rules-table":

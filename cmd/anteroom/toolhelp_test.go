@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestToolHelpHidesSecrets: invite's, loadgen's and lists' -h show no value taken
+// TestToolHelpHidesSecrets: invite's, loadgen's, lists', apply's and get's -h show no value taken
 // from the environment (the ticket secret, the admin token, URLs with
 // credentials), as serve's and worker's do not, while the value still
 // applies when the flag is not given.
@@ -27,6 +27,8 @@ func TestToolHelpHidesSecrets(t *testing.T) {
 	_ = invite([]string{"-h"}, getenv, time.Now, &bytes.Buffer{}, &help)
 	_ = loadgen(context.Background(), []string{"-h"}, getenv, &bytes.Buffer{}, &help)
 	_ = lists(context.Background(), []string{"-h"}, getenv, &bytes.Buffer{}, &help)
+	_ = apply(context.Background(), []string{"-h"}, getenv, &bytes.Buffer{}, &help)
+	_ = get(context.Background(), []string{"-h"}, getenv, &bytes.Buffer{}, &help)
 	for _, s := range []string{secret, "admintoken", "redispassword", "natspassword", "apikeysecret", "urlpassword"} {
 		if strings.Contains(help.String(), s) {
 			t.Errorf("-h shows %q from the environment:\n%s", s, help.String())

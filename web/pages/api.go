@@ -108,8 +108,8 @@ func New(cfg Config, deps Deps) *Pages {
 // /admin/events/:id group that runs staffapi's RequireAdmin.
 func (s *Pages) MountEvent(adm fiber.Router) {
 	adm.Get("/page", s.deps.Allow(staff.Viewer, false), s.getPage)
-	adm.Put("/page", s.deps.Allow(staff.Admin, false), s.putPageDraft)
-	adm.Post("/page/publish", s.deps.Allow(staff.Admin, false), s.publishPage)
+	adm.Put("/page", s.deps.Allow(staff.Operator, false), s.putPageDraft)
+	adm.Post("/page/publish", s.deps.Allow(staff.Operator, false), s.publishPage)
 	adm.Get("/preview", s.deps.Allow(staff.Viewer, false), s.previewPage)
 }
 

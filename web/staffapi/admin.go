@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -227,6 +228,7 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (old, saved 
 	if err != nil {
 		return old, event.Config{}, err
 	}
+	clearArrays(reflect.ValueOf(&next), body)
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&next); err != nil {
@@ -411,6 +413,41 @@ func detached(c event.Config) (event.Config, error) {
 		return event.Config{}, fmt.Errorf("copy event %s: %w", c.ID, err)
 	}
 	return out, nil
+}
+
+// clearArrays empties each slice of v that the JSON raw gives as an
+// array, so decoding raw over v replaces the slice whole: encoding/json
+// decodes an array into a slice's elements in place, and an element's
+// field the body leaves out kept the stored element's at that index (a
+// lane's start; the secret of another URL's webhook). Objects still
+// merge, as the PUT documents.
+func clearArrays(v reflect.Value, raw []byte) {
+	raw = bytes.TrimSpace(raw)
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			clearArrays(v.Elem(), raw)
+		}
+	case reflect.Slice:
+		if len(raw) > 0 && raw[0] == '[' {
+			v.Set(reflect.Zero(v.Type()))
+		}
+	case reflect.Struct:
+		if len(raw) == 0 || raw[0] != '{' {
+			return
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) != nil {
+			return // the decode says what is wrong
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if r, ok := fields[name]; ok && f.IsExported() && name != "" {
+				clearArrays(v.Field(i), r)
+			}
+		}
+	}
 }
 
 // doorLists reports whether a door references any list.

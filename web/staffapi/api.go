@@ -230,7 +230,7 @@ func (s *API) IsAdmin(c *fiber.Ctx) bool { return s.isAdmin(c) }
 // MountEvent adds the staff routes of one event to adm, the
 // /admin/events/:id group that runs RequireAdmin.
 func (s *API) MountEvent(adm fiber.Router) {
-	adm.Put("/", s.allow(staff.Admin, false), s.putEvent)
+	adm.Put("/", s.allow(staff.Operator, false), s.putEvent)
 	adm.Get("/", s.allow(staff.Viewer, false), s.getEvent)
 	adm.Post("/pause", s.allow(staff.Operator, false), s.pauseEvent(true))
 	adm.Post("/resume", s.allow(staff.Operator, false), s.pauseEvent(false))
