@@ -26,7 +26,7 @@
 //	ar:{staff}:account:<name>      hash: role, password, keys, gen (incarnation)
 //	ar:{staff}:apikey:<prefix>     hash: account, sha256, gen
 //	ar:{staff}:sessions            sorted set: session id → expiry (unix ms)
-//	ar:{staff}:signin:<sha256>     a one-time sign-in link (the demo's): "gen name", PX its expiry
+//	ar:{staff}:signin:<sha256>     a one-time sign-in link (the demo's): "expiry-ms gen name", PX too
 //	ar:{staff}:fail:<addr>         failed attempts of one address in its window
 //	ar:{staff}:audit               stream: the audit trail
 //	ar:{staff}:audit:once:<marker> set while a once-only entry is recorded

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,12 +29,14 @@ const linkTokenLen = 43
 
 // SignInLinks are one-time console sign-in links, kept in Redis beside the
 // console sessions: a link names one account (and its incarnation, so a
-// password or role change ends it as it ends sessions), expires on Redis's
-// clock (PX) and is spent by the first Redeem on any node (GETDEL: two
-// concurrent redemptions cannot both succeed).
+// password or role change ends it as it ends sessions), carries its
+// expiry (checked against the caller's now, the node's clock on Redis
+// TIME; the key also expires by PX, for a Redis that keeps time: the
+// embedded one does not) and is spent by the first Redeem on any node
+// (GETDEL: two concurrent redemptions cannot both succeed).
 //
-// Only the demo command makes them (internal/node's Config.DemoSignIn):
-// no setting of a node turns them on.
+// Only the demo command makes them (internal/node's
+// Config.DemoSignInLinks): no setting of a node turns them on.
 //
 // A *SignInLinks is safe for concurrent use.
 type SignInLinks struct {
@@ -43,8 +46,8 @@ type SignInLinks struct {
 // NewSignInLinks returns the sign-in links kept in rdb.
 func NewSignInLinks(rdb redis.Cmdable) *SignInLinks { return &SignInLinks{rdb: rdb} }
 
-// Mint makes a link token that signs acc in once within ttl.
-func (l *SignInLinks) Mint(ctx context.Context, acc Account, ttl time.Duration) (string, error) {
+// Mint makes a link token that signs acc in once, until ttl after now.
+func (l *SignInLinks) Mint(ctx context.Context, acc Account, now time.Time, ttl time.Duration) (string, error) {
 	if !ValidName(acc.Name) || strings.ContainsRune(acc.Gen, ' ') || ttl <= 0 {
 		return "", fmt.Errorf("staff sign-in link: no link for account %q valid %s", acc.Name, ttl)
 	}
@@ -53,7 +56,8 @@ func (l *SignInLinks) Mint(ctx context.Context, acc Account, ttl time.Duration) 
 		return "", err
 	}
 	tok := base64.RawURLEncoding.EncodeToString(b[:])
-	if err := l.rdb.Set(ctx, linkKey(tok), acc.Gen+" "+acc.Name, ttl).Err(); err != nil {
+	v := strconv.FormatInt(now.Add(ttl).UnixMilli(), 10) + " " + acc.Gen + " " + acc.Name
+	if err := l.rdb.Set(ctx, linkKey(tok), v, ttl).Err(); err != nil {
 		return "", fmt.Errorf("staff sign-in link: %w", err)
 	}
 	return tok, nil
@@ -61,8 +65,9 @@ func (l *SignInLinks) Mint(ctx context.Context, acc Account, ttl time.Duration) 
 
 // Redeem spends token and returns the account it names (Name and Gen, the
 // incarnation it was minted for: the caller checks it is still the
-// account's). A token used before, expired or malformed is ErrLinkSpent.
-func (l *SignInLinks) Redeem(ctx context.Context, token string) (Account, error) {
+// account's). A token used before, expired at now, unknown or malformed
+// is ErrLinkSpent.
+func (l *SignInLinks) Redeem(ctx context.Context, token string, now time.Time) (Account, error) {
 	if len(token) != linkTokenLen {
 		return Account{}, ErrLinkSpent
 	}
@@ -73,11 +78,15 @@ func (l *SignInLinks) Redeem(ctx context.Context, token string) (Account, error)
 	case err != nil:
 		return Account{}, fmt.Errorf("staff sign-in link: %w", err)
 	}
-	gen, name, ok := strings.Cut(v, " ")
-	if !ok || !ValidName(name) {
+	parts := strings.SplitN(v, " ", 3)
+	if len(parts) != 3 || !ValidName(parts[2]) {
 		return Account{}, ErrLinkSpent
 	}
-	return Account{Name: name, Gen: gen}, nil
+	exp, err := strconv.ParseInt(parts[0], 10, 64)
+	if err != nil || now.UnixMilli() >= exp {
+		return Account{}, ErrLinkSpent
+	}
+	return Account{Name: parts[2], Gen: parts[1]}, nil
 }
 
 func linkKey(token string) string {

@@ -15,15 +15,16 @@ import (
 )
 
 // TestSignInLinks: a link signs its account in once, on Redis; a second
-// use, a concurrent one, an expired one and a made-up or malformed token
-// are ErrLinkSpent; Redis keeps the token's hash only.
+// use, a concurrent one, one past its expiry (the caller's clock, or
+// Redis's) and a made-up or malformed token are ErrLinkSpent; Redis keeps
+// the token's hash only.
 func TestSignInLinks(t *testing.T) {
 	rdb := testenv.StartRedis(t).Client(t)
 	ctx := context.Background()
 	links := staff.NewSignInLinks(rdb)
 	acc := staff.Account{Name: "demo", Gen: "AAAAAAAAAAAAAAAAAAAAAA"}
 
-	tok, err := links.Mint(ctx, acc, time.Minute)
+	tok, err := links.Mint(ctx, acc, time.Now(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,16 +38,16 @@ func TestSignInLinks(t *testing.T) {
 	if ttl, _ := rdb.PTTL(ctx, keys[0]).Result(); ttl <= 0 || ttl > time.Minute {
 		t.Fatalf("stored link's PTTL %s, want at most a minute", ttl)
 	}
-	got, err := links.Redeem(ctx, tok)
+	got, err := links.Redeem(ctx, tok, time.Now())
 	if err != nil || got.Name != acc.Name || got.Gen != acc.Gen {
 		t.Fatalf("first Redeem = %+v, %v; want %+v", got, err, acc)
 	}
-	if _, err := links.Redeem(ctx, tok); !errors.Is(err, staff.ErrLinkSpent) {
+	if _, err := links.Redeem(ctx, tok, time.Now()); !errors.Is(err, staff.ErrLinkSpent) {
 		t.Fatalf("second Redeem = %v, want ErrLinkSpent", err)
 	}
 
 	// Many concurrent redemptions of one link: exactly one signs in.
-	tok, err = links.Mint(ctx, acc, time.Minute)
+	tok, err = links.Mint(ctx, acc, time.Now(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestSignInLinks(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := links.Redeem(ctx, tok); err == nil {
+			if _, err := links.Redeem(ctx, tok, time.Now()); err == nil {
 				mu.Lock()
 				wins++
 				mu.Unlock()
@@ -71,8 +72,17 @@ func TestSignInLinks(t *testing.T) {
 		t.Fatalf("%d of 20 concurrent redemptions signed in, want 1", wins)
 	}
 
-	// An expired link: gone on Redis's clock, then refused.
-	tok, err = links.Mint(ctx, acc, 50*time.Millisecond)
+	// An expired link: refused at its expiry by the caller's clock (the
+	// embedded Redis never expires keys), and gone by Redis's own.
+	now := time.Now()
+	tok, err = links.Mint(ctx, acc, now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := links.Redeem(ctx, tok, now.Add(time.Minute)); !errors.Is(err, staff.ErrLinkSpent) {
+		t.Fatalf("Redeem at the expiry = %v, want ErrLinkSpent", err)
+	}
+	tok, err = links.Mint(ctx, acc, time.Now(), 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +94,8 @@ func TestSignInLinks(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := links.Redeem(ctx, tok); !errors.Is(err, staff.ErrLinkSpent) {
-		t.Fatalf("Redeem after the expiry = %v, want ErrLinkSpent", err)
+	if _, err := links.Redeem(ctx, tok, time.Now()); !errors.Is(err, staff.ErrLinkSpent) {
+		t.Fatalf("Redeem after Redis expired it = %v, want ErrLinkSpent", err)
 	}
 
 	for name, bad := range map[string]string{
@@ -95,7 +105,7 @@ func TestSignInLinks(t *testing.T) {
 		"truncated": tok[:42],
 		"a pattern": strings.Repeat("*", 43),
 	} {
-		if _, err := links.Redeem(ctx, bad); !errors.Is(err, staff.ErrLinkSpent) {
+		if _, err := links.Redeem(ctx, bad, time.Now()); !errors.Is(err, staff.ErrLinkSpent) {
 			t.Errorf("Redeem of a %s token = %v, want ErrLinkSpent", name, err)
 		}
 	}
@@ -109,7 +119,7 @@ func TestSignInLinks(t *testing.T) {
 		if name == "no time to use" {
 			ttl = 0
 		}
-		if _, err := links.Mint(ctx, a, ttl); err == nil {
+		if _, err := links.Mint(ctx, a, time.Now(), ttl); err == nil {
 			t.Errorf("Mint for %s: accepted, want refused", name)
 		}
 	}

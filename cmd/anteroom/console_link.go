@@ -52,7 +52,7 @@ func printConsoleLink(ctx context.Context, w io.Writer, n *node.Node, ev string)
 	if err != nil {
 		return fmt.Errorf("demo console link: %w", err)
 	}
-	tok, err := n.SignInLinks.Mint(ctx, acc, consoleLinkTTL)
+	tok, err := n.SignInLinks.Mint(ctx, acc, time.Now(), consoleLinkTTL)
 	if err != nil {
 		return fmt.Errorf("demo console link: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
+	"time"
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/staff"
@@ -31,7 +32,7 @@ import (
 
 // SignInLinks spends one-time console sign-in links; *staff.SignInLinks.
 type SignInLinks interface {
-	Redeem(ctx context.Context, token string) (staff.Account, error)
+	Redeem(ctx context.Context, token string, now time.Time) (staff.Account, error)
 }
 
 // SignInLinkPath is the route of one-time sign-in links.
@@ -83,7 +84,8 @@ func (s *API) signInByLink(c *fiber.Ctx) error {
 	}
 	ctx, cancel := s.ctx(c)
 	defer cancel()
-	acc, err := s.deps.SignInLinks.Redeem(ctx, c.Query("token"))
+	now := s.now()
+	acc, err := s.deps.SignInLinks.Redeem(ctx, c.Query("token"), now)
 	if errors.Is(err, staff.ErrLinkSpent) {
 		return err
 	}
@@ -93,7 +95,6 @@ func (s *API) signInByLink(c *fiber.Ctx) error {
 	if err := s.setStaff(c, acc.Name, acc.Gen); err != nil {
 		return err
 	}
-	now := s.now()
 	sess, err := newConsoleSession(now, consoleTTL)
 	if err != nil {
 		return err
