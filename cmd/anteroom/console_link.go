@@ -58,7 +58,7 @@ func printConsoleLink(ctx context.Context, w io.Writer, n *node.Node, ev string)
 	}
 	q := url.Values{"token": {tok}, "event": {ev}}
 	fmt.Fprintf(w, "  staff console: %s/admin/?event=%s\n", n.URL(), url.QueryEscape(ev))
-	fmt.Fprintf(w, "  sign in as %q (once, within %s, from a browser on this machine): %s%s?%s\n",
-		demoAccount, consoleLinkTTL, n.URL(), staffapi.SignInLinkPath, q.Encode())
+	fmt.Fprintf(w, "  sign in as %q (once, within %d minutes, from a browser on this machine): %s%s?%s\n",
+		demoAccount, int(consoleLinkTTL.Minutes()), n.URL(), staffapi.SignInLinkPath, q.Encode())
 	return nil
 }
