@@ -96,6 +96,16 @@ func TestDemoSignInLink(t *testing.T) {
 	}
 	resp, p := follow(tok, "Not%20An%20Event", nil)
 	refused("a bad event", resp, p, http.StatusBadRequest, "bad_request")
+	resp, p = follow(tok, "gala", map[string]string{"Sec-Purpose": "prefetch;prerender"})
+	refused("a prerender", resp, p, http.StatusBadRequest, "bad_request")
+	head, err := noFollow.Head(n.URL() + staffapi.SignInLinkPath + "?token=" + tok + "&event=gala")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head.Body.Close()
+	if head.StatusCode != http.StatusBadRequest || head.Header.Get("Set-Cookie") != "" {
+		t.Errorf("HEAD of the link: %d Set-Cookie %q, want 400 and none", head.StatusCode, head.Header.Get("Set-Cookie"))
+	}
 	if after, _ := audit.List(ctx, staff.Query{}); len(after) != len(before) {
 		t.Errorf("the audit after the refusals: %d entries, want %d (nothing created)", len(after), len(before))
 	}

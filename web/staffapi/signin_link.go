@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
@@ -25,7 +26,8 @@ import (
 // Refused, with nothing created (no session, no cookie, the link not
 // spent unless it was presented from loopback):
 //   - 403 forbidden: a request not from loopback (loopbackOnly);
-//   - 400 bad_request: an event that cannot name a sale;
+//   - 400 bad_request: an event that cannot name a sale, a HEAD, or a
+//     browser's prefetch or prerender (Sec-Purpose, Purpose: prefetch);
 //   - 401 unauthenticated: a link used before, expired or unknown
 //     (staff.ErrLinkSpent), or whose account has changed since it was
 //     made (its password or role: errSessionEnded).
@@ -68,6 +70,12 @@ func loopbackOnly(c *fiber.Ctx, proxies kit.Proxies) bool {
 	return true
 }
 
+// isPrefetch reports whether c is a browser's speculative load (a
+// prefetch or prerender of a link or a typed address), not a visit.
+func isPrefetch(c *fiber.Ctx) bool {
+	return c.Get("Sec-Purpose") != "" || strings.Contains(strings.ToLower(c.Get("Purpose")), "prefetch")
+}
+
 // signInByLink answers GET /admin/session/link (see above).
 func (s *API) signInByLink(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "no-store")
@@ -77,6 +85,11 @@ func (s *API) signInByLink(c *fiber.Ctx) error {
 	}
 	if !loopbackOnly(c, s.cfg.Proxies) {
 		return errLinkNotLoopback
+	}
+	if c.Method() != fiber.MethodGet || isPrefetch(c) {
+		// A HEAD (curl -I) or a browser's speculative load must not
+		// spend the link before the person opens it.
+		return kit.BadRequest("open the sign-in link in a browser; this request (a HEAD or a prefetch) spends nothing")
 	}
 	ev := c.Query("event")
 	if ev != "" && !event.ValidID(ev) {
