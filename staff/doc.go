@@ -10,6 +10,8 @@
 //     name is created again), a password change or a role change;
 //   - console sessions: a sign-out, or "sign everyone out", on one node
 //     holds on all of them;
+//   - one-time sign-in links (the demo's only): spent by their first use
+//     on any node, gone at their expiry;
 //   - the sign-in throttle: failed admin authentications counted per
 //     client address, so a guesser meets 429 on every node, not a fresh
 //     budget per node;
@@ -24,6 +26,7 @@
 //	ar:{staff}:account:<name>      hash: role, password, keys, gen (incarnation)
 //	ar:{staff}:apikey:<prefix>     hash: account, sha256, gen
 //	ar:{staff}:sessions            sorted set: session id → expiry (unix ms)
+//	ar:{staff}:signin:<sha256>     a one-time sign-in link (the demo's): "expiry-ms gen name", PX too
 //	ar:{staff}:fail:<addr>         failed attempts of one address in its window
 //	ar:{staff}:audit               stream: the audit trail
 //	ar:{staff}:audit:once:<marker> set while a once-only entry is recorded

@@ -54,13 +54,14 @@ func normalPath(p string) string {
 
 // TestOpenAPIRoutes: every route the node registers is in the contract,
 // and every operation of the contract is a registered route. The app is
-// built with every optional route on (metrics). HEAD routes are fiber's
+// built with every optional route on (metrics, the demo's sign-in
+// links). HEAD routes are fiber's
 // automatic twins of GET routes: each must have its GET, and the contract
 // lists the GET only.
 func TestOpenAPIRoutes(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	app := mustNew(t, Config{AdminToken: testAdminToken, Log: log},
-		Deps{Sales: consoleSales{sale: testSale()}, Metrics: http.NotFoundHandler()})
+		Deps{Sales: consoleSales{sale: testSale()}, Metrics: http.NotFoundHandler(), SignInLinks: fakeLinks{}})
 	served := map[string]bool{}
 	for _, r := range app.GetRoutes(true) { // handlers only, not middleware
 		served[r.Method+" "+normalPath(r.Path)] = true

@@ -169,6 +169,10 @@ type Deps struct {
 	Accounts staffapi.Accounts
 	// Audit records staff actions (*staff.Audit); nil records nothing.
 	Audit staffapi.AuditLog
+	// SignInLinks spends the demo's one-time console sign-in links
+	// (*staff.SignInLinks); nil, the default everywhere but the demo
+	// command, serves no such route.
+	SignInLinks staffapi.SignInLinks
 	// CheckRules and TryRules compile a sale's door rules at save and
 	// try them in the console's tester (*rules.Engine); nil checks none
 	// and has no tester (staffapi.Deps).
@@ -404,7 +408,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Health:   deps.Health, OrderLag: deps.OrderLag, Rebuild: deps.Rebuild, Report: deps.Report,
 		Lifecycle: deps.Lifecycle, PassTokens: edge.Passes(), Passes: deps.Passes,
 		StaffThrottle: deps.StaffThrottle, StaffSessions: deps.StaffSessions, Accounts: deps.Accounts, Audit: deps.Audit,
-		CheckRules: deps.CheckRules, TryRules: deps.TryRules,
+		SignInLinks: deps.SignInLinks,
+		CheckRules:  deps.CheckRules, TryRules: deps.TryRules,
 		Lists: deps.Lists, SyncDoor: deps.SyncDoor,
 	})
 	pg := pages.New(pages.Config{Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now}, pages.Deps{

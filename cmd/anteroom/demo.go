@@ -36,7 +36,9 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg := node.Config{Addr: *addr, DataDir: dir, Log: newLogger(stderr, "text", slog.LevelWarn)}
+	// -keep opens the console by a one-time link (console_link.go): the
+	// only node that serves such links is the demo's, and only then.
+	cfg := node.Config{Addr: *addr, DataDir: dir, Log: newLogger(stderr, "text", slog.LevelWarn), DemoSignInLinks: *keep}
 	n, err := node.Start(ctx, cfg)
 	if err != nil && *addr != "127.0.0.1:0" {
 		fmt.Fprintf(stderr, "demo: %v; trying a free port\n", err)
@@ -70,7 +72,16 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 	fmt.Fprintf(stdout, "anteroom demo — embedded Redis and NATS (not durable)\n")
 	fmt.Fprintf(stdout, "  sale %q: %d units, %d shoppers, %.0f%% abandoning, %.0f admissions/s\n", ev, *units, *users, *abandon*100, *rate)
 	fmt.Fprintf(stdout, "  waiting room: %s/e/%s\n", n.URL(), ev)
-	fmt.Fprintf(stdout, "  queue opens in 3 s, sale starts in 5 s, first 2 s of arrivals shuffled\n\n")
+	fmt.Fprintf(stdout, "  queue opens in 3 s, sale starts in 5 s, first 2 s of arrivals shuffled\n")
+	if *keep {
+		if err := openConsole(ctx, n, ev); err != nil {
+			return err
+		}
+		if err := printConsoleLink(ctx, stdout, n, ev); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(stdout)
 
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Second)
 	defer cancel()
@@ -92,6 +103,10 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 	rep.print(stdout)
 	if *keep {
 		fmt.Fprintf(stdout, "\nstill serving %s/e/%s — Ctrl-C to stop\n", n.URL(), ev)
+		// A fresh link: the first may be spent or expired by now.
+		if err := printConsoleLink(ctx, stdout, n, ev); err != nil {
+			return err
+		}
 		<-ctx.Done()
 	}
 	if !rep.balanced() {
@@ -101,8 +116,20 @@ func demo(ctx context.Context, args []string, getenv func(string) string, stdout
 }
 
 func putEvent(ctx context.Context, base, token, id string, body map[string]any) error {
+	if err := adminCall(ctx, base, token, http.MethodPut, "/admin/events/"+id, body); err != nil {
+		return fmt.Errorf("create event: %w", err)
+	}
+	return nil
+}
+
+// adminCall sends body as JSON to the admin API at base+path with the
+// bearer token; any answer but a 2xx is an error showing it.
+func adminCall(ctx context.Context, base, token, method, path string, body map[string]any) error {
 	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, base+"/admin/events/"+id, bytes.NewReader(raw))
+	req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -112,7 +139,7 @@ func putEvent(ctx context.Context, base, token, id string, body map[string]any) 
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("create event: %d %s", resp.StatusCode, b)
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
 	return nil
 }

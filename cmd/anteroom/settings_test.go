@@ -90,15 +90,16 @@ func TestRegistryWellFormed(t *testing.T) {
 // through the environment changes every field but those listed here.
 func TestEverySettableFieldHasASetting(t *testing.T) {
 	notSettings := map[string]string{
-		"Tick":           "tests and embedders only: the frontier tick",
-		"Manual":         "tests only: no background loops",
-		"Tap":            "tests only: the contract check of every exchange",
-		"DoorLists":      "tests and embedders only: the door's view of the lists",
-		"DoorRules":      "tests and embedders only: the door's compiled rules",
-		"CaptchaTimeout": "tests only: one siteverify call's bound",
-		"Limiter":        "tests only: how rate limiting degrades",
-		"Log":            "made from -log-format (checked below)",
-		"Tracing":        "the standard OTEL_* variables, read by serve (TestServeTracingEnv)",
+		"Tick":            "tests and embedders only: the frontier tick",
+		"Manual":          "tests only: no background loops",
+		"Tap":             "tests only: the contract check of every exchange",
+		"DoorLists":       "tests and embedders only: the door's view of the lists",
+		"DoorRules":       "tests and embedders only: the door's compiled rules",
+		"CaptchaTimeout":  "tests only: one siteverify call's bound",
+		"Limiter":         "tests only: how rate limiting degrades",
+		"Log":             "made from -log-format (checked below)",
+		"Tracing":         "the standard OTEL_* variables, read by serve (TestServeTracingEnv)",
+		"DemoSignInLinks": "the demo command only: no setting serves sign-in links (TestNoSettingServesSignInLinks)",
 	}
 	set, _ := buildServe(t, allSetByEnv(t), nil, io.Discard)
 	unset, _ := buildServe(t, nil, nil, io.Discard)
@@ -112,6 +113,27 @@ func TestEverySettableFieldHasASetting(t *testing.T) {
 	}
 	if set.logFormat != "text" || set.drainDelay != time.Second || set.drainTimeout != 3*time.Second {
 		t.Errorf("log format %q, drain delay %v, drain timeout %v: want text, 1s, 3s", set.logFormat, set.drainDelay, set.drainTimeout)
+	}
+}
+
+// TestNoSettingServesSignInLinks: the demo's one-time console sign-in
+// links are served by the node the demo starts only. No setting turns
+// them on, whatever value it is given: every setting set through the
+// environment, or each given a yes of any spelling.
+func TestNoSettingServesSignInLinks(t *testing.T) {
+	if set, _ := buildServe(t, allSetByEnv(t), nil, io.Discard); set.DemoSignInLinks {
+		t.Error("every setting set through the environment serves sign-in links")
+	}
+	for _, v := range []string{"true", "1", "on", "yes", "TRUE", "demo", "link"} {
+		o := &options{}
+		for _, s := range registry(o) {
+			if s.Set != nil {
+				_ = s.Set(v)
+			}
+		}
+		if o.DemoSignInLinks {
+			t.Errorf("every setting given %q serves sign-in links", v)
+		}
 	}
 }
 

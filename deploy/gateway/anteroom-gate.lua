@@ -9,13 +9,16 @@
 -- passing the client's headers (its cookie or bearer admission token, what
 -- the door's rules see) without the identity headers a client could forge,
 -- and names the request it protects in X-Original-URI and
--- X-Original-Method. It only records the answer in three variables, which
+-- X-Original-Method. It only records the answer in four variables, which
 -- haproxy.cfg's http-request rules act on:
 --   txn.anteroom_status    the gate's status: 204 admitted, 401 to the
 --                          waiting room, 403 refused by the door; 0 when
 --                          the gate could not be asked (fail closed)
 --   txn.anteroom_user      X-Anteroom-User of a 204 (the token's sub)
 --   txn.anteroom_redirect  X-Anteroom-Redirect of a 401 (the waiting page)
+--   txn.anteroom_cookie    Set-Cookie of a 204, when there is one: a
+--                          safety-net room's gate admitting a visitor at
+--                          once or renewing an admission (for the browser)
 
 -- Request headers never passed to the gate: the client's claims about
 -- who it is or which request it made, and the framing of a body the gate
@@ -69,6 +72,10 @@ core.register_action("anteroom_gate", { "http-req" }, function(txn, gate)
 	txn:set_var("txn.anteroom_status", res.status)
 	if res.status == 204 then
 		txn:set_var("txn.anteroom_user", first(res.headers, "x-anteroom-user") or "")
+		local cookie = first(res.headers, "set-cookie")
+		if cookie then
+			txn:set_var("txn.anteroom_cookie", cookie)
+		end
 	elseif res.status == 401 then
 		txn:set_var("txn.anteroom_redirect", first(res.headers, "x-anteroom-redirect") or "")
 	end

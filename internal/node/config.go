@@ -31,7 +31,7 @@ import (
 // its flag, ANTEROOM_* environment variable, default (from DefaultConfig)
 // and doc, from which docs/configure.md's settings table is generated. Tick,
 // Manual, Tap, CaptchaTimeout, Limiter, DoorLists and DoorRules are for tests
-// and embedders only.
+// and embedders only; DemoSignInLinks for the demo command only.
 type Config struct {
 	// Addr is the HTTP listen address.
 	//
@@ -159,6 +159,14 @@ type Config struct {
 	//
 	// Default: none
 	Tap fiber.Handler
+	// DemoSignInLinks serves the console's one-time sign-in links
+	// (GET /admin/session/link, valid from loopback only) and gives
+	// the Node their maker (Node.SignInLinks): the demo command's way
+	// into the console. It has no setting: only code that starts a
+	// node, the demo, sets it.
+	//
+	// Default: false
+	DemoSignInLinks bool
 	// DoorLists and DoorRules replace the node's views of the door's
 	// lists (package door/lists) and rules (package door/rules), for
 	// tests and embedders only.

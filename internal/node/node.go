@@ -15,6 +15,7 @@ import (
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/sale"
+	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/telemetry"
 	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -58,6 +59,9 @@ type Node struct {
 	// tick.
 	Lists    *lists.Store
 	ListView *lists.Set
+	// SignInLinks makes the console's one-time sign-in links; nil unless
+	// Config.DemoSignInLinks (the demo command's).
+	SignInLinks *staff.SignInLinks
 }
 
 // Start connects or starts the backends, wires the services, starts the

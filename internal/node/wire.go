@@ -28,6 +28,7 @@ import (
 	"github.com/anteroom/anteroom/tokens"
 	"github.com/anteroom/anteroom/web"
 	"github.com/anteroom/anteroom/web/protect"
+	"github.com/anteroom/anteroom/web/staffapi"
 	"github.com/gofiber/fiber/v2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
@@ -88,8 +89,9 @@ type wiring struct {
 	pprof         *pprofServer   // nil: profiling is off
 	publicMetrics http.Handler   // nil unless MetricsPublic
 	// edge
-	app *fiber.App
-	ln  net.Listener
+	signInLinks *staff.SignInLinks // nil unless DemoSignInLinks
+	app         *fiber.App
+	ln          net.Listener
 }
 
 // cleanups is a stack of releases, run last first.
@@ -368,6 +370,13 @@ func (w *wiring) opsListeners() error {
 func (w *wiring) edge() error {
 	cfg, back, js := &w.cfg, w.back, w.js
 	refusals, reports := w.refusals, w.reports
+	// The demo's one-time console links: a nil interface, and no route,
+	// on every other node.
+	var links staffapi.SignInLinks
+	if cfg.DemoSignInLinks {
+		w.signInLinks = staff.NewSignInLinks(back.rdb)
+		links = w.signInLinks
+	}
 	app, err := web.New(web.Config{
 		AdminToken: w.adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
 		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: w.issuer.Algorithms(),
@@ -382,7 +391,8 @@ func (w *wiring) edge() error {
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),
 		Accounts: staff.NewAccounts(back.rdb), Audit: staff.NewAudit(back.rdb), Passes: admission.NewPasses(back.rdb),
-		Sales: w.snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(w.snaps)), Lifecycle: w.lc, Tickets: protect.NewTicketCache(w.tickets, 200_000),
+		SignInLinks: links,
+		Sales:       w.snaps, Joiner: lifecycle.NewJoiner(queue.NewJoiner(back.rdb), back.rdb, wantsYourTurn(w.snaps)), Lifecycle: w.lc, Tickets: protect.NewTicketCache(w.tickets, 200_000),
 		Admitter: w.issuer, Claims: w.svc, Store: w.claims,
 		Configs: w.events, Pages: w.events, Identity: w.identity, JWKS: w.keys.JWKS, Ready: w.ops.ready, Rooms: w.frontier,
 		Sessions: w.frontier, Health: w.shop, Push: pushStoreOf(w.push),
@@ -423,6 +433,7 @@ func (w *wiring) node() *Node {
 		AdminToken: w.adminToken, Events: w.events, Claims: w.claims, Snapshots: w.snaps, JS: w.js, Limiter: w.limiter,
 		Crawlers: w.crawlers,
 		Lists:    w.lists, ListView: w.listView,
+		SignInLinks: w.signInLinks,
 	}
 }
 

@@ -266,6 +266,7 @@ var errorRows = []errorRow{
 	{err: staff.ErrLastAdmin, status: fiber.StatusConflict, code: "conflict", detail: "the last admin account cannot be removed or demoted"},
 	{err: staff.ErrBadLogin, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "wrong name, password or key"},
 	{err: staff.ErrStale, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "the account changed since this session signed in; sign in again"},
+	{err: staff.ErrLinkSpent, status: fiber.StatusUnauthorized, code: "unauthenticated", detail: "this sign-in link was used already, has expired or is unknown: each link signs in once, within minutes; use the newest one the demo printed"},
 
 	// The door (package door): a refusal says nothing beyond its code,
 	// but a sale's own not-eligible message. The join script's exact

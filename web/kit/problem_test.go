@@ -89,6 +89,7 @@ var sentinels = []struct {
 	{"staff.ErrBadLogin", staff.ErrBadLogin, http.StatusUnauthorized, "unauthenticated"},
 	{"staff.ErrLastAdmin", staff.ErrLastAdmin, http.StatusConflict, "conflict"},
 	{"staff.ErrStale", staff.ErrStale, http.StatusUnauthorized, "unauthenticated"},
+	{"staff.ErrLinkSpent", staff.ErrLinkSpent, http.StatusUnauthorized, "unauthenticated"},
 	{"report.ErrNotInView", report.ErrNotInView, http.StatusServiceUnavailable, "degraded"},
 	{"tokens.ErrPassInvalid", tokens.ErrPassInvalid, http.StatusForbidden, "pass_invalid"},
 	{"tokens.ErrInviteInvalid", tokens.ErrInviteInvalid, http.StatusForbidden, "invite_invalid"},

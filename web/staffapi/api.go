@@ -115,6 +115,12 @@ type Deps struct {
 	// Lists keeps the door's block and eligibility lists (*lists.Store);
 	// nil answers the list routes 503.
 	Lists ListStore
+	// SignInLinks spends one-time console sign-in links
+	// (*staff.SignInLinks, signin_link.go); only the demo command gives
+	// one.
+	//
+	// Default: nil, no route
+	SignInLinks SignInLinks
 	// SyncDoor readies the lists an event's door references before a
 	// save stores it (lists.Store.Sync): an unknown list refuses the save
 	// (400 naming it). nil: none.
@@ -265,6 +271,9 @@ func (s *API) Mount(app fiber.Router) {
 	app.Post("/admin/session", s.signIn)
 	app.Get("/admin/session", s.sessionInfo)
 	app.Delete("/admin/session", s.signOut)
+	if s.deps.SignInLinks != nil {
+		app.Get(SignInLinkPath, s.signInByLink)
+	}
 	app.Post("/admin/session/password", s.allow(staff.Viewer, true), s.changePassword)
 	app.Delete("/admin/sessions", s.allow(staff.Admin, false), s.endAllSessions)
 	app.Get("/admin/events", s.allow(staff.Viewer, false), s.listEvents)
