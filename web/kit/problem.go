@@ -20,6 +20,7 @@ import (
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/netguard"
+	"github.com/anteroom/anteroom/internal/salefile"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
 	"github.com/anteroom/anteroom/push"
@@ -338,6 +339,8 @@ var errorRows = []errorRow{
 	{err: tokens.ErrNextPending, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
 	{err: tokens.ErrNoNext, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
 	{err: tokens.ErrTooSoon, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
+	// A sales file's problem is `anteroom apply`'s, found before any request.
+	{err: salefile.ErrFormat, status: fiber.StatusInternalServerError, code: "internal", detail: internalError, internal: true},
 
 	// fiber's own errors.
 	{match: fiberStatus(fiber.StatusRequestEntityTooLarge), status: fiber.StatusRequestEntityTooLarge, code: "too_large", detail: "request bodies are limited to 16 KB"},

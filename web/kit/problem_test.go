@@ -22,6 +22,7 @@ import (
 	"github.com/anteroom/anteroom/door/rules"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/netguard"
+	"github.com/anteroom/anteroom/internal/salefile"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/lifecycle"
 	"github.com/anteroom/anteroom/limit"
@@ -124,6 +125,9 @@ var sentinels = []struct {
 	{"tokens.ErrNextPending", tokens.ErrNextPending, http.StatusInternalServerError, "internal"},
 	{"tokens.ErrNoNext", tokens.ErrNoNext, http.StatusInternalServerError, "internal"},
 	{"tokens.ErrTooSoon", tokens.ErrTooSoon, http.StatusInternalServerError, "internal"},
+	// A sales file's problem is `anteroom apply`'s, read on the staff's
+	// machine before any request.
+	{"internal/salefile.ErrFormat", salefile.ErrFormat, http.StatusInternalServerError, "internal"},
 	// Problems of their own, answered as they are.
 	{"web/kit.ErrUnknownEvent", kit.ErrUnknownEvent, http.StatusNotFound, "unknown_event"},
 	{"web/kit.ErrNoToken", kit.ErrNoToken, http.StatusUnauthorized, "unauthenticated"},
