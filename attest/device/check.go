@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"time"
 
 	"github.com/anteroom/anteroom/attest/appattest"
 	"github.com/anteroom/anteroom/attest/playintegrity"
@@ -41,19 +42,22 @@ func (s *Service) Check(ctx context.Context, cfg *event.Config, r Request) (Proo
 		return Proof{}, ErrRequired
 	case apple && r.Integrity != "":
 		return Proof{}, fmt.Errorf("%w: both an App Attest assertion and a Play Integrity token", ErrMalformed)
-	case !validChallenge(r.Challenge):
-		return Proof{}, fmt.Errorf("%w: %s must be a challenge (43 base64url characters)", ErrMalformed, ChallengeHeader)
-	case apple:
-		return s.checkApple(ctx, cfg, r)
-	case r.Integrity != "":
-		return s.checkGoogle(ctx, cfg, r)
+	case !apple && r.Integrity == "":
+		return Proof{}, fmt.Errorf("%w: a challenge without an assertion or integrity token", ErrMalformed)
 	}
-	return Proof{}, fmt.Errorf("%w: a challenge without an assertion or integrity token", ErrMalformed)
+	markFor, err := s.openChallenge(cfg.ID, r.Challenge, s.cfg.Clock())
+	if err != nil {
+		return Proof{}, err
+	}
+	if apple {
+		return s.checkApple(ctx, cfg, r, markFor)
+	}
+	return s.checkGoogle(ctx, cfg, r, markFor)
 }
 
 // checkApple verifies an App Attest assertion by a registered key, then
 // spends the challenge and advances the key's counter in one script.
-func (s *Service) checkApple(ctx context.Context, cfg *event.Config, r Request) (Proof, error) {
+func (s *Service) checkApple(ctx context.Context, cfg *event.Config, r Request, markFor time.Duration) (Proof, error) {
 	if cfg.Attestation.Apple == nil {
 		return Proof{}, fmt.Errorf("%w: this sale has no iOS app (attestation.apple)", appattest.ErrAttestation)
 	}
@@ -77,7 +81,7 @@ func (s *Service) checkApple(ctx context.Context, cfg *event.Config, r Request) 
 	if err != nil {
 		return Proof{}, err
 	}
-	if err := appattest.Advance(ctx, counters{s: s, ev: cfg.ID, challenge: r.Challenge}, id, counter); err != nil {
+	if err := appattest.Advance(ctx, counters{s: s, ev: cfg.ID, challenge: r.Challenge, markFor: markFor}, id, counter); err != nil {
 		return Proof{}, err
 	}
 	return Proof{Platform: Apple, KeyID: id}, nil
@@ -112,11 +116,12 @@ type counters struct {
 	s         *Service
 	ev        string
 	challenge string
+	markFor   time.Duration
 }
 
 // AdvanceCounter implements appattest.CounterStore.
 func (c counters) AdvanceCounter(ctx context.Context, keyID []byte, counter uint32) (bool, error) {
-	res, err := c.s.assert.Run(ctx, c.s.rdb, []string{challengeKey(c.ev, c.challenge), deviceKey(c.ev, keyID)}, counter).Int64()
+	res, err := c.s.assert.Run(ctx, c.s.rdb, []string{spentKey(c.ev, c.challenge), deviceKey(c.ev, keyID)}, counter, c.markFor.Milliseconds()+1).Int64()
 	if err != nil {
 		return false, err
 	}
@@ -124,7 +129,7 @@ func (c counters) AdvanceCounter(ctx context.Context, keyID []byte, counter uint
 	case 1:
 		return true, nil
 	case 0:
-		return false, ErrChallenge
+		return false, fmt.Errorf("%w: spent before", ErrChallenge)
 	case -1:
 		return false, fmt.Errorf("%w: key expired meanwhile", appattest.ErrAttestation)
 	}
@@ -133,7 +138,7 @@ func (c counters) AdvanceCounter(ctx context.Context, keyID []byte, counter uint
 
 // checkGoogle verifies a Play Integrity token bound to the request's
 // RequestHash, then spends the challenge.
-func (s *Service) checkGoogle(ctx context.Context, cfg *event.Config, r Request) (Proof, error) {
+func (s *Service) checkGoogle(ctx context.Context, cfg *event.Config, r Request, markFor time.Duration) (Proof, error) {
 	g := cfg.Attestation.Google
 	if g == nil {
 		return Proof{}, fmt.Errorf("%w: this sale has no Android app (attestation.google)", playintegrity.ErrAttestation)
@@ -146,12 +151,12 @@ func (s *Service) checkGoogle(ctx context.Context, cfg *event.Config, r Request)
 	if _, err := v.Verify(r.Integrity, want, g.Verdicts.Policy(), s.cfg.Clock()); err != nil {
 		return Proof{}, err
 	}
-	n, err := s.rdb.Del(ctx, challengeKey(cfg.ID, r.Challenge)).Result()
+	fresh, err := s.rdb.SetNX(ctx, spentKey(cfg.ID, r.Challenge), 1, markFor+time.Millisecond).Result()
 	if err != nil {
 		return Proof{}, fmt.Errorf("device: spend challenge: %w", err)
 	}
-	if n == 0 {
-		return Proof{}, ErrChallenge
+	if !fresh {
+		return Proof{}, fmt.Errorf("%w: spent before", ErrChallenge)
 	}
 	return Proof{Platform: Google}, nil
 }

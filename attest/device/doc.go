@@ -7,13 +7,17 @@
 //
 // # The invariant: a challenge proves once
 //
-// A challenge is 32 random bytes (base64url, 43 characters) the node
-// stores in Redis for ChallengeTTL with SET NX EX. Evidence names one
-// challenge, and the step that accepts the evidence deletes it in the same
-// step (register.lua, assert.lua, a DEL for a Play Integrity token): of two requests carrying
-// the same evidence, one goes on and the other is refused. Evidence that
-// fails a check writes nothing: the challenge stays, a key is not stored,
-// a counter does not move.
+// A challenge (challenge.go) is signed by the node's secret: the instant
+// it was issued, random bytes and an HMAC binding them to the sale.
+// Issuing one writes nothing to Redis, so asking for challenges costs an
+// attacker's bandwidth, not the node's memory; any node recognises it
+// for Config.ChallengeTTL. Evidence names one challenge, and the step
+// that accepts the evidence records the challenge spent (a marker that
+// outlives its validity) in the same script as its other writes
+// (register.lua, assert.lua; SET NX for a Play Integrity token): of two
+// requests carrying the same evidence, one goes on and the other is
+// refused ErrChallenge. Evidence that fails a check writes nothing: the
+// challenge stays unspent, no key is stored, no counter moves.
 //
 // # What a request signs
 //
@@ -34,8 +38,8 @@
 // # Keys in Redis
 //
 // Every key of a sale shares the hash tag {<event>#att}, so each script
-// runs on one Redis Cluster shard: ar:{ev#att}:c:<challenge> (a
-// challenge, ChallengeTTL) and ar:{ev#att}:k:<key id hex> (an attested
+// runs on one Redis Cluster shard: ar:{ev#att}:s:<challenge> (a spent
+// challenge, until it would have expired) and ar:{ev#att}:k:<key id hex> (an attested
 // key: its public key and last counter, kept until the sale's signals
 // expire, event.Config.SignalsUntil).
 //

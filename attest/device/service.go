@@ -2,7 +2,6 @@ package device
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/x509"
 	_ "embed"
 	"encoding/base64"
@@ -32,11 +31,14 @@ type client interface {
 	redis.Scripter
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 	HMGet(ctx context.Context, key string, fields ...string) *redis.SliceCmd
-	Del(ctx context.Context, keys ...string) *redis.IntCmd
 }
 
 // Config configures a Service.
 type Config struct {
+	// Secret keys the challenges: the node's edge secret, the same on
+	// every node, so a challenge issued by one verifies on all. Required
+	// (at least 32 bytes).
+	Secret []byte
 	// PlayDecryptionKey and PlayVerificationKey are the operator's Play
 	// Integrity keys from the Play Console (base64; see package
 	// playintegrity). Empty: no sale on this node accepts a Play
@@ -68,12 +70,13 @@ func (c Config) LogValue() slog.Value {
 // checks evidence against them. Make it with New; it is safe for
 // concurrent use.
 type Service struct {
-	rdb      client
-	cfg      Config
-	register *redis.Script
-	assert   *redis.Script
-	apple    sync.Map // appleApp → *appattest.Verifier
-	google   sync.Map // package name → *playintegrity.Verifier
+	rdb          client
+	cfg          Config
+	challengeKey []byte
+	register     *redis.Script
+	assert       *redis.Script
+	apple        sync.Map // appleApp → *appattest.Verifier
+	google       sync.Map // package name → *playintegrity.Verifier
 }
 
 type appleApp struct {
@@ -84,6 +87,9 @@ type appleApp struct {
 // New returns a Service over rdb, or an error when the Play keys are set
 // and do not parse (one without the other is an error too).
 func New(rdb client, cfg Config) (*Service, error) {
+	if len(cfg.Secret) < 32 {
+		return nil, errors.New("device: Config.Secret must be at least 32 bytes")
+	}
 	if cfg.ChallengeTTL <= 0 {
 		cfg.ChallengeTTL = 2 * time.Minute
 	}
@@ -101,43 +107,15 @@ func New(rdb client, cfg Config) (*Service, error) {
 			return nil, err
 		}
 	}
-	return &Service{rdb: rdb, cfg: cfg, register: luascript.New(registerLua), assert: luascript.New(assertLua)}, nil
+	return &Service{rdb: rdb, cfg: cfg, challengeKey: challengeKeyOf(cfg.Secret), register: luascript.New(registerLua), assert: luascript.New(assertLua)}, nil
 }
 
 // PlayKeys reports whether the node has Play Integrity keys.
 func (s *Service) PlayKeys() bool { return s.cfg.PlayDecryptionKey != "" }
 
 func tag(ev string) string                  { return "ar:{" + ev + "#att}:" }
-func challengeKey(ev, ch string) string     { return tag(ev) + "c:" + ch }
+func spentKey(ev, ch string) string         { return tag(ev) + "s:" + ch }
 func deviceKey(ev string, id []byte) string { return tag(ev) + "k:" + hex.EncodeToString(id) }
-
-// challengeLen is a challenge's length: 32 bytes in base64url, unpadded.
-const challengeLen = 43
-
-// Challenge issues a one-time challenge for sale ev, good for
-// Config.ChallengeTTL.
-func (s *Service) Challenge(ctx context.Context, ev string) (string, error) {
-	var b [32]byte
-	rand.Read(b[:])
-	ch := base64.RawURLEncoding.EncodeToString(b[:])
-	ok, err := s.rdb.SetNX(ctx, challengeKey(ev, ch), 1, s.cfg.ChallengeTTL).Result()
-	if err != nil {
-		return "", fmt.Errorf("device: issue challenge: %w", err)
-	}
-	if !ok { // 256 random bits met an outstanding challenge
-		return "", errors.New("device: challenge collision")
-	}
-	return ch, nil
-}
-
-// validChallenge reports whether ch has a challenge's shape.
-func validChallenge(ch string) bool {
-	if len(ch) != challengeLen {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(ch)
-	return err == nil
-}
 
 // RegisterApple verifies an App Attest attestation object made for
 // challenge by key keyID (base64, as the app reports it) for sale cfg's
@@ -153,20 +131,22 @@ func (s *Service) RegisterApple(ctx context.Context, cfg *event.Config, keyID st
 	if err != nil {
 		return nil, err
 	}
-	if !validChallenge(challenge) {
-		return nil, fmt.Errorf("%w: challenge is not 43 base64url characters", ErrMalformed)
+	now := s.cfg.Clock()
+	markFor, err := s.openChallenge(cfg.ID, challenge, now)
+	if err != nil {
+		return nil, err
 	}
 	v, err := s.appleVerifier(cfg.Attestation.Apple)
 	if err != nil {
 		return nil, err
 	}
-	att, err := v.VerifyAttestation(s.cfg.Clock(), object, id, []byte(challenge))
+	att, err := v.VerifyAttestation(now, object, id, []byte(challenge))
 	if err != nil {
 		return nil, err
 	}
 	key := att.Key
-	res, err := s.register.Run(ctx, s.rdb, []string{challengeKey(cfg.ID, challenge), deviceKey(cfg.ID, key.ID)},
-		key.PublicKeyBytes(), cfg.SignalsUntil().UnixMilli()).Int64()
+	res, err := s.register.Run(ctx, s.rdb, []string{spentKey(cfg.ID, challenge), deviceKey(cfg.ID, key.ID)},
+		key.PublicKeyBytes(), cfg.SignalsUntil().UnixMilli(), markFor.Milliseconds()+1).Int64()
 	if err != nil {
 		return nil, fmt.Errorf("device: store key: %w", err)
 	}
