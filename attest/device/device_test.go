@@ -239,7 +239,9 @@ func TestPlayIntegrity(t *testing.T) {
 	req := func() device.Request {
 		return device.Request{Event: "ev", Method: "POST", Path: "/events/ev/join", Challenge: r.svc.Challenge("ev", time.Now())}
 	}
-	hash := func(q device.Request) string { return device.RequestHash(q.Event, q.Method, q.Path, q.Challenge, q.Body) }
+	hash := func(q device.Request) string {
+		return device.RequestHash(q.Event, q.Method, q.Path, q.Challenge, q.Body)
+	}
 	q := req()
 	q.Integrity = r.play.Token(t, attesttest.Verdict{PackageName: pkgName, RequestHash: hash(q)})
 	if p, err := r.svc.Check(ctx, r.sale, q); err != nil || p.Platform != device.Google || p.KeyID != nil {
