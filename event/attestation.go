@@ -130,3 +130,14 @@ func (c *Config) validateAttestation() error {
 	}
 	return nil
 }
+
+// CheckAttestation refuses (ErrInvalid) a sale this node cannot attest:
+// an Android app (attestation.google) where the node has no Play
+// Integrity keys, which would refuse every Android join and claim. Staff
+// learn it at save.
+func CheckAttestation(c *Config, playKeys bool) error {
+	if c.Attestation.Google != nil && !playKeys {
+		return fmt.Errorf("%w: attestation.google: this node has no Play Integrity keys (ANTEROOM_PLAY_INTEGRITY_DECRYPTION_KEY, ANTEROOM_PLAY_INTEGRITY_VERIFICATION_KEY)", ErrInvalid)
+	}
+	return nil
+}

@@ -147,6 +147,10 @@ type Deps struct {
 	// Proxies are the trusted proxies, by which the door reads the
 	// client's address (kit.Proxies.ClientAddr); nil: the peer's.
 	Proxies kit.Proxies
+	// Attest checks the device attestation of a sale that requires it
+	// (*device.Service, attest.go); nil answers the attestation routes,
+	// and the joins and claims of such a sale, 503.
+	Attest attester
 	// Refusals counts the door's sunk joins and its rules' matches for
 	// the report (*report.Refusals: reason "join.sink", Match; see
 	// doorcount.go); nil counts nothing.
@@ -216,6 +220,8 @@ func (s *API) Mount(ev fiber.Router, earlyBird fiber.Handler) {
 	ev.Post("/health", s.pushHealth)
 	ev.Get("/push", s.pushKey)
 	ev.Post("/push", s.pushSubscribe)
+	ev.Post("/attest/challenge", s.attestChallenge) // device attestation (attest.go)
+	ev.Post("/attest/apple", s.attestApple)
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel
