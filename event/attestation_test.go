@@ -53,4 +53,3 @@ func TestValidateAttestation(t *testing.T) {
 		}
 	}
 }
-
