@@ -128,6 +128,11 @@ func TestAppOnlySaleWithAppAttest(t *testing.T) {
 	// A browser: no attestation, refused, nothing counted.
 	wantAnswer(t, "a browser's join", nodetest.Call(t, http.MethodPost, r.url("app", "/join"), map[string]string{"X-User-ID": "alice"}, nil), 403, "attestation_failed")
 
+	// The basic page (no JavaScript) is a browser too.
+	if a := nodetest.Call(t, http.MethodPost, r.n.URL()+"/e/app/basic/join", map[string]string{"X-User-ID": "alice", "Content-Type": "application/x-www-form-urlencoded"}, []byte("form=x")); a.Status != http.StatusForbidden {
+		t.Fatalf("the basic page's join: %d, want 403", a.Status)
+	}
+
 	// Registration refusals: malformed 400, another App ID 403, and a
 	// replayed attestation (its challenge spent) 403.
 	phone := attesttest.NewDevice(t)
