@@ -34,7 +34,7 @@ type rig struct {
 	sale *event.Config
 }
 
-func newRig(t *testing.T, rdb redis.UniversalClient) *rig {
+func newRig(t testing.TB, rdb redis.UniversalClient) *rig {
 	t.Helper()
 	r := &rig{rdb: rdb, ca: attesttest.NewAppleCA(t), play: attesttest.NewPlay(t)}
 	var err error
@@ -48,10 +48,10 @@ func newRig(t *testing.T, rdb redis.UniversalClient) *rig {
 	return r
 }
 
-func single(t *testing.T) redis.UniversalClient { return testenv.StartRedis(t).Client(t) }
+func single(t testing.TB) redis.UniversalClient { return testenv.StartRedis(t).Client(t) }
 
 // registered returns a device whose key the rig stored.
-func (r *rig) registered(t *testing.T) *attesttest.Device {
+func (r *rig) registered(t testing.TB) *attesttest.Device {
 	t.Helper()
 	d := attesttest.NewDevice(t)
 	ch := r.svc.Challenge(r.sale.ID, time.Now())
@@ -62,7 +62,7 @@ func (r *rig) registered(t *testing.T) *attesttest.Device {
 }
 
 // appleReq is a claim request asserted by d with counter n.
-func (r *rig) appleReq(t *testing.T, d *attesttest.Device, n uint32, body string) device.Request {
+func (r *rig) appleReq(t testing.TB, d *attesttest.Device, n uint32, body string) device.Request {
 	req := device.Request{Event: r.sale.ID, Method: "POST", Path: "/events/ev/claim", Body: []byte(body),
 		Challenge: r.svc.Challenge(r.sale.ID, time.Now()), KeyID: d.KeyID()}
 	req.Assertion = d.Assert(t, appID, n, device.ClientData(req.Event, req.Method, req.Path, req.Challenge, req.Body))
@@ -99,9 +99,9 @@ func (r *rig) keys(t *testing.T) []string {
 // that does not grow are refused, and a refusal writes nothing. On a
 // single Redis and on a Cluster.
 func TestAppleFlow(t *testing.T) {
-	for name, start := range map[string]func(*testing.T) redis.UniversalClient{
+	for name, start := range map[string]func(testing.TB) redis.UniversalClient{
 		"single":  single,
-		"cluster": func(t *testing.T) redis.UniversalClient { return testenv.StartRedisCluster(t, 3).Client(t) },
+		"cluster": func(t testing.TB) redis.UniversalClient { return testenv.StartRedisCluster(t, 3).Client(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, start(t))
