@@ -207,7 +207,9 @@ func TestAttestationSaveRefused(t *testing.T) {
 	admin := map[string]string{"Authorization": "Bearer " + r.n.AdminToken}
 	for name, edit := range map[string]func(map[string]any){
 		"require without an app": func(s map[string]any) { s["attestation"] = map[string]any{"require": true} },
-		"a bad app id":           func(s map[string]any) { s["attestation"] = map[string]any{"apple": map[string]any{"app_id": "com.example.shop"}} },
+		"a bad app id": func(s map[string]any) {
+			s["attestation"] = map[string]any{"apple": map[string]any{"app_id": "com.example.shop"}}
+		},
 		"a bad verdict": func(s map[string]any) {
 			s["attestation"] = map[string]any{"google": map[string]any{"package_name": attestPkg, "verdicts": map[string]any{"device": []string{"ROOTED"}}}}
 		},
