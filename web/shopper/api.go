@@ -17,6 +17,7 @@ package shopper
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -182,6 +183,10 @@ type API struct {
 	clock kit.Clock
 	// pace is how long the join script takes: a sunk join waits as long.
 	pace joinPace
+	// registering bounds the App Attest registrations verified at once
+	// (attest.go): each checks a certificate chain, about a millisecond
+	// of CPU, and challenges cost an attacker nothing.
+	registering chan struct{}
 }
 
 // New returns the API over deps, cfg defaulted.
@@ -198,7 +203,7 @@ func New(cfg Config, deps Deps) *API {
 	if deps.Invites == nil {
 		deps.Invites = noInvites{}
 	}
-	return &API{deps: deps, cfg: cfg, now: cfg.Clock.Now, clock: cfg.Clock}
+	return &API{deps: deps, cfg: cfg, now: cfg.Clock.Now, clock: cfg.Clock, registering: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 }
 
 // Mount adds the routes under /events/:id to ev, whose middleware has

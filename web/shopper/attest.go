@@ -25,6 +25,8 @@ const ChallengeTTL = 2 * time.Minute
 
 var errNoAttestation = kit.NewProblem(fiber.StatusNotFound, "not_found", "this sale has no app attestation (attestation.apple or attestation.google)")
 
+var errRegistering = kit.RetryLater("degraded", "this node is verifying as many App Attest registrations as it takes at once: retry in a second", 1)
+
 type challengeJSON struct {
 	Challenge        string `json:"challenge"`
 	ExpiresInSeconds int    `json:"expires_in_seconds"`
@@ -61,6 +63,15 @@ func (s *API) attestApple(c *fiber.Ctx) error {
 	}
 	if s.deps.Attest == nil {
 		return kit.RetryLater("degraded", "device attestation is not available on this node", 1)
+	}
+	// At most half the node's CPUs verify registrations at once; more
+	// wait their turn elsewhere (503, retry in a second), so a flood of
+	// attestation objects cannot starve joins and claims.
+	select {
+	case s.registering <- struct{}{}:
+		defer func() { <-s.registering }()
+	default:
+		return errRegistering
 	}
 	var in appleAttestJSON
 	if err := kit.DecodeStrict(c, "attestation", &in); err != nil {
