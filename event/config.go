@@ -208,6 +208,13 @@ type Config struct {
 	//
 	// Default: none (no signal is read)
 	Signals Signals `json:"signals,omitzero"`
+	// Attestation is the sale's device attestation (Apple App Attest,
+	// Google Play Integrity): with require, every join and claim proves
+	// it comes from the shop's genuine app on a genuine device
+	// (attestation.go). Never locks.
+	//
+	// Default: none (no attestation required)
+	Attestation Attestation `json:"attestation,omitzero"`
 	// Door is who may come in: block and eligibility lists and rules
 	// (package door). Never locks.
 	//
@@ -404,7 +411,10 @@ func (c *Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
-	return c.validateSignals()
+	if err := c.validateSignals(); err != nil {
+		return err
+	}
+	return c.validateAttestation()
 }
 
 // WindowEnd is when the shuffle window (FCFS) or the registration (lottery)

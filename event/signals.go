@@ -38,11 +38,16 @@ const (
 	// (ANTEROOM_TRUSTED_PROXIES), believed from those peers only; the
 	// proxy must replace any value the client sent.
 	SourceProxyHeader = "proxy_header"
+	// SourceAttestation (device only) is the App Attest key the request
+	// proved it holds (Config.Attestation): a key made in the phone's
+	// Secure Enclave, which cannot be copied to another phone.
+	SourceAttestation = "attestation"
 )
 
 // SignalSource is where one signal is read.
 type SignalSource struct {
-	// Source is jwt_claim, signed_header or proxy_header.
+	// Source is jwt_claim, signed_header, proxy_header or (device only)
+	// attestation.
 	Source string `json:"source"`
 	// Claim names the identity token's claim (jwt_claim only; required).
 	Claim string `json:"claim,omitempty"`
@@ -130,8 +135,12 @@ func (c *Config) validateSignals() error {
 			if src.Source == SourceSignedHeader && c.Shop.Secret == "" {
 				err = fmt.Errorf("%w: %s: source signed_header needs shop.secret, which signs it", ErrInvalid, field)
 			}
+		case SourceAttestation:
+			if name != "device" || src.Claim != "" || src.Header != "" {
+				err = fmt.Errorf("%w: %s: source attestation is the device's only, with no claim and no header", ErrInvalid, field)
+			}
 		default:
-			err = fmt.Errorf("%w: %s.source must be %s, %s or %s", ErrInvalid, field, SourceJWTClaim, SourceSignedHeader, SourceProxyHeader)
+			err = fmt.Errorf("%w: %s.source must be %s, %s, %s or (device) %s", ErrInvalid, field, SourceJWTClaim, SourceSignedHeader, SourceProxyHeader, SourceAttestation)
 		}
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ package web
 
 import (
 	"context"
+	"github.com/anteroom/anteroom/attest/device"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -220,6 +221,10 @@ type Deps struct {
 	// Lists keeps the door's block and eligibility lists (*lists.Store);
 	// nil answers the list routes 503.
 	Lists staffapi.ListStore
+	// Attest is the sales' device attestation (*device.Service); nil
+	// answers the attestation routes, and the joins and claims of a sale
+	// that requires attestation, 503.
+	Attest *device.Service
 	// SyncDoor readies the lists an event's door references before its
 	// save (lists.Store.Sync); nil: none.
 	SyncDoor func(ctx context.Context, cfg *event.Config) error
@@ -401,7 +406,8 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		UserClaims(c *fiber.Ctx, names []string) (string, map[string][]string, error)
 	})
 	s.staff = staffapi.New(staffapi.Config{AdminToken: cfg.AdminToken, WebhookAllowHTTP: cfg.WebhookAllowHTTP, TokenClaims: tokenClaims,
-		Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies(),
+		PlayIntegrity: deps.Attest != nil && deps.Attest.PlayKeys(),
+		Timeout:       cfg.Timeout, Log: cfg.Log, Now: cfg.Now, Proxies: edge.Proxies(),
 		ListUploadMax: cfg.ListUploadMax, ListMaxEntries: cfg.ListMaxEntries}, staffapi.Deps{
 		Sales: deps.Sales, Configs: deps.Configs, Store: deps.Store,
 		Friction: func(cfg *event.Config) any { return edge.FrictionOf(cfg) },
@@ -416,7 +422,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,
 		Record: s.staff.Record, Allow: s.staff.Allow, WithCaptcha: edge.WithCaptcha,
 	})
-	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
+	shopDeps := shopper.Deps{
 		Sales: deps.Sales, Joiner: deps.Joiner, Tickets: deps.Tickets,
 		// Every admission is minted and spent through the turnstile.
 		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),
@@ -426,7 +432,11 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Rooms: deps.Rooms, Sessions: deps.Sessions, Health: deps.Health, Push: deps.Push,
 		Basic: pg, Forms: edge, // the basic page (no JavaScript)
 		Door: deps.Door, Proxies: edge.Proxies(), Refusals: deps.Refusals,
-	})
+	}
+	if deps.Attest != nil { // a nil *device.Service must stay a nil interface
+		shopDeps.Attest = deps.Attest
+	}
+	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopDeps)
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	if cfg.Tap != nil {
 		app.Use(cfg.Tap)

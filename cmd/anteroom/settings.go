@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anteroom/anteroom/attest/playintegrity"
 	"github.com/anteroom/anteroom/internal/clock"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/settings"
@@ -117,6 +118,10 @@ func nodeSettings(o *options) []settings.Setting {
 			Doc: "accept and deliver to http (not only https) webhook URLs, and probe http shop health URLs; unsafe outside tests and loopback relays"},
 		{Name: "allow-private-targets", Set: list(&c.AllowPrivateTargets),
 			Doc: "comma-separated networks (CIDRs or addresses, e.g. 10.1.0.0/16) that shop health URLs, webhooks and push endpoints may reach although not public; every other loopback, private, link-local (cloud metadata), CGNAT, multicast or unspecified address is refused when dialled, after name resolution; empty: public addresses only"},
+		{Name: "play-integrity-decryption-key", Secret: true, Set: playKey(&c.PlayIntegrityDecryptionKey, func(v string) (any, error) { return playintegrity.ParseDecryptionKey(v) }),
+			Doc: "the Play Console's Play Integrity decryption key (base64, 32 bytes), the same on every node; with the verification key, sales may require an attested Android app (attestation.google); empty: no sale may"},
+		{Name: "play-integrity-verification-key", Set: playKey(&c.PlayIntegrityVerificationKey, func(v string) (any, error) { return playintegrity.ParseVerificationKey(v) }),
+			Doc: "the Play Console's Play Integrity verification key (base64 DER of an EC P-256 public key); required with the decryption key"},
 		{Name: "push-vapid-key", Set: str(&c.PushVAPIDKey),
 			Doc: "file holding the Web Push VAPID private key, the same on every node (anteroom keys vapid -out FILE); empty: Web Push is off (the page still changes its title and icon and can show a notification while open)"},
 		{Name: "push-subject", Set: str(&c.PushSubject),
@@ -258,6 +263,20 @@ func traceRatio(to *float64) func(string) error {
 			r = -1
 		}
 		*to = r
+		return nil
+	}
+}
+
+// playKey stores a Play Integrity key that parse accepts (empty: none).
+// The parsers' errors never quote the key.
+func playKey(to *string, parse func(string) (any, error)) func(string) error {
+	return func(v string) error {
+		if v != "" {
+			if _, err := parse(v); err != nil {
+				return err
+			}
+		}
+		*to = v
 		return nil
 	}
 }

@@ -29,12 +29,14 @@ var setValues = map[string]string{
 	"issuer": "https://queue.shop.example", "audience": "gateway", "key-reload": "30s",
 	"trusted-proxies": "10.0.0.0/8", "max-in-flight": "7", "list-upload-max-bytes": "1048576", "list-max-entries": "5000", "global-join-rate": "5", "global-claim-rate": "6",
 	"log-format": "text", "access-log": "all", "slow-request": "2s", "slow-redis": "10ms", "trace-status-ratio": "0.25",
-	"webhook-allow-http": "true", "allow-private-targets": "10.1.0.0/16,fd00:1::/64", "push-vapid-key": "/tmp/vapid.key", "push-subject": "mailto:ops@shop.example", "push-hosts": "push.example", "push-allow-http": "true", "crawler-resolver": "10.0.0.2:53", "crawler-domains": "crawler.example,bot.example.net", "clock-skew": "+3s", "dev-captcha-siteverify-url": "http://127.0.0.1:1/siteverify?secret=s1t3",
+	"webhook-allow-http": "true", "allow-private-targets": "10.1.0.0/16,fd00:1::/64", "push-vapid-key": "/tmp/vapid.key",
+	"play-integrity-decryption-key":   "cGw0eWQzY3J5cHQxMG5rM3ktMDEyMzQ1Njc4OWFiY2Q=",
+	"play-integrity-verification-key": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEgM0py0KJTgCGOoO03kQCgUrcbfQhfTB9fb/wIDk7E7Vy+iVOGBpxciQId1M2ONSLOdTmFaKoydwkTqfjoRjpSg==", "push-subject": "mailto:ops@shop.example", "push-hosts": "push.example", "push-allow-http": "true", "crawler-resolver": "10.0.0.2:53", "crawler-domains": "crawler.example,bot.example.net", "clock-skew": "+3s", "dev-captcha-siteverify-url": "http://127.0.0.1:1/siteverify?secret=s1t3",
 	"drain-delay": "1s", "drain-timeout": "3s",
 }
 
 // secretsIn are the parts of setValues the start-up log must not show.
-var secretsIn = []string{"hunter2", "n4t5t0k3n", "f3a9c1e7b5d2084a6c9e1f3b5d7a", "8c1f5e0a9b3d7c2e4f6a1b8d0c3e5f7a", "s1t3"}
+var secretsIn = []string{"hunter2", "n4t5t0k3n", "f3a9c1e7b5d2084a6c9e1f3b5d7a", "8c1f5e0a9b3d7c2e4f6a1b8d0c3e5f7a", "s1t3", "cGw0eWQzY3J5cHQxMG5rM3k"}
 
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -97,6 +99,7 @@ func TestEverySettableFieldHasASetting(t *testing.T) {
 		"DoorRules":       "tests and embedders only: the door's compiled rules",
 		"CaptchaTimeout":  "tests only: one siteverify call's bound",
 		"Limiter":         "tests only: how rate limiting degrades",
+		"AppAttestRoots":  "tests only: a test App Attest root instead of Apple's pinned one (production trusts only Apple's)",
 		"Log":             "made from -log-format (checked below)",
 		"Tracing":         "the standard OTEL_* variables, read by serve (TestServeTracingEnv)",
 		"DemoSignInLinks": "the demo command only: no setting serves sign-in links (TestNoSettingServesSignInLinks)",

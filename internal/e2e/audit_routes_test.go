@@ -18,6 +18,7 @@ var notStaff = map[string]string{
 	"POST /events/:id/join":                   "a shopper joins",
 	"POST /events/:id/claim":                  "a shopper claims",
 	"POST /events/:id/push":                   "a shopper subscribes to Web Push",
+	"POST /events/:id/attest/apple":           "a shopper's app registers its App Attest key",
 	"POST /events/:id/health":                 "the shop reports its health, signed by the shop",
 	"POST /events/:id/sessions/:jti/finished": "the shop reports a checkout finished, signed by the shop",
 	"POST /e/:id/basic/join":                  "a shopper joins without JavaScript",
@@ -27,7 +28,8 @@ var notStaff = map[string]string{
 // readOnly are the staff routes that take a POST but change nothing,
 // each with why: nothing to audit.
 var readOnly = map[string]string{
-	"POST /admin/events/:id/door/test": "evaluates the door rules for a described request: saves nothing (TestDoorRulesTester)",
+	"POST /events/:id/attest/challenge": "issues a challenge signed by the node: writes nothing (attest/device)",
+	"POST /admin/events/:id/door/test":  "evaluates the door rules for a described request: saves nothing (TestDoorRulesTester)",
 }
 
 // auditedCall is one state-changing staff route: how the test calls it,

@@ -62,6 +62,10 @@ var pins = map[string]struct {
 	"queue/join.lua":           {8, "6f619c023dfb87083f0ebf64cd876e376f2cd7f7"},
 	"queue/readshard.lua":      {4, "423782f5078f88d2f212224ae40dfd2e12ffc4fb"},
 	"push/unlock.lua":          {1, "1337074e8394c6ed699bec6fd957241e972a318a"},
+
+	// Device attestation (attest/device).
+	"attest/device/assert.lua":   {1, "a1df61cef260fc6fd58f015a471573028c93b6e4"},
+	"attest/device/register.lua": {1, "00a4bf2b94fbedd69b0405718bafbb75b49c4d33"},
 }
 
 var versionLine = regexp.MustCompile(`^-- ([a-z_]+\.lua) v([0-9]+): `)

@@ -5,6 +5,7 @@
 package node
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -189,6 +190,18 @@ type Config struct {
 	//
 	// Default: none
 	AllowPrivateTargets []string
+	// PlayIntegrityDecryptionKey and PlayIntegrityVerificationKey are
+	// the operator's Play Integrity keys from the Play Console (base64),
+	// which verify the integrity tokens of sales whose Android app
+	// attests (event.Attestation.Google). Both or neither.
+	//
+	// Default: none (no sale may attest an Android app)
+	PlayIntegrityDecryptionKey, PlayIntegrityVerificationKey string
+	// AppAttestRoots replaces Apple's pinned App Attestation root: tests
+	// only, with a root they made. No setting reaches it.
+	//
+	// Default: Apple's root only
+	AppAttestRoots *x509.CertPool
 	// PushVAPIDKey is the file holding the Web Push VAPID private key
 	// (`anteroom keys vapid` writes one; the same on every node). Empty:
 	// Web Push is off; the page still calls the shopper back with its

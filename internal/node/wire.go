@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/anteroom/anteroom/attest/device"
+	"github.com/anteroom/anteroom/web/shopper"
 	"net"
 	"net/http"
 	"os"
@@ -377,6 +379,14 @@ func (w *wiring) edge() error {
 		w.signInLinks = staff.NewSignInLinks(back.rdb)
 		links = w.signInLinks
 	}
+	// Device attestation: challenges signed by the node's secret (the
+	// same on every node), Apple's pinned root unless a test names one.
+	attest, err := device.New(back.rdb, device.Config{Secret: w.secret, AppleRoots: cfg.AppAttestRoots,
+		PlayDecryptionKey: cfg.PlayIntegrityDecryptionKey, PlayVerificationKey: cfg.PlayIntegrityVerificationKey,
+		ChallengeTTL: shopper.ChallengeTTL, Clock: w.clk.Now})
+	if err != nil {
+		return err
+	}
 	app, err := web.New(web.Config{
 		AdminToken: w.adminToken, Log: cfg.Log, WebhookAllowHTTP: cfg.WebhookAllowHTTP,
 		CaptchaSiteverifyURL: cfg.CaptchaSiteverifyURL, CaptchaTimeout: cfg.CaptchaTimeout, Issuer: cfg.Issuer, SigningAlgorithms: w.issuer.Algorithms(),
@@ -399,7 +409,7 @@ func (w *wiring) edge() error {
 		Observe: w.ops.observe(), Metrics: w.publicMetrics,
 		Rebuild:  claim.NewRebuilder(w.svc, js, w.events).Rebuild,
 		OrderLag: func(ctx context.Context) (*claim.Lag, error) { return claim.OrderLag(ctx, js) },
-		Refusals: refusals, Door: w.door,
+		Refusals: refusals, Door: w.door, Attest: attest,
 		// The door's rules: compiled at save, tried by the console.
 		CheckRules: func(cfg *event.Config) error { return w.rules.Compile(cfg, w.listExists) },
 		TryRules:   w.tryDoor,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/attest/appattest"
+	"github.com/anteroom/anteroom/attest/device"
 	"github.com/anteroom/anteroom/attest/playintegrity"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
@@ -311,6 +312,13 @@ var errorRows = []errorRow{
 	{err: appattest.ErrReplay, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the device attestation failed"},
 	{err: appattest.ErrAttestation, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the device attestation failed"},
 	{err: appattest.ErrMalformed, status: fiber.StatusBadRequest, code: "bad_request", detail: "malformed attestation object"},
+	// A sale's attestation (package attest/device): no evidence on a sale
+	// that requires it, a spent or unknown challenge, unreadable headers.
+	{err: device.ErrRequired, status: fiber.StatusForbidden, code: "attestation_failed",
+		detail: "this sale is sold through the shop's app: the request must carry a device attestation (X-Attest-Challenge with X-Attest-Key-Id and X-Attest-Assertion, or X-Play-Integrity)"},
+	{err: device.ErrChallenge, status: fiber.StatusForbidden, code: "attestation_failed", detail: "the attestation challenge is spent, expired or unknown: ask for a new one"},
+	{err: device.ErrMalformed, status: fiber.StatusBadRequest, code: "bad_request",
+		detail: "malformed attestation: X-Attest-Challenge is a challenge from POST /events/{id}/attest/challenge; with it, either X-Attest-Key-Id (base64 of 32 bytes) and X-Attest-Assertion (base64), or X-Play-Integrity"},
 
 	// The door's lists (package door/lists): their errors' text is
 	// written for staff (it names the list, the sale or the line). A line

@@ -15,6 +15,7 @@ import (
 
 	"github.com/anteroom/anteroom/admission"
 	"github.com/anteroom/anteroom/attest/appattest"
+	"github.com/anteroom/anteroom/attest/device"
 	"github.com/anteroom/anteroom/attest/playintegrity"
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/door"
@@ -68,6 +69,9 @@ var sentinels = []struct {
 	{"attest/appattest.ErrMalformed", appattest.ErrMalformed, http.StatusBadRequest, "bad_request"},
 	{"attest/appattest.ErrAttestation", appattest.ErrAttestation, http.StatusForbidden, "attestation_failed"},
 	{"attest/appattest.ErrReplay", appattest.ErrReplay, http.StatusForbidden, "attestation_failed"},
+	{"attest/device.ErrRequired", device.ErrRequired, http.StatusForbidden, "attestation_failed"},
+	{"attest/device.ErrChallenge", device.ErrChallenge, http.StatusForbidden, "attestation_failed"},
+	{"attest/device.ErrMalformed", device.ErrMalformed, http.StatusBadRequest, "bad_request"},
 	{"event.ErrClosed", event.ErrClosed, http.StatusServiceUnavailable, "closed"},
 	{"event.ErrInvalid", event.ErrInvalid, http.StatusBadRequest, "bad_request"},
 	{"event.ErrFailOpen", event.ErrFailOpen, http.StatusBadRequest, "bad_request"},

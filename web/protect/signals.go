@@ -16,6 +16,7 @@ import (
 
 // Per-person signals (event.Signals): a claim's device, payment, phone
 // and address, read only from the source the sale configures for each —
+// the device may also be the App Attest key the request proved it holds —
 // never from a client's own header, which a client can change with every
 // request. What the edge hands the claim script is each value's keyed
 // hash (HMAC-SHA256 under a key of this sale, derived from Config.Secret,
@@ -85,6 +86,13 @@ func (s *Edge) Signals(c *fiber.Ctx, cfg *event.Config, user string) ([]claim.Si
 			v, err = s.signedSignal(c, cfg, user, dim, headerOf(dim, src))
 		case event.SourceProxyHeader:
 			v, err = s.proxySignal(c, dim, headerOf(dim, src))
+		case event.SourceAttestation:
+			// The App Attest key the request proved it holds
+			// (shopper's attested, before the signals are read).
+			if v = kit.AttestedDevice(c); v == "" {
+				err = kit.NewProblem(fiber.StatusForbidden, "attestation_failed",
+					"this sale counts claims per attested device: the claim must carry an App Attest assertion")
+			}
 		default:
 			err = untrustedSignal(dim, "no source")
 		}

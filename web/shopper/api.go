@@ -17,6 +17,7 @@ package shopper
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -147,6 +148,10 @@ type Deps struct {
 	// Proxies are the trusted proxies, by which the door reads the
 	// client's address (kit.Proxies.ClientAddr); nil: the peer's.
 	Proxies kit.Proxies
+	// Attest checks the device attestation of a sale that requires it
+	// (*device.Service, attest.go); nil answers the attestation routes,
+	// and the joins and claims of such a sale, 503.
+	Attest attester
 	// Refusals counts the door's sunk joins and its rules' matches for
 	// the report (*report.Refusals: reason "join.sink", Match; see
 	// doorcount.go); nil counts nothing.
@@ -178,6 +183,10 @@ type API struct {
 	clock kit.Clock
 	// pace is how long the join script takes: a sunk join waits as long.
 	pace joinPace
+	// registering bounds the App Attest registrations verified at once
+	// (attest.go): each checks a certificate chain, about a millisecond
+	// of CPU, and challenges cost an attacker nothing.
+	registering chan struct{}
 }
 
 // New returns the API over deps, cfg defaulted.
@@ -194,7 +203,7 @@ func New(cfg Config, deps Deps) *API {
 	if deps.Invites == nil {
 		deps.Invites = noInvites{}
 	}
-	return &API{deps: deps, cfg: cfg, now: cfg.Clock.Now, clock: cfg.Clock}
+	return &API{deps: deps, cfg: cfg, now: cfg.Clock.Now, clock: cfg.Clock, registering: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 }
 
 // Mount adds the routes under /events/:id to ev, whose middleware has
@@ -216,6 +225,8 @@ func (s *API) Mount(ev fiber.Router, earlyBird fiber.Handler) {
 	ev.Post("/health", s.pushHealth)
 	ev.Get("/push", s.pushKey)
 	ev.Post("/push", s.pushSubscribe)
+	ev.Post("/attest/challenge", s.attestChallenge) // device attestation (attest.go)
+	ev.Post("/attest/apple", s.attestApple)
 }
 
 // ctx bounds a request's calls to Redis and NATS: fasthttp does not cancel

@@ -215,6 +215,9 @@ func (s *API) basicJoin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.attested(c, cfg); err != nil { // an app-only sale refuses the basic page too (attest.go)
+		return err
+	}
 	if err := s.deps.Forms.CheckForm(c, cfg.ID, user); err != nil {
 		return err
 	}

@@ -45,6 +45,12 @@ func (s *API) spend(c *fiber.Ctx, cfg *event.Config, raw, key string) (claim.Res
 	if err != nil {
 		return claim.Result{}, err
 	}
+	// An app-only sale's attestation (attest.go), before the door and
+	// the signals count anything; an attested App Attest key is the
+	// device signal of a sale that reads it from attestation.
+	if err := s.attested(c, cfg); err != nil {
+		return claim.Result{}, err
+	}
 	switch {
 	case key == "":
 		// A retry with the same token is the same request.

@@ -35,6 +35,9 @@ func (s *API) join(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if err := s.attested(c, cfg); err != nil { // an app-only sale (attest.go): before anything is counted
+		return err
+	}
 	if raw := c.Get(tokens.PassHeader); raw != "" { // staff and testing: no queue, no ticket
 		return s.redeemPass(c, sale, user, claims, raw)
 	}

@@ -259,6 +259,9 @@ func (s *API) applyPut(ctx context.Context, id string, body []byte) (old, saved 
 	if err := event.CheckSignalSources(&next, len(s.cfg.Proxies) > 0, s.cfg.TokenClaims); err != nil {
 		return old, event.Config{}, err
 	}
+	if err := event.CheckAttestation(&next, s.cfg.PlayIntegrity); err != nil {
+		return old, event.Config{}, err
+	}
 	if s.deps.CheckRules != nil {
 		if err := s.deps.CheckRules(&next); err != nil {
 			return old, event.Config{}, err // a bad rule, by name and column: nothing saved

@@ -138,6 +138,9 @@ type Config struct {
 	// TokenClaims is true where the identity mode reads the shop's token
 	// claims (jwt): a sale may then read signals from them.
 	TokenClaims bool
+	// PlayIntegrity is true where the node has Play Integrity keys: a
+	// sale may then attest an Android app (event.CheckAttestation).
+	PlayIntegrity bool
 	// Timeout bounds every Redis or NATS call a request makes.
 	//
 	// Default: 3s
