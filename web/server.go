@@ -307,6 +307,11 @@ type Config struct {
 	//
 	// Default: 0
 	TraceStatusRatio float64
+	// Retention is how long after a sale's end its per-person keys are
+	// kept (the claims' signal sets expire then).
+	//
+	// Default: retention.DefaultPeriod
+	Retention time.Duration
 	// NowAt is Now at the machine's instant t (a time.Now reading). With
 	// it, a status poll reads no clock of its own: its time is NowAt of
 	// the instant fasthttp received it, read once by fasthttp. Leave it
@@ -411,7 +416,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,
 		Record: s.staff.Record, Allow: s.staff.Allow, WithCaptcha: edge.WithCaptcha,
 	})
-	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopper.Deps{
+	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock, Retention: cfg.Retention}, shopper.Deps{
 		Sales: deps.Sales, Joiner: deps.Joiner, Tickets: deps.Tickets,
 		// Every admission is minted and spent through the turnstile.
 		Turnstile: turnstile.New(deps.Admitter, deps.Sales, deps.Observe.TokenIssued),

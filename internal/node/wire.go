@@ -378,6 +378,7 @@ func (w *wiring) edge() error {
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 		Now:         w.clk.Now, NowAt: w.clk.At, Tap: cfg.Tap,
 		Tracer: w.tracing.Provider(), TraceStatusRatio: cfg.TraceStatusRatio,
+		Retention: cfg.Retention,
 	}, web.Deps{
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),

@@ -205,3 +205,50 @@ func signalKeyOf(secret []byte) []byte {
 	m.Write([]byte("anteroom signal key"))
 	return m.Sum(nil)
 }
+
+// deviceKey is what keys the per-device rate limits of a request for
+// user: the keyed hash of the sale's device signal read from its
+// configured trusted source, or "" (no device budget counted) when the
+// sale has no device signal or the request carries none that can be
+// believed (a proxy header from a peer that is no trusted proxy, a token
+// without the claim). A bare X-Device-ID is never believed: a client that
+// sent a new one per request would get a new budget each time. A signed
+// signal that fails its check is 401 bad_signal, a malformed one 400, and
+// counts nothing.
+func (s *Edge) deviceKey(c *fiber.Ctx, cfg *event.Config, user string) (string, error) {
+	const dim = "device"
+	src := cfg.Signals.Source(dim)
+	if src == nil {
+		return "", nil
+	}
+	header := headerOf(dim, src)
+	var v string
+	var err error
+	switch src.Source {
+	case event.SourceProxyHeader:
+		if !s.proxies.TrustsPeer(c) {
+			return "", nil
+		}
+		if v, err = oneHeader(c, header); err == nil && v != "" && !callerValuePattern.MatchString(v) {
+			err = kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", header)
+		}
+	case event.SourceSignedHeader:
+		raw, herr := oneHeader(c, header)
+		if herr != nil || raw == "" {
+			return "", herr
+		}
+		v, err = s.signedSignal(c, cfg, user, dim, header)
+	case event.SourceJWTClaim:
+		claims, cerr := s.tokenClaims(c, cfg, user)
+		if cerr != nil {
+			return "", cerr
+		}
+		if vs := claims[src.Claim]; len(vs) == 1 && vs[0] != "" && len(vs[0]) <= 256 {
+			v = vs[0]
+		}
+	}
+	if err != nil || v == "" {
+		return "", err
+	}
+	return s.signalHash(cfg.ID, dim, v), nil
+}
