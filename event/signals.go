@@ -168,4 +168,3 @@ func CheckSignalSources(c *Config, trustsProxies, tokenClaims bool) error {
 	})
 	return err
 }
-
