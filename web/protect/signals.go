@@ -252,3 +252,31 @@ func (s *Edge) deviceKey(c *fiber.Ctx, cfg *event.Config, user string) (string, 
 	}
 	return s.signalHash(cfg.ID, dim, v), nil
 }
+
+// HasSignal reports whether the request carries signal name of sale cfg
+// for user from the sale's source for it, believed as Signals believes it
+// (a trusted proxy's well-formed header, a valid signature of the shop
+// for this sale and user, one claim of the identity token naming user).
+// A signal without a source, or missing, forged, stale or untrusted, is
+// false. It counts nothing: the door rules' signals.<name>.
+func (s *Edge) HasSignal(c *fiber.Ctx, cfg *event.Config, user, name string) bool {
+	src := cfg.Signals.Source(name)
+	if src == nil {
+		return false
+	}
+	var err error
+	switch src.Source {
+	case event.SourceJWTClaim:
+		var claims map[string][]string
+		if claims, err = s.tokenClaims(c, cfg, user); err == nil {
+			_, err = claimValue(claims, name, src.Claim)
+		}
+	case event.SourceSignedHeader:
+		_, err = s.signedSignal(c, cfg, user, name, headerOf(name, src))
+	case event.SourceProxyHeader:
+		_, err = s.proxySignal(c, name, headerOf(name, src))
+	default:
+		return false
+	}
+	return err == nil
+}
