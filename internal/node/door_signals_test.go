@@ -25,7 +25,9 @@ func TestDoorRequiresSignal(t *testing.T) {
 	sale["door"] = map[string]any{"rules": []map[string]string{
 		{"name": "verified-phone", "when": `request.path.endsWith("/join") && !signals.phone`, "then": "block"}}}
 	nodetest.CreateSale(t, n, "phones", sale)
-	phone := func(user, v string) string { return protect.SignSignal(shopSecret, time.Now(), "phones", user, "phone", v) }
+	phone := func(user, v string) string {
+		return protect.SignSignal(shopSecret, time.Now(), "phones", user, "phone", v)
+	}
 	for i, s := range []struct {
 		user, header string
 		status       int
