@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,18 +86,17 @@ func New(rdb redis.UniversalClient, period time.Duration) *Sweeper {
 	if period <= 0 {
 		period = DefaultPeriod
 	}
-	return &Sweeper{rdb: rdb, period: period, batch: 500}
+	return &Sweeper{rdb: rdb, period: period, batch: 1000}
 }
 
 // Period is how long after a sale's end its per-person keys are kept.
 func (s *Sweeper) Period() time.Duration { return s.period }
 
-// Patterns are the SCAN patterns of every key of sale ev: its own tag,
-// its join shards' and its stock buckets'. Event ids are [a-z0-9_-], so
-// no pattern matches another sale's keys.
-func Patterns(ev string) []string {
-	return []string{"ar:{" + ev + "}:*", "ar:{" + ev + ".*}:*", "ar:{" + ev + "#*}:*"}
-}
+// Pattern is the SCAN pattern of every key of sale ev, in one pass: its
+// own tag ("ar:{ev}:"), its join shards' ("ar:{ev.<s>}:") and its stock
+// buckets' ("ar:{ev#<b>}:"). Event ids are [a-z0-9_-], so it matches no
+// other sale's keys.
+func Pattern(ev string) string { return "ar:{" + ev + "[}.#]*" }
 
 // PerPerson reports whether key, a key of a sale, is per-person: any key
 // under the sale's tags whose suffix is not Kept.
@@ -127,38 +127,36 @@ func (s *Sweeper) Sweep(ctx context.Context, ev string, end, now time.Time) (int
 		return 0, nil
 	}
 	at := Until(end, s.period)
-	seen := 0
+	var seen atomic.Int64 // masters are walked concurrently
 	err := forEachMaster(ctx, s.rdb, func(ctx context.Context, c *redis.Client) error {
-		for _, pat := range Patterns(ev) {
-			iter := c.Scan(ctx, 0, pat, s.batch).Iterator()
-			var keys []string
-			for iter.Next(ctx) {
-				k := iter.Val()
-				seen++
-				if !PerPerson(k) {
-					continue
+		iter := c.Scan(ctx, 0, Pattern(ev), s.batch).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			k := iter.Val()
+			seen.Add(1)
+			if !PerPerson(k) {
+				continue
+			}
+			keys = append(keys, k)
+			if int64(len(keys)) >= s.batch {
+				if err := s.expire(ctx, c, keys, at); err != nil {
+					return err
 				}
-				keys = append(keys, k)
-				if int64(len(keys)) >= s.batch {
-					if err := s.expire(ctx, c, keys, at); err != nil {
-						return err
-					}
-					keys = keys[:0]
-				}
+				keys = keys[:0]
 			}
-			if err := iter.Err(); err != nil {
-				return err
-			}
-			if err := s.expire(ctx, c, keys, at); err != nil {
-				return err
-			}
+		}
+		if err := iter.Err(); err != nil {
+			return err
+		}
+		if err := s.expire(ctx, c, keys, at); err != nil {
+			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return seen, fmt.Errorf("retention %s: %w", ev, err)
+		return int(seen.Load()), fmt.Errorf("retention %s: %w", ev, err)
 	}
-	return seen, nil
+	return int(seen.Load()), nil
 }
 
 // expire sets keys' expiry to at unless they expire sooner, in one

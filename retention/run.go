@@ -11,8 +11,11 @@ type Sale struct {
 	End time.Time
 }
 
-// DefaultEvery is how often a node sweeps each ended sale by default.
-const DefaultEvery = 5 * time.Minute
+// DefaultEvery is how often a node sweeps each ended sale by default:
+// each round SCANs the whole keyspace once per ended sale (one node per
+// sale and round), so it is not frequent. A key written after the last
+// round before the sale's end + the period lives until the next round.
+const DefaultEvery = 15 * time.Minute
 
 // Run sweeps, every every (DefaultEvery when ≤ 0), each of sales() that
 // has ended and whose per-person keys may still live (until its end plus
