@@ -12,7 +12,7 @@
 // the aggregate keys the sale's configuration, its stock and its report
 // read (Kept): those hold no one's identifier and stay. A key a script
 // writes after one sweep is caught by the next: the node sweeps each
-// ended sale every Every until its keys are gone.
+// ended sale every round (Run's every) until its keys are gone.
 //
 // Why after the end rather than at each write: a sale's end can move
 // (staff extend it) until it passes, and a key written with yesterday's
