@@ -66,10 +66,19 @@ func (s *Store) grant(ctx context.Context, ev string, b int, reqs []request) ([]
 		if err != nil {
 			return nil, err
 		}
-		payload, err := marshalOrderEvent(&OrderEvent{
+		oe := OrderEvent{
 			Type: KindGranted, Event: ev, ClaimID: id, User: r.User, Pos: r.Pos, Units: 1,
 			At: r.Now.UTC(), Idem: r.IdemKey, TraceID: r.TraceID,
-		})
+		}
+		if len(r.Signals) > 0 {
+			sigs := make([]string, len(r.Signals))
+			for i, sg := range r.Signals {
+				sigs[i] = sg.Dim + ":" + sg.Hash
+			}
+			oe.Signals = strings.Join(sigs, " ")
+			oe.SignalsUntil = r.SignalsUntil.UTC()
+		}
+		payload, err := marshalOrderEvent(&oe)
 		if err != nil {
 			return nil, err
 		}

@@ -28,10 +28,13 @@ func marshalOrderEvent(e *OrderEvent) ([]byte, error) {
 // time of years 0 to 9999. ok is false otherwise (nothing is to be used).
 func appendOrderEvent(b []byte, e *OrderEvent) (_ []byte, ok bool) {
 	if !jsonPlain(string(e.Type)) || !jsonPlain(e.Event) || !jsonPlain(e.ClaimID) || !jsonPlain(e.User) ||
-		!jsonPlain(e.Idem) || !jsonPlain(string(e.Reason)) || !jsonPlain(e.TraceID) {
+		!jsonPlain(e.Idem) || !jsonPlain(string(e.Reason)) || !jsonPlain(e.TraceID) || !jsonPlain(e.Signals) {
 		return b, false
 	}
 	if y := e.At.Year(); y < 0 || y > 9999 || e.At.Location() != time.UTC {
+		return b, false
+	}
+	if y := e.SignalsUntil.Year(); !e.SignalsUntil.IsZero() && (y < 0 || y > 9999 || e.SignalsUntil.Location() != time.UTC) {
 		return b, false
 	}
 	b = append(b, `{"type":"`...)
@@ -62,6 +65,16 @@ func appendOrderEvent(b []byte, e *OrderEvent) (_ []byte, ok bool) {
 	if e.TraceID != "" {
 		b = append(b, `,"trace_id":"`...)
 		b = append(b, e.TraceID...)
+		b = append(b, '"')
+	}
+	if e.Signals != "" {
+		b = append(b, `,"signals":"`...)
+		b = append(b, e.Signals...)
+		b = append(b, '"')
+	}
+	if !e.SignalsUntil.IsZero() {
+		b = append(b, `,"signals_until":"`...)
+		b = e.SignalsUntil.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
 	if e.Epoch != 0 {

@@ -29,6 +29,9 @@ func TestOrderEventJSON(t *testing.T) {
 		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: `a"b\c<d>&é`, At: at},                      // escaped by json.Marshal
 		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: at.In(time.FixedZone("x", 3600))}, // not UTC
 		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: at, Signals: "payment:00ff device:11ee", SignalsUntil: at.Add(time.Hour), Epoch: 4},
+		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: at, Signals: "device:11ee"},
+		{Type: KindGranted, Event: "e", ClaimID: "1-ff", User: "u", At: at, Signals: "a<b", SignalsUntil: at.In(time.FixedZone("x", 60))}, // escaped, not UTC
 	}
 	for i, e := range cases {
 		want, wantErr := json.Marshal(&e)

@@ -126,7 +126,7 @@ func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string
 				continue
 			}
 			oe := OrderEvent{Type: KindGranted, Event: sale.ID, ClaimID: id, User: rec.User, Pos: rec.Pos, Units: 1,
-				At: time.UnixMilli(rec.AtMs).UTC(), Idem: rec.Idem, Epoch: mark}
+				At: time.UnixMilli(rec.AtMs).UTC(), Idem: rec.Idem, Signals: recordSignals(raw), Epoch: mark}
 			if !seen[id] && !boxed[id] {
 				msgs = append(msgs, encoded(oe))
 			}
@@ -142,4 +142,24 @@ func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string
 func encoded(oe OrderEvent) message {
 	raw, _ := json.Marshal(oe) // a plain struct: cannot fail
 	return message{id: oe.msgID(), payload: string(raw), ev: oe}
+}
+
+// recordSignals are the signals a claim record's "sig" keys name, as a
+// granted event carries them ("<dim>:<hash>" separated by spaces), so a
+// republished grant still restores them in a rebuild (without their
+// expiry, which the record does not keep: the retention sweep sets it).
+func recordSignals(raw string) string {
+	var r struct {
+		Sig []string `json:"sig"`
+	}
+	if json.Unmarshal([]byte(raw), &r) != nil {
+		return ""
+	}
+	out := make([]string, 0, len(r.Sig))
+	for _, key := range r.Sig {
+		if i := strings.LastIndex(key, ":sig:"); i >= 0 {
+			out = append(out, key[i+len(":sig:"):])
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/event"
@@ -30,6 +31,10 @@ type restoreClaim struct {
 	raw            []byte // the record as claim.lua writes it
 	deadline       int64  // ms
 	idemTTL        int64  // s
+	// sig are the signal sets a held claim counts in (none for a
+	// released one), expiring at sigUntil (ms, 0: none set).
+	sig      []string
+	sigUntil int64
 }
 
 // storedRecord is a claim record as the scripts keep it.
@@ -39,6 +44,9 @@ type storedRecord struct {
 	AtMs   int64  `json:"at"`
 	Status Status `json:"status"`
 	Idem   string `json:"idem,omitempty"`
+	// Sig are the signal sets the claim counts in (their keys), which a
+	// release leaves (release.lua).
+	Sig []string `json:"sig,omitempty"`
 }
 
 // planRestore derives every bucket's state from the order events evs
@@ -108,8 +116,17 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 		if rec.Status == StatusReleased {
 			p.releasedB[b]++
 		}
+		var sig []string
+		var sigUntil int64
+		if rec.Status != StatusReleased {
+			sig = signalKeys(bucketOf(cfg.ID, b), g.Signals)
+			if len(sig) > 0 && !g.SignalsUntil.IsZero() {
+				sigUntil = max(g.SignalsUntil.UnixMilli(), 1)
+			}
+			rec.Sig = sig
+		}
 		raw, _ := json.Marshal(rec) // a plain struct: cannot fail
-		c := restoreClaim{id: id, user: g.User, idem: g.Idem, raw: raw, deadline: g.At.Add(ttl).UnixMilli()}
+		c := restoreClaim{id: id, user: g.User, idem: g.Idem, raw: raw, deadline: g.At.Add(ttl).UnixMilli(), sig: sig, sigUntil: sigUntil}
 		if g.Idem != "" {
 			c.idemTTL = int64((DefaultIdemTTL - now.Sub(g.At)) / time.Second)
 		}
@@ -151,7 +168,8 @@ func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, tok
 			args := []any{token}
 			for _, c := range chunk {
 				keys = append(keys, k.userClaims(c.user), k.userHistory(c.user), k.idem(c.user, c.idem))
-				args = append(args, c.id, c.raw, c.deadline, max(c.idemTTL, 0))
+				keys = append(keys, c.sig...)
+				args = append(args, c.id, c.raw, c.deadline, max(c.idemTTL, 0), len(c.sig), c.sigUntil)
 			}
 			ok, err := s.lua.restoreClaims.Run(ctx, s.rdb, keys, args...).Int()
 			if err == nil && ok == 0 {
@@ -163,4 +181,22 @@ func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, tok
 		}
 	}
 	return nil
+}
+
+// signalKeys are the keys in bucket k of the signal sets a granted
+// event's signals ("<dim>:<hash>" separated by spaces) name; a malformed
+// or repeated one is left out (it could not have been counted).
+func signalKeys(k bucketKeys, signals string) []string {
+	var out []string
+	var sigs []Signal
+	for _, f := range strings.Fields(signals) {
+		dim, hash, _ := strings.Cut(f, ":")
+		sg := Signal{Dim: dim, Hash: hash, Max: 1}
+		if checkSignals(append(sigs, sg)) != nil {
+			continue
+		}
+		sigs = append(sigs, sg)
+		out = append(out, k.signal(dim, hash))
+	}
+	return out
 }

@@ -139,6 +139,13 @@ type OrderEvent struct {
 	// was traced and its trace sampled; otherwise absent. It comes before
 	// Epoch, which claim.lua appends as the last member.
 	TraceID string `json:"trace_id,omitempty"`
+	// Signals are, on a granted event of a sale with signal limits, the
+	// claim's signals as "<dim>:<hash>" separated by spaces (the keyed
+	// hashes the claim script counted, never a value), so that a rebuild
+	// restores the signal sets of the claims it restores.
+	Signals string `json:"signals,omitempty"`
+	// SignalsUntil is when those signal sets expire (UTC).
+	SignalsUntil time.Time `json:"signals_until,omitzero"`
 	// Epoch is, on a granted event, the stream sequence of the epoch
 	// marker its bucket's stock descends from (0: laid, never rebuilt);
 	// claim.lua writes it (see EpochSubject and the package doc's fence).

@@ -111,8 +111,18 @@ type Request struct {
 	Addr netip.Addr
 	// User is the caller's user id; "" where the request names none.
 	User string
-	// Claims are the caller's identity-token claims (jwt identity mode).
+	// Claims are the caller's identity-token claims (jwt identity mode)
+	// the step read already.
 	Claims map[string][]string
+	// Claim reads a claim of the caller's identity token that Claims
+	// lacks (the token verified again, and naming User), and whether the
+	// token carries it; nil reads none.
+	Claim func(name string) ([]string, bool)
+	// Signal reports whether the request carries the sale's signal name
+	// (device, payment, phone, address) from the sale's trusted source
+	// for it: from a trusted proxy, signed by the shop for this sale and
+	// user, or in the identity token. Nil: none.
+	Signal func(name string) bool
 	// Header and Cookie read a request header and a cookie by name ("" if
 	// absent); nil reads none.
 	Header, Cookie func(name string) string

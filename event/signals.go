@@ -3,7 +3,6 @@ package event
 import (
 	"fmt"
 	"regexp"
-	"time"
 )
 
 // Signals say where a sale's per-person signals come from: a device id, a
@@ -178,11 +177,3 @@ func CheckSignalSources(c *Config, trustsProxies, tokenClaims bool) error {
 	})
 	return err
 }
-
-// SignalRetention is how long after a sale's end its signal counts are
-// kept: as long as the reservations and idempotency keys of its claims.
-const SignalRetention = 24 * time.Hour
-
-// SignalsUntil is when the sale's signal counts expire: SignalRetention
-// after EndsAt.
-func (c *Config) SignalsUntil() time.Time { return c.EndsAt.Add(SignalRetention) }

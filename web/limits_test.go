@@ -241,8 +241,11 @@ func TestRateLimitedAnswer(t *testing.T) {
 	l := event.Limits{}
 	l.Join.IP = event.Rate{PerSecond: 3}
 	l.Join.User = event.Rate{PerSecond: 1, Burst: 5}
-	// app.Test's peer (0.0.0.0) plays the gateway, whose X-Device-ID counts.
-	app := limApp(t, Config{GlobalJoin: limit.Limit{Rate: 50}, TrustedProxies: []string{"0.0.0.0"}}, limSale(l), Deps{Limiter: deny})
+	// app.Test's peer (0.0.0.0) plays the gateway, whose X-Device-ID is
+	// the sale's device signal: its keyed hash keys the device budget.
+	sale := limSale(l)
+	sale.Config.Signals.Device = &event.SignalSource{Source: event.SourceProxyHeader}
+	app := limApp(t, Config{GlobalJoin: limit.Limit{Rate: 50}, TrustedProxies: []string{"0.0.0.0"}}, sale, Deps{Limiter: deny})
 	a := limDo(t, app, "POST", "/events/ev/join", map[string]string{"X-User-ID": "alice", protect.DeviceHeader: "dev-1"}, nil)
 	if a.status != 429 || a.code() != "rate_limited" || a.header.Get("Retry-After") != "3" || !strings.Contains(a.body["detail"].(string), "device") {
 		t.Fatalf("got %d %v Retry-After %q, want 429 rate_limited naming the device with Retry-After 3", a.status, a.body, a.header.Get("Retry-After"))
@@ -252,12 +255,18 @@ func TestRateLimitedAnswer(t *testing.T) {
 		limit.Event:  {Budget: "join", Dim: limit.Event, Event: "ev"},
 		limit.User:   {Budget: "join", Dim: limit.User, Event: "ev", Value: "alice", Limit: limit.Limit{Rate: 1, Burst: 5}},
 		limit.IP:     {Budget: "join", Dim: limit.IP, Event: "ev", Value: "0.0.0.0", Limit: limit.Limit{Rate: 3, Burst: 3}},
-		limit.Device: {Budget: "join", Dim: limit.Device, Event: "ev", Value: "dev-1", Limit: limit.Limit{Rate: 1, Burst: 5}},
+		limit.Device: {Budget: "join", Dim: limit.Device, Event: "ev", Limit: limit.Limit{Rate: 1, Burst: 5}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("rules %+v, want %d", got, len(want))
 	}
 	for _, r := range got {
+		if r.Dim == limit.Device {
+			if !hashPattern.MatchString(r.Value) {
+				t.Errorf("the device budget is keyed %q, want the device signal's keyed hash", r.Value)
+			}
+			r.Value = ""
+		}
 		if r != want[r.Dim] {
 			t.Errorf("rule %+v, want %+v", r, want[r.Dim])
 		}

@@ -316,6 +316,11 @@ type Config struct {
 	//
 	// Default: 0
 	TraceStatusRatio float64
+	// Retention is how long after a sale's end its per-person keys are
+	// kept (the claims' signal sets expire then).
+	//
+	// Default: retention.DefaultPeriod
+	Retention time.Duration
 	// NowAt is Now at the machine's instant t (a time.Now reading). With
 	// it, a status poll reads no clock of its own: its time is NowAt of
 	// the instant fasthttp received it, read once by fasthttp. Leave it
@@ -436,7 +441,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 	if deps.Attest != nil { // a nil *device.Service must stay a nil interface
 		shopDeps.Attest = deps.Attest
 	}
-	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock}, shopDeps)
+	shop := shopper.New(shopper.Config{Timeout: cfg.Timeout, Log: cfg.Log, Clock: s.clock, Retention: cfg.Retention}, shopDeps)
 	app := fiber.New(FiberConfig(cfg.Log, cfg.TrustedProxies))
 	if cfg.Tap != nil {
 		app.Use(cfg.Tap)

@@ -16,6 +16,7 @@ import (
 	"github.com/anteroom/anteroom/attest/playintegrity"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/luascript"
+	"github.com/anteroom/anteroom/retention"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -59,6 +60,11 @@ type Config struct {
 	//
 	// Default: time.Now
 	Clock func() time.Time
+	// Retention is how long after a sale's end an attested key is kept
+	// (the node's ANTEROOM_RETENTION).
+	//
+	// Default: retention.DefaultPeriod
+	Retention time.Duration
 }
 
 // LogValue keeps the Play keys out of logs.
@@ -92,6 +98,9 @@ func New(rdb client, cfg Config) (*Service, error) {
 	}
 	if cfg.ChallengeTTL <= 0 {
 		cfg.ChallengeTTL = 2 * time.Minute
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = retention.DefaultPeriod
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
@@ -146,7 +155,7 @@ func (s *Service) RegisterApple(ctx context.Context, cfg *event.Config, keyID st
 	}
 	key := att.Key
 	res, err := s.register.Run(ctx, s.rdb, []string{spentKey(cfg.ID, challenge), deviceKey(cfg.ID, key.ID)},
-		key.PublicKeyBytes(), cfg.SignalsUntil().UnixMilli(), markFor.Milliseconds()+1).Int64()
+		key.PublicKeyBytes(), retention.Until(cfg.EndsAt, s.cfg.Retention).UnixMilli(), markFor.Milliseconds()+1).Int64()
 	if err != nil {
 		return nil, fmt.Errorf("device: store key: %w", err)
 	}

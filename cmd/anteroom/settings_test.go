@@ -28,7 +28,7 @@ var setValues = map[string]string{
 	"user-max-token-age": "1h", "metrics-addr": ":9100", "metrics-public": "true", "pprof-addr": "127.0.0.1:6060",
 	"issuer": "https://queue.shop.example", "audience": "gateway", "key-reload": "30s",
 	"trusted-proxies": "10.0.0.0/8", "max-in-flight": "7", "list-upload-max-bytes": "1048576", "list-max-entries": "5000", "global-join-rate": "5", "global-claim-rate": "6",
-	"log-format": "text", "access-log": "all", "slow-request": "2s", "slow-redis": "10ms", "trace-status-ratio": "0.25",
+	"log-format": "text", "access-log": "all", "slow-request": "2s", "retention": "720h", "slow-redis": "10ms", "trace-status-ratio": "0.25",
 	"webhook-allow-http": "true", "allow-private-targets": "10.1.0.0/16,fd00:1::/64", "push-vapid-key": "/tmp/vapid.key",
 	"play-integrity-decryption-key":   "cGw0eWQzY3J5cHQxMG5rM3ktMDEyMzQ1Njc4OWFiY2Q=",
 	"play-integrity-verification-key": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEgM0py0KJTgCGOoO03kQCgUrcbfQhfTB9fb/wIDk7E7Vy+iVOGBpxciQId1M2ONSLOdTmFaKoydwkTqfjoRjpSg==", "push-subject": "mailto:ops@shop.example", "push-hosts": "push.example", "push-allow-http": "true", "crawler-resolver": "10.0.0.2:53", "crawler-domains": "crawler.example,bot.example.net", "clock-skew": "+3s", "dev-captcha-siteverify-url": "http://127.0.0.1:1/siteverify?secret=s1t3",

@@ -22,7 +22,9 @@ type activation struct {
 	vals [nVals]any
 	// The maps: their address is the value, so resolving one costs
 	// nothing.
-	params, headers, cookies, claims lazyMap
+	params, headers, cookies, claims, signals lazyMap
+	// claimed are the claims read through Request.Claim, once each.
+	claimed map[string][]string
 	// query is request.query's parameters, split when a rule lists them.
 	query []param
 }
@@ -50,6 +52,41 @@ func (a *activation) reset(r *door.Request, lists door.Lists, crawler door.Crawl
 	a.headers = lazyMap{a: a, kind: headers}
 	a.cookies = lazyMap{a: a, kind: cookies}
 	a.claims = lazyMap{a: a, kind: claimsMap}
+	a.signals = lazyMap{a: a, kind: signalsMap}
+	clear(a.claimed)
+}
+
+// claim is the caller's claim name: the step's, else read once through
+// Request.Claim.
+func (a *activation) claim(name string) ([]string, bool) {
+	if l, ok := a.r.Claims[name]; ok {
+		return l, true
+	}
+	if a.r.Claim == nil {
+		return nil, false
+	}
+	if l, ok := a.claimed[name]; ok {
+		return l, l != nil
+	}
+	l, ok := a.r.Claim(name)
+	if !ok {
+		l = nil
+	}
+	if a.claimed == nil {
+		a.claimed = map[string][]string{}
+	}
+	a.claimed[name] = l
+	return l, ok
+}
+
+// signal reports whether the request carries the sale's signal name from
+// its trusted source.
+func (a *activation) signal(name string) bool {
+	switch name {
+	case "device", "payment", "phone", "address":
+		return a.r.Signal != nil && a.r.Signal(name)
+	}
+	return false
 }
 
 // ResolveName implements interpreter.Activation: the variable name, built
@@ -91,6 +128,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &a.cookies, true
 	case varClaims:
 		return &a.claims, true
+	case varSignals:
+		return &a.signals, true
 	case varBusy:
 		return types.Bool(a.r.Busy), true
 	case varCrawler:

@@ -17,9 +17,11 @@ const (
 	headers
 	cookies
 	claimsMap
+	signalsMap
 )
 
-// lazyMap is request.params, request.headers, request.cookies or claims:
+// lazyMap is request.params, request.headers, request.cookies, claims or
+// signals:
 // a CEL map that reads the request on each lookup and builds nothing
 // until a rule lists it. A missing key reads as the zero value ("" or
 // []), so `request.headers["x-debug"] == "1"` needs no presence test;
@@ -33,7 +35,7 @@ type lazyMap struct {
 var (
 	_ traits.Mapper = (*lazyMap)(nil)
 
-	errUnlisted = errors.New("request headers and cookies can only be read by name")
+	errUnlisted = errors.New("request headers, cookies and signals can only be read by name")
 	emptyList   = types.NewStringList(types.DefaultTypeAdapter, nil)
 )
 
@@ -49,8 +51,11 @@ func (m *lazyMap) lookup(key string) (ref.Val, bool) {
 	case cookies:
 		v := m.a.cookie(key)
 		return types.String(v), v != ""
+	case signalsMap:
+		ok := m.a.signal(key)
+		return types.Bool(ok), ok
 	default:
-		l, ok := m.a.r.Claims[key]
+		l, ok := m.a.claim(key)
 		if !ok {
 			return emptyList, false
 		}
@@ -87,8 +92,8 @@ func (m *lazyMap) Contains(key ref.Val) ref.Val {
 	return types.Bool(found)
 }
 
-// native is the map as Go values, for listing; nil for headers and
-// cookies.
+// native is the map as Go values, for listing; nil for headers, cookies
+// and signals.
 func (m *lazyMap) native() map[string]any {
 	switch m.kind {
 	case params:

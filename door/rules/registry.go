@@ -32,6 +32,7 @@ const (
 	varIP      = "request.ip"
 	varUser    = "user"
 	varClaims  = "claims"
+	varSignals = "signals"
 	varNow     = "now"
 	// varCrawler is what verified_crawler() expands to: a name no rule
 	// can write ('@' does not parse), resolved only when a rule calls it.
@@ -53,7 +54,8 @@ var variables = []variable{
 	{Doc{varCookies, "map(string, string)", `The cookies by name (case-sensitive); a missing one reads as "". They cannot be listed or counted.`}, stringMap},
 	{Doc{varIP, "string", `The client's address (behind trusted proxies, the one they name): "203.0.113.7", "2001:db8::1"; "" when unknown.`}, cel.StringType},
 	{Doc{varUser, "string", `The caller's user id, "" where the request names none.`}, cel.StringType},
-	{Doc{varClaims, "map(string, list(string))", `The identity token's claims (jwt identity mode), each as a list of strings: "admin" in claims["roles"]. A missing claim reads as [].`}, cel.MapType(cel.StringType, cel.ListType(cel.StringType))},
+	{Doc{varClaims, "map(string, list(string))", `The identity token's claims (jwt identity mode), each as a list of strings: "admin" in claims["roles"]. A missing claim reads as []. Any claim of the token can be read, not only those the sale's lanes name: "true" in claims.phone_verified.`}, cel.MapType(cel.StringType, cel.ListType(cel.StringType))},
+	{Doc{varSignals, "map(string, bool)", `Whether the request carries each of the sale's signals (device, payment, phone, address) from the source the sale configures for it (signals.<name>.source: a trusted proxy's header, a header the shop signed for this sale and user, or a claim of the identity token): signals.phone is false for a forged, stale, untrusted or missing one, and for a signal the sale has no source for. Read them by name; they cannot be listed.`}, cel.MapType(cel.StringType, cel.BoolType)},
 	{Doc{varNow, "timestamp", `The request's instant on the node's clock: now > timestamp("2026-11-27T09:00:00Z"), now.getHours("Europe/Paris") < 8.`}, cel.TimestampType},
 }
 

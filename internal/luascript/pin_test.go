@@ -39,7 +39,7 @@ var pins = map[string]struct {
 	"claim/pending.lua":        {2, "e9e01c4b61e20794dee0c9b1578044b1e3d8fae6"},
 	"claim/release.lua":        {3, "448383bc31e5558e5edc89eb3f80877e346910b9"},
 	"claim/restore.lua":        {1, "8ee67a6efef92aca0c9b0ec6745380e7e7bda970"},
-	"claim/restore_claims.lua": {1, "71a593b9e2fec1d69acc9545fddf68161a401f53"},
+	"claim/restore_claims.lua": {2, "0a20b4500d28515863bd6c21cf414d725a299fcc"},
 	"claim/settle.lua":         {1, "9bf75999ef26f3db1ddbc8a1b7f0e88846b6333b"},
 	"claim/unfreeze.lua":       {1, "17887d4e144bb27f6f256fb77a0af9d6e7158f85"},
 	"event/page_put.lua":       {1, "fb1eb49fac5f7003588069513a8682ea25759511"},

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/anteroom/anteroom/retention"
 	"log/slog"
 	"path/filepath"
 	"time"
@@ -300,6 +301,17 @@ type Config struct {
 	//
 	// Default: DefaultTraceStatusRatio
 	TraceStatusRatio float64
+	// Retention is how long after a sale's end its per-person keys
+	// (queue, claims, signals, sessions, push subscriptions, passes'
+	// uses) are kept in Redis (package retention).
+	//
+	// Default: retention.DefaultPeriod (7 days)
+	Retention time.Duration
+	// RetentionEvery is how often the node sweeps ended sales' keys; for
+	// tests.
+	//
+	// Default: retention.DefaultEvery
+	RetentionEvery time.Duration
 	// Limiter tunes how rate limiting degrades when Redis is slow.
 	//
 	// Default: limit.Config's defaults
@@ -383,6 +395,9 @@ func (c *Config) defaults() {
 	if c.SlowRedis == 0 {
 		c.SlowRedis = 50 * time.Millisecond
 	}
+	if c.Retention == 0 {
+		c.Retention = retention.DefaultPeriod
+	}
 	if c.TraceStatusRatio == 0 {
 		c.TraceStatusRatio = DefaultTraceStatusRatio
 	}
@@ -433,6 +448,9 @@ func (c *Config) validate() error {
 	}
 	if err := checkDevSiteverify(c.CaptchaSiteverifyURL); err != nil {
 		return err
+	}
+	if c.Retention < time.Hour {
+		return fmt.Errorf("retention %v: want at least 1h", c.Retention)
 	}
 	if !(c.TraceStatusRatio <= 1) {
 		return fmt.Errorf("trace status ratio %v: want at most 1", c.TraceStatusRatio)

@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
+	"github.com/anteroom/anteroom/web/protect"
 )
 
 // limited returns an open sale with the given limits JSON object.
@@ -49,7 +50,21 @@ func TestJoinLimitEachDimension(t *testing.T) {
 	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), TrustedProxies: []string{"127.0.0.1"}}))
 	off := map[string]any{"per_second": -1}
 	nodetest.CreateSale(t, n, "by-user", limited(map[string]any{"join": map[string]any{"user": rate(2)}}))
-	nodetest.CreateSale(t, n, "by-device", limited(map[string]any{"join": map[string]any{"user": off, "device": rate(2)}}))
+	byDevice := limited(map[string]any{"join": map[string]any{"user": off, "device": rate(2)}})
+	byDevice["signals"] = map[string]any{"device": map[string]any{"source": "proxy_header"}}
+	nodetest.CreateSale(t, n, "by-device", byDevice)
+	// The device signed by the shop: a bare X-Device-ID, new on each
+	// join, is not the device (it once keyed the budget: every join a
+	// fresh one).
+	signed := limited(map[string]any{"join": map[string]any{"user": off, "device": rate(2)}})
+	signed["signals"] = map[string]any{"device": map[string]any{"source": "signed_header", "header": "X-Shop-Device"}}
+	signed["shop"] = map[string]any{"secret": shopSecret}
+	nodetest.CreateSale(t, n, "by-signed-device", signed)
+	shopDevice := func(user, d string) string {
+		return protect.SignSignal(shopSecret, time.Now(), "by-signed-device", user, "device", d)
+	}
+	// A sale without a device signal counts no device at all.
+	nodetest.CreateSale(t, n, "no-device", limited(map[string]any{"join": map[string]any{"user": off, "device": rate(1)}}))
 	nodetest.CreateSale(t, n, "by-ip", limited(map[string]any{"join": map[string]any{"user": off, "ip": rate(2)}}))
 	nodetest.CreateSale(t, n, "by-event", limited(map[string]any{"join": map[string]any{"user": off, "event": rate(3)}}))
 	h := func(kv ...string) map[string]string {
@@ -72,6 +87,12 @@ func TestJoinLimitEachDimension(t *testing.T) {
 		{"by-device", h("X-User-ID", "d2", "X-Device-ID", "phone-1"), ""},
 		{"by-device", h("X-User-ID", "d3", "X-Device-ID", "phone-1"), "per device"},
 		{"by-device", h("X-User-ID", "d3", "X-Device-ID", "phone-2"), ""},
+		{"by-signed-device", h("X-User-ID", "s1", "X-Device-ID", "fresh-1", "X-Shop-Device", shopDevice("s1", "phone-1")), ""},
+		{"by-signed-device", h("X-User-ID", "s2", "X-Device-ID", "fresh-2", "X-Shop-Device", shopDevice("s2", "phone-1")), ""},
+		{"by-signed-device", h("X-User-ID", "s3", "X-Device-ID", "fresh-3", "X-Shop-Device", shopDevice("s3", "phone-1")), "per device"},
+		{"by-signed-device", h("X-User-ID", "s3", "X-Device-ID", "fresh-4", "X-Shop-Device", shopDevice("s3", "phone-2")), ""},
+		{"no-device", h("X-User-ID", "n1", "X-Device-ID", "phone-1"), ""},
+		{"no-device", h("X-User-ID", "n2", "X-Device-ID", "phone-1"), ""},
 		{"by-ip", h("X-User-ID", "i1", "X-Forwarded-For", "198.51.100.1"), ""},
 		{"by-ip", h("X-User-ID", "i2", "X-Forwarded-For", "198.51.100.1"), ""},
 		{"by-ip", h("X-User-ID", "i3", "X-Forwarded-For", "198.51.100.1"), "per ip"},

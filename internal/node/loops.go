@@ -12,6 +12,7 @@ import (
 	"github.com/anteroom/anteroom/door/lists"
 	"github.com/anteroom/anteroom/health"
 	"github.com/anteroom/anteroom/lifecycle"
+	"github.com/anteroom/anteroom/retention"
 	"github.com/anteroom/anteroom/sale"
 	"github.com/anteroom/anteroom/staff"
 	"github.com/anteroom/anteroom/tokens"
@@ -22,9 +23,10 @@ import (
 // the refusal counts' flush always, and the publisher's view of the epoch
 // markers on an external NATS; unless cfg.Manual, the frontier
 // refresh, the claim service's outbox work, the lifecycle recorder, the
-// shop health prober, the webhook deliverer, the key reload and the
-// limiter's heartbeat. Last, a loop that closes the limiter's Redis pool
-// once Close has drained the HTTP side.
+// shop health prober, the webhook deliverer, the key reload, the
+// limiter's heartbeat and the retention sweep of ended sales. Last, a loop
+// that closes the limiter's Redis pool once Close has drained the HTTP
+// side.
 func (n *Node) startLoops(w *wiring) {
 	cfg, lctx := &n.cfg, n.loops
 	logErr := func(what string) func(error) {
@@ -70,6 +72,8 @@ func (n *Node) startLoops(w *wiring) {
 		watch := newKeyWatch(staff.NewAudit(w.back.rdb), keys)
 		n.goLoop(func() { reloadKeys(lctx, cfg.KeyReload, keys, reloadUsers, watch, logErr("keys")) })
 		n.goLoop(func() { limiter.NewHeartbeat(nodeID(), 0).Run(lctx, logErr("limit heartbeat")) })
+		keeper, clk := retention.New(w.back.rdb, cfg.Retention), w.clk
+		n.goLoop(func() { keeper.Run(lctx, cfg.RetentionEvery, endsOf(snaps), clk.Now, logErr("retention")) })
 	}
 	limitRDB := w.limitRDB
 	n.goLoop(func() { <-lctx.Done(); _ = limitRDB.Close() }) // after the HTTP drain in Close
@@ -92,6 +96,19 @@ func (n *Node) goLoop(f func()) {
 		defer n.wg.Done()
 		f()
 	}()
+}
+
+// endsOf lists every sale the node knows with its end, for the retention
+// sweep.
+func endsOf(s *sale.Snapshots) func() []retention.Sale {
+	return func() []retention.Sale {
+		all := s.All()
+		out := make([]retention.Sale, 0, len(all))
+		for _, v := range all {
+			out = append(out, retention.Sale{ID: v.Config.ID, End: v.Config.EndsAt})
+		}
+		return out
+	}
 }
 
 func salesOf(s *sale.Snapshots) func() []claim.Sale {

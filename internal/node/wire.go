@@ -383,7 +383,7 @@ func (w *wiring) edge() error {
 	// same on every node), Apple's pinned root unless a test names one.
 	attest, err := device.New(back.rdb, device.Config{Secret: w.secret, AppleRoots: cfg.AppAttestRoots,
 		PlayDecryptionKey: cfg.PlayIntegrityDecryptionKey, PlayVerificationKey: cfg.PlayIntegrityVerificationKey,
-		ChallengeTTL: shopper.ChallengeTTL, Clock: w.clk.Now})
+		ChallengeTTL: shopper.ChallengeTTL, Clock: w.clk.Now, Retention: cfg.Retention})
 	if err != nil {
 		return err
 	}
@@ -397,6 +397,7 @@ func (w *wiring) edge() error {
 		GlobalClaim: limit.Limit{Rate: cfg.GlobalClaimRate, Burst: cfg.GlobalClaimRate},
 		Now:         w.clk.Now, NowAt: w.clk.At, Tap: cfg.Tap,
 		Tracer: w.tracing.Provider(), TraceStatusRatio: cfg.TraceStatusRatio,
+		Retention: cfg.Retention,
 	}, web.Deps{
 		Limiter: w.limiter, Reservations: limit.NewReservations(back.rdb), EdgeSecret: w.secret,
 		StaffThrottle: staff.NewThrottle(back.rdb, 0, 0), StaffSessions: staff.NewSessions(back.rdb),

@@ -193,7 +193,7 @@ func (s *Edge) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
 			return p
 		}
 	}
-	device, err := s.signal(c, DeviceHeader)
+	device, err := s.deviceKey(c, cfg, user)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *Edge) Join(c *fiber.Ctx, cfg *event.Config, user string) error {
 // payment, phone and address are counted by the claim script itself, on
 // the signals Signals reads (signals.go).
 func (s *Edge) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
-	device, err := s.signal(c, DeviceHeader)
+	device, err := s.deviceKey(c, cfg, user)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,8 @@ func (s *Edge) Claim(c *fiber.Ctx, cfg *event.Config, user string) error {
 
 // rateLimit checks the distributed buckets of one budget ("join",
 // "claim"): global, event, the caller's IP (an IPv6 caller's /64; see
-// limiterIP), device (when sent) and user.
+// limiterIP), device (the keyed hash of the sale's trusted device signal,
+// when there is one: deviceKey) and user.
 func (s *Edge) rateLimit(c *fiber.Ctx, budget, ev string, b event.Budget, global limit.Limit, device, user string) error {
 	if s.deps.Limiter == nil {
 		return nil
@@ -277,24 +278,6 @@ func untrustedSignal(kind, header string) *kit.Problem {
 	}
 	return kit.NewProblem(fiber.StatusForbidden, "untrusted_signal", "this sale limits claims per "+kind+
 		", and "+header+" is believed only from the shop's gateway (a trusted proxy, ANTEROOM_TRUSTED_PROXIES); come through the shop's gateway")
-}
-
-// signal returns the request header name when the node believes it: the
-// direct peer is a trusted proxy, the header is sent once and is well
-// formed. From any other peer it returns "" whatever was sent (the header
-// is ignored, malformed or not). The value is copied.
-func (s *Edge) signal(c *fiber.Ctx, name string) (string, error) {
-	if !s.proxies.TrustsPeer(c) {
-		return "", nil
-	}
-	v, err := oneHeader(c, name)
-	if err != nil || v == "" {
-		return "", err
-	}
-	if !callerValuePattern.MatchString(v) {
-		return "", kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", name)
-	}
-	return v, nil
 }
 
 // Poll refuses early birds (notOpen), then runs the status limits and

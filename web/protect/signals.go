@@ -213,3 +213,78 @@ func signalKeyOf(secret []byte) []byte {
 	m.Write([]byte("anteroom signal key"))
 	return m.Sum(nil)
 }
+
+// deviceKey is what keys the per-device rate limits of a request for
+// user: the keyed hash of the sale's device signal read from its
+// configured trusted source, or "" (no device budget counted) when the
+// sale has no device signal or the request carries none that can be
+// believed (a proxy header from a peer that is no trusted proxy, a token
+// without the claim). A bare X-Device-ID is never believed: a client that
+// sent a new one per request would get a new budget each time. A signed
+// signal that fails its check is 401 bad_signal, a malformed one 400, and
+// counts nothing.
+func (s *Edge) deviceKey(c *fiber.Ctx, cfg *event.Config, user string) (string, error) {
+	const dim = "device"
+	src := cfg.Signals.Source(dim)
+	if src == nil {
+		return "", nil
+	}
+	header := headerOf(dim, src)
+	var v string
+	var err error
+	switch src.Source {
+	case event.SourceProxyHeader:
+		if !s.proxies.TrustsPeer(c) {
+			return "", nil
+		}
+		if v, err = oneHeader(c, header); err == nil && v != "" && !callerValuePattern.MatchString(v) {
+			err = kit.BadRequest("%s must be 1 to 128 characters of A-Z a-z 0-9 . _ : + / = -", header)
+		}
+	case event.SourceSignedHeader:
+		raw, herr := oneHeader(c, header)
+		if herr != nil || raw == "" {
+			return "", herr
+		}
+		v, err = s.signedSignal(c, cfg, user, dim, header)
+	case event.SourceJWTClaim:
+		claims, cerr := s.tokenClaims(c, cfg, user)
+		if cerr != nil {
+			return "", cerr
+		}
+		if vs := claims[src.Claim]; len(vs) == 1 && vs[0] != "" && len(vs[0]) <= 256 {
+			v = vs[0]
+		}
+	}
+	if err != nil || v == "" {
+		return "", err
+	}
+	return s.signalHash(cfg.ID, dim, v), nil
+}
+
+// HasSignal reports whether the request carries signal name of sale cfg
+// for user from the sale's source for it, believed as Signals believes it
+// (a trusted proxy's well-formed header, a valid signature of the shop
+// for this sale and user, one claim of the identity token naming user).
+// A signal without a source, or missing, forged, stale or untrusted, is
+// false. It counts nothing: the door rules' signals.<name>.
+func (s *Edge) HasSignal(c *fiber.Ctx, cfg *event.Config, user, name string) bool {
+	src := cfg.Signals.Source(name)
+	if src == nil {
+		return false
+	}
+	var err error
+	switch src.Source {
+	case event.SourceJWTClaim:
+		var claims map[string][]string
+		if claims, err = s.tokenClaims(c, cfg, user); err == nil {
+			_, err = claimValue(claims, name, src.Claim)
+		}
+	case event.SourceSignedHeader:
+		_, err = s.signedSignal(c, cfg, user, name, headerOf(name, src))
+	case event.SourceProxyHeader:
+		_, err = s.proxySignal(c, name, headerOf(name, src))
+	default:
+		return false
+	}
+	return err == nil
+}

@@ -16,6 +16,7 @@ package shopper
 
 import (
 	"context"
+	"github.com/anteroom/anteroom/retention"
 	"log/slog"
 	"runtime"
 	"time"
@@ -173,6 +174,11 @@ type Config struct {
 	//
 	// Default: time.Now, requests at the instant fasthttp received them
 	Clock kit.Clock
+	// Retention is how long after a sale's end its per-person keys are
+	// kept: a claim's signal sets expire then.
+	//
+	// Default: retention.DefaultPeriod
+	Retention time.Duration
 }
 
 // API serves the public routes of a sale. It is safe for concurrent use.
@@ -193,6 +199,9 @@ type API struct {
 func New(cfg Config, deps Deps) *API {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 3 * time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = retention.DefaultPeriod
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

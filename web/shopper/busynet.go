@@ -32,7 +32,7 @@ func (s *API) overBudget(c *fiber.Ctx, cfg *event.Config, user string, claims ma
 	if !errors.As(err, &busy) || !busy.BusyNetwork() || !s.deps.Door.Applies(cfg) || !door.BusyChallenges(cfg) {
 		return door.Verdict{}, err
 	}
-	r := s.request(c, user, claims, now)
+	r := s.request(c, cfg, user, claims, now)
 	r.Busy = true
 	v := s.deps.Door.Check(cfg, r, step)
 	if v.Action != door.Challenge {

@@ -1,6 +1,7 @@
 package shopper
 
 import (
+	"github.com/anteroom/anteroom/retention"
 	"time"
 
 	"github.com/anteroom/anteroom/claim"
@@ -80,7 +81,7 @@ func (s *API) spend(c *fiber.Ctx, cfg *event.Config, raw, key string) (claim.Res
 		Event: cfg.ID, User: adm.User, Pos: adm.Pos, IdemKey: key,
 		Limit: cfg.PerUserLimit, Buckets: cfg.Buckets,
 		IdemTTL: claim.DefaultIdemTTL, ClaimTTL: time.Duration(cfg.ClaimTTLSeconds) * time.Second,
-		Signals: signals, SignalsUntil: cfg.SignalsUntil(),
+		Signals: signals, SignalsUntil: retention.Until(cfg.EndsAt, s.cfg.Retention),
 	})
 	if err != nil {
 		return claim.Result{}, err

@@ -43,16 +43,38 @@ import (
 
 // request builds what the door sees of c: the request line, the client
 // address by the trusted-proxy rule (kit.Proxies.ClientAddr), the caller,
-// their identity-token claims (jwt mode, where the step read them), the
-// headers and cookies read from fasthttp's buffers, and now. It must not
-// outlive the handler.
-func (s *API) request(c *fiber.Ctx, user string, claims map[string][]string, now time.Time) *door.Request {
-	return &door.Request{
+// their identity-token claims (jwt mode: those the step read, and any
+// other a rule reads, from the token verified again), the signals of sale
+// cfg from their trusted sources (a rule's signals.<name>), the headers
+// and cookies read from fasthttp's buffers, and now. Nothing is read
+// until a rule asks. It must not outlive the handler.
+func (s *API) request(c *fiber.Ctx, cfg *event.Config, user string, claims map[string][]string, now time.Time) *door.Request {
+	r := &door.Request{
 		Method: c.Method(), Host: c.Hostname(), Path: c.Path(), Query: string(c.Request().URI().QueryString()),
 		Addr: s.deps.Proxies.ClientAddr(c), User: user, Claims: claims, Now: now,
 		Header: func(name string) string { return c.Get(name) },
 		Cookie: func(name string) string { return c.Cookies(name) },
 	}
+	if lc, ok := s.deps.Identity.(laneClaims); ok && user != "" {
+		r.Claim = func(name string) ([]string, bool) {
+			u, got, err := lc.UserClaims(c, []string{name})
+			if err != nil || u != user {
+				return nil, false
+			}
+			v, ok := got[name]
+			return v, ok
+		}
+	}
+	if sr, ok := s.deps.Guard.(signalReader); ok && user != "" {
+		r.Signal = func(name string) bool { return sr.HasSignal(c, cfg, user, name) }
+	}
+	return r
+}
+
+// signalReader tells whether a request carries a sale's signal from its
+// trusted source (web/protect's Edge), for the door rules' signals.
+type signalReader interface {
+	HasSignal(c *fiber.Ctx, cfg *event.Config, user, name string) bool
 }
 
 // ask is the door's verdict for the caller of c at step, and its refusal
@@ -61,7 +83,7 @@ func (s *API) ask(c *fiber.Ctx, cfg *event.Config, user string, claims map[strin
 	if !s.deps.Door.Applies(cfg) {
 		return door.Verdict{}, nil
 	}
-	r := s.request(c, user, claims, now)
+	r := s.request(c, cfg, user, claims, now)
 	if step == door.Gate {
 		gateLine(c, r) // the protected request, as the proxy names it
 	}
