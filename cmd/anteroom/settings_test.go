@@ -100,6 +100,7 @@ func TestEverySettableFieldHasASetting(t *testing.T) {
 		"CaptchaTimeout":  "tests only: one siteverify call's bound",
 		"Limiter":         "tests only: how rate limiting degrades",
 		"AppAttestRoots":  "tests only: a test App Attest root instead of Apple's pinned one (production trusts only Apple's)",
+		"RetentionEvery":  "tests only: how often the retention sweep runs (15 minutes)",
 		"Log":             "made from -log-format (checked below)",
 		"Tracing":         "the standard OTEL_* variables, read by serve (TestServeTracingEnv)",
 		"DemoSignInLinks": "the demo command only: no setting serves sign-in links (TestNoSettingServesSignInLinks)",
