@@ -377,4 +377,3 @@ func (s *Store) scanRecords(ctx context.Context, sale Sale, f func(id, raw strin
 		return ctx.Err()
 	}
 }
-
