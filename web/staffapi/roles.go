@@ -16,7 +16,8 @@ import (
 //	viewer    GET /admin/events, GET /admin/events/{id}[/lifecycle|/page|/preview],
 //	          GET /admin/audit[.csv], GET /admin/lists[/{name}[/entries]]
 //	operator  POST /admin/events/{id}/pause|resume|close|reopen|rebuild; staff reads
-//	          and releases of claims; POST /admin/lists/{name}/entries (a bulk
+//	          and releases of claims; GET /admin/events/{id}/sweep, POST
+//	          /admin/events/{id}/cancellations; POST /admin/lists/{name}/entries (a bulk
 //	          upload), PUT and DELETE /admin/lists/{name}/entries/{value}
 //	admin     PUT /admin/events/{id}[/page], POST /admin/events/{id}/page/publish,
 //	          DELETE /admin/sessions, accounts and API keys
