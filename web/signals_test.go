@@ -56,6 +56,7 @@ func (r *recClaims) Claim(_ context.Context, q claim.Request) (claim.Result, err
 	r.reqs = append(r.reqs, q)
 	return claim.Result{ClaimID: "c-" + q.User, Status: "pending"}, nil
 }
+
 // taken returns the requests since the last call with their limited
 // signals only (the sweep's, claim.NoLimit, are TestSweepSignals').
 func (r *recClaims) taken() []claim.Request {
