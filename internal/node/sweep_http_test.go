@@ -35,7 +35,7 @@ func TestSweepAndCancelHTTP(t *testing.T) {
 	}
 	sw := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/ring/sweep", admin, nil)
 	groups, _ := sw.Body["groups"].([]any)
-	if sw.Status != http.StatusOK || len(groups) != 1 || strings.Contains(sw.Raw, "127.0.0") {
+	if sw.Status != http.StatusOK || len(groups) != 1 || strings.Contains(string(sw.Raw), "127.0.0") {
 		t.Fatalf("sweep: %d %s, want one network group, no address", sw.Status, sw.Raw)
 	}
 	g := groups[0].(map[string]any)
@@ -43,7 +43,7 @@ func TestSweepAndCancelHTTP(t *testing.T) {
 		t.Fatalf("group %v, want the network, 3 claims, score 3", g)
 	}
 	csv := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/ring/sweep?format=csv", admin, nil)
-	if csv.Status != http.StatusOK || strings.Count(csv.Raw, "\n") != 4 || !strings.HasPrefix(csv.Raw, "rank,dimension,hash") {
+	if csv.Status != http.StatusOK || strings.Count(string(csv.Raw), "\n") != 4 || !strings.HasPrefix(string(csv.Raw), "rank,dimension,hash") {
 		t.Errorf("sweep CSV: %d %q, want a header and 3 rows", csv.Status, csv.Raw)
 	}
 	cancelURL := n.URL() + "/admin/events/ring/cancellations"
@@ -74,10 +74,10 @@ func TestSweepAndCancelHTTP(t *testing.T) {
 		t.Errorf("cancelling again: %d %s, want 409 not_cancellable", again.Status, again.Raw)
 	}
 	view := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/ring", admin, nil)
-	if !strings.Contains(view.Raw, `"restocked":3`) {
+	if !strings.Contains(string(view.Raw), `"restocked":3`) {
 		t.Errorf("admin view after the cancellation: %s, want 3 restocked", view.Raw)
 	}
-	if sw := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/ring/sweep", admin, nil); !strings.Contains(sw.Raw, `"groups":[]`) {
+	if sw := nodetest.Call(t, http.MethodGet, n.URL()+"/admin/events/ring/sweep", admin, nil); !strings.Contains(string(sw.Raw), `"groups":[]`) {
 		t.Errorf("sweep after cancelling: %s, want no group", sw.Raw)
 	}
 }
