@@ -114,6 +114,20 @@
 // (claim_ttl_seconds after the grant, by Redis TIME), a bounded number per
 // bucket per tick.
 //
+// # Cancellation and the sweep
+//
+// Staff cancel granted claims, pending or confirmed, that the sweep
+// (sweep.go: live claims grouped by shared signal values read from the
+// claim records) found sharing signals: cancel.lua on the home bucket,
+// all or nothing, marks each cancelled, returns its unit to the stock or
+// not (restock, counted in stats restocked), and writes one
+// order_cancelled event per claim (Nats-Msg-Id "<claim id>:cancelled")
+// into the outbox, published like a release; see cancel.go. Units on sale
+// = remaining + parked + granted − released − restocked; the rebuild
+// (cancelled wins over confirmed and released: it acts on a live claim
+// only), reconciliation, Live and the order worker count cancellations.
+// A cancelled claim keeps its user's and its signals' slots.
+//
 // # Order worker
 //
 // Worker consumes the stream with explicit acks, marks the claim confirmed

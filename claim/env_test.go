@@ -112,9 +112,9 @@ func (e *env) totals(t *testing.T, sale Sale, onSale int64) Totals {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum := got.Remaining + got.Parked + got.Granted - got.Released; sum != onSale {
-		t.Errorf("remaining %d + parked %d + granted %d − released %d = %d, want %d units on sale",
-			got.Remaining, got.Parked, got.Granted, got.Released, sum, onSale)
+	if sum := got.Remaining + got.Parked + got.Granted - got.Released - got.Restocked; sum != onSale {
+		t.Errorf("remaining %d + parked %d + granted %d − released %d − restocked %d = %d, want %d units on sale",
+			got.Remaining, got.Parked, got.Granted, got.Released, got.Restocked, sum, onSale)
 	}
 	return got
 }

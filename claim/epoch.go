@@ -206,7 +206,8 @@ func firstAfterIn(markers []uint64, epoch uint64) uint64 {
 // CountedEvents returns the order events of event ev on the stream, as
 // ReadEvents does, less what the fence voids: granted events stored after
 // an epoch marker ended their epoch (never acknowledged; see PublishGrant),
-// and released events of claims with no counted grant. Audits count these.
+// and released and order_cancelled events of claims with no counted grant.
+// Audits count these.
 func CountedEvents(ctx context.Context, js jetstream.JetStream, ev string) ([]OrderEvent, error) {
 	evs, err := ReadEvents(ctx, js, ev)
 	if err != nil {
@@ -233,7 +234,7 @@ func CountedEvents(ctx context.Context, js jetstream.JetStream, ev string) ([]Or
 	}
 	kept := out[:0]
 	for _, e := range out {
-		if e.Type != KindReleased || counted[e.ClaimID] {
+		if e.Type == KindGranted || counted[e.ClaimID] {
 			kept = append(kept, e)
 		}
 	}

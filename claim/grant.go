@@ -150,9 +150,37 @@ const (
 	SignalAddress = "address"
 )
 
+// knownDim reports whether d is a signal claim.lua may count: the four
+// limited ones, the client's network, or a claim of the identity token
+// (token:<name>, the name as event.Signals.Claims allows).
 func knownDim(d string) bool {
-	return d == SignalDevice || d == SignalPayment || d == SignalPhone || d == SignalAddress
+	switch d {
+	case SignalDevice, SignalPayment, SignalPhone, SignalAddress, SignalNetwork:
+		return true
+	}
+	name, ok := strings.CutPrefix(d, SignalToken)
+	return ok && tokenClaimName(name)
 }
+
+// tokenClaimName reports whether name can name an identity token's claim
+// in a signal: 1 to 64 of A-Z a-z 0-9 _ . / - (no ':', which ends the
+// dimension in a signal set's key).
+func tokenClaimName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// NoLimit is the limit of a signal recorded for the sweep only: a value
+// may hold this many claims, which no sale reaches.
+const NoLimit = 1 << 30
 
 func isHex(s string) bool {
 	for i := range len(s) {

@@ -21,7 +21,8 @@ const MaxPendingRead = 10_000
 type Live struct {
 	// Stock is the units left in each bucket.
 	Stock []int64
-	// Released counts units released back to stock since the sale began.
+	// Released counts units returned to stock since the sale began:
+	// released claims and cancelled ones restocked.
 	Released int64
 	// Pending are the pending claims' holders, one per claim (read only
 	// when asked for), at most MaxPendingRead per bucket: a person holding
@@ -54,7 +55,7 @@ func (s *Store) Live(ctx context.Context, sale Sale, pending bool) (Live, error)
 		for b := range sale.Buckets {
 			k := bucketOf(sale.ID, b)
 			sc[b] = p.Get(ctx, k.stock())
-			rc[b] = p.HMGet(ctx, k.stats(), "released", "epoch")
+			rc[b] = p.HMGet(ctx, k.stats(), "released", "epoch", "restocked")
 			fc[b] = p.Exists(ctx, k.frozen())
 		}
 		return nil
@@ -66,12 +67,14 @@ func (s *Store) Live(ctx context.Context, sale Sale, pending bool) (Live, error)
 	for b := range sale.Buckets {
 		l.Stock[b], _ = sc[b].Int64()
 		st := rc[b].Val()
-		if len(st) == 2 {
+		if len(st) == 3 {
 			r, _ := st[0].(string)
 			n, _ := strconv.ParseInt(r, 10, 64)
-			l.Released += n
+			rs, _ := st[2].(string)
+			m, _ := strconv.ParseInt(rs, 10, 64)
+			l.Released += n + m
 		}
-		if len(st) != 2 || st[1] == nil || fc[b].Val() != 0 {
+		if len(st) != 3 || st[1] == nil || fc[b].Val() != 0 {
 			l.Known = false
 		}
 	}

@@ -59,6 +59,10 @@ type Report struct {
 	Granted   int `json:"granted"`
 	Released  int `json:"released"`
 	Confirmed int `json:"confirmed"`
+	// Cancelled counts claims staff cancelled (order_cancelled events);
+	// Restocked those whose unit went back to the stock.
+	Cancelled int `json:"cancelled"`
+	Restocked int `json:"restocked"`
 	// Superseded counts grants on the stream that the fence voids: decided
 	// on stock an earlier rebuild (or this one) replaced, stored after its
 	// epoch marker, never acknowledged, not counted.
@@ -67,7 +71,7 @@ type Report struct {
 	// buckets' new epoch.
 	Epoch uint64 `json:"epoch"`
 	// Available is what the buckets hold afterwards: OnSale − Granted +
-	// Released.
+	// Released + Restocked.
 	Available int64 `json:"available"`
 	// Oversold is above 0 only if the stream holds more live grants than
 	// units on sale.
@@ -228,6 +232,7 @@ func (r *Rebuilder) prepare(ctx context.Context, cfg *event.Config, rep *Report)
 	}
 	plan := planRestore(cfg, evs, statuses, markers, r.now())
 	rep.Granted, rep.Released, rep.Confirmed = plan.granted, plan.released, plan.confirmed
+	rep.Cancelled, rep.Restocked = plan.cancelled, plan.restocked
 	rep.Available, rep.Oversold, rep.Superseded = plan.available, plan.oversold, plan.superseded
 	return plan, nil
 }

@@ -96,4 +96,9 @@ func TestRecordSignals(t *testing.T) {
 	if got := signalKeys(k, "payment:00112233445566778899aabbccddeeff bogus payment:ffeeddccbbaa99887766554433221100 smell:00112233445566778899aabbccddeeff"); len(got) != 1 || got[0] != k.signal("payment", "00112233445566778899aabbccddeeff") {
 		t.Errorf("signalKeys kept %v, want the first payment only (malformed, repeated and unknown left out)", got)
 	}
+	// The sweep's dimensions: a token claim's name holds a colon of its own.
+	tok := SignalToken + "phone"
+	if got := signalKeys(k, tok+":00112233445566778899aabbccddeeff network:ffeeddccbbaa99887766554433221100"); len(got) != 2 || got[0] != k.signal(tok, "00112233445566778899aabbccddeeff") {
+		t.Errorf("signalKeys of a token claim and a network kept %v, want both", got)
+	}
 }

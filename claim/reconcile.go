@@ -15,8 +15,8 @@ import (
 // reconcileMax bounds the events one reconciliation republishes.
 const reconcileMax = 1000
 
-// Reconcile compares the grants and releases Redis recorded for sale with
-// the order stream, and republishes (at most max) the order events the
+// Reconcile compares the grants, releases and cancellations Redis recorded
+// for sale with the order stream, and republishes (at most max) the order events the
 // stream lacks that are no longer in an outbox — for example after the
 // stream lost messages. When the counts agree it costs one pipelined Redis
 // read and one stream info request; only a shortfall reads the stream and
@@ -45,17 +45,21 @@ func (s *Service) Reconcile(ctx context.Context, sale Sale, max int) (int, error
 	}
 	// A grant counted in stats is in the outbox read after it, or was
 	// acknowledged (and is on the stream) before the stream is asked.
-	var granted, released int64
+	var granted, released, cancelled int64
 	boxed := map[string]bool{}
 	for b := range sale.Buckets {
 		g, _ := strconv.ParseInt(stats[b].Val()["granted"], 10, 64)
 		r, _ := strconv.ParseInt(stats[b].Val()["released"], 10, 64)
-		granted, released = granted+g, released+r
+		c, _ := strconv.ParseInt(stats[b].Val()["cancelled"], 10, 64)
+		granted, released, cancelled = granted+g, released+r, cancelled+c
 		for _, id := range boxes[b].Val() {
 			boxed[id] = true
-			if strings.HasSuffix(id, ":released") {
+			switch {
+			case strings.HasSuffix(id, ":released"):
 				released--
-			} else {
+			case strings.HasSuffix(id, ":cancelled"):
+				cancelled--
+			default:
 				granted--
 			}
 		}
@@ -64,7 +68,8 @@ func (s *Service) Reconcile(ctx context.Context, sale Sale, max int) (int, error
 	if err != nil {
 		return 0, err
 	}
-	if int64(counts[Subject(sale.ID, KindGranted)]) >= granted && int64(counts[Subject(sale.ID, KindReleased)]) >= released {
+	if int64(counts[Subject(sale.ID, KindGranted)]) >= granted && int64(counts[Subject(sale.ID, KindReleased)]) >= released &&
+		int64(counts[Subject(sale.ID, KindCancelled)]) >= cancelled {
 		return 0, nil
 	}
 	return s.republishMissing(ctx, sale, boxed, max)
@@ -132,6 +137,12 @@ func (s *Service) missing(ctx context.Context, sale Sale, seen, boxed map[string
 			}
 			if rec.Status == StatusReleased && !seen[id+":released"] && !boxed[id+":released"] {
 				oe.Type, oe.At, oe.Reason, oe.Epoch = KindReleased, s.now().UTC(), ReasonReconciled, 0
+				msgs = append(msgs, encoded(oe))
+			}
+			if rec.Status == StatusCancelled && !seen[id+":cancelled"] && !boxed[id+":cancelled"] {
+				// Rebuilt from the record, which keeps the reason and
+				// the restock choice; who cancelled is in the audit.
+				oe.Type, oe.At, oe.Reason, oe.Restock, oe.Epoch = KindCancelled, s.now().UTC(), Reason(rec.CancelReason), rec.Restock, 0
 				msgs = append(msgs, encoded(oe))
 			}
 		}

@@ -59,7 +59,8 @@ func (s *Store) release(ctx context.Context, ev string, b int, reason Reason, at
 }
 
 // Confirm marks claim id of event ev confirmed if it is pending, and returns
-// its status afterwards: confirmed, or released when a release came first.
+// its status afterwards: confirmed, or released (cancelled) when a release
+// (a staff cancellation) came first.
 // It returns ErrNotFound, ErrPaused (a rebuild runs; retry later) or
 // ErrNeedsRebuild (the bucket's server failed over or lost its data).
 func (s *Store) Confirm(ctx context.Context, ev, id string) (Status, error) {
@@ -82,7 +83,7 @@ func (s *Store) Confirm(ctx context.Context, ev, id string) (Status, error) {
 	}
 	switch code {
 	case 0:
-		if status != StatusConfirmed && status != StatusReleased {
+		if status != StatusConfirmed && status != StatusReleased && status != StatusCancelled {
 			return "", fmt.Errorf("confirm %s: malformed reply: status %q", id, status)
 		}
 		return status, nil
@@ -140,7 +141,7 @@ func (s *Store) due(ctx context.Context, ev string, b int, now time.Time, n int)
 // once, and puts a "released" order event on JetStream before it returns.
 // user is the caller, who must own the claim; "" releases as an admin.
 // Releasing a released claim again succeeds and changes nothing. Errors:
-// ErrNotFound, ErrConfirmed, ErrPaused, ErrUnavailable (the release is
+// ErrNotFound, ErrConfirmed, ErrCancelled, ErrPaused, ErrUnavailable (the release is
 // done; its event stays in the outbox until the sweeper publishes it),
 // ErrNeedsRebuild (the bucket's server failed over or lost its data: the
 // claim may have been confirmed there; nothing is released before the
@@ -171,6 +172,9 @@ func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, err
 	case releaseNotFound:
 		return Record{}, ErrNotFound
 	case releaseConfirmed:
+		if res[0].status == StatusCancelled {
+			return Record{}, ErrCancelled
+		}
 		return Record{}, ErrConfirmed
 	case releaseFrozen:
 		return Record{}, ErrPaused

@@ -21,8 +21,10 @@ type restorePlan struct {
 	mark                         uint64 // the rebuild's epoch marker
 	superseded                   int    // grants void by the fence
 	stock, grantedB, releasedB   []int64
+	cancelledB, restockedB       []int64
 	claims                       [][]restoreClaim // per bucket
 	granted, released, confirmed int
+	cancelled, restocked         int
 	available, oversold          int64
 }
 
@@ -47,15 +49,22 @@ type storedRecord struct {
 	// Sig are the signal sets the claim counts in (their keys), which a
 	// release leaves (release.lua).
 	Sig []string `json:"sig,omitempty"`
+	// CancelReason and Restock are a cancelled claim's, as cancel.lua
+	// writes them.
+	CancelReason string `json:"cancel_reason,omitempty"`
+	Restock      bool   `json:"restock,omitempty"`
 }
 
 // planRestore derives every bucket's state from the order events evs
 // (duplicates allowed) and the order worker's statuses: each distinct
 // granted claim is restored in the bucket its id names (the user's home
-// bucket), confirmed if the worker confirmed it (even when a released event
+// bucket), cancelled if an order_cancelled event exists (staff's decision
+// wins: a cancellation acts on a pending or confirmed claim only), else
+// confirmed if the worker confirmed it (even when a released event
 // exists: the confirmation wins), else released if a released event
-// exists, else pending with its expiry deadline; the units not
-// held by live claims are spread evenly over the buckets.
+// exists, else pending with its expiry deadline; the units not held by
+// live claims (a released claim, a cancelled one restocked) are spread
+// evenly over the buckets.
 //
 // markers are the event's epoch markers (the rebuild's own last, at
 // sequence mark): a granted event read from the stream counts only if no
@@ -66,6 +75,7 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 	p := &restorePlan{
 		gen:   strconv.FormatInt(now.UnixNano(), 10),
 		stock: make([]int64, n), grantedB: make([]int64, n), releasedB: make([]int64, n),
+		cancelledB: make([]int64, n), restockedB: make([]int64, n),
 		claims: make([][]restoreClaim, n),
 	}
 	if len(markers) > 0 {
@@ -73,6 +83,7 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 	}
 	granted := map[string]OrderEvent{}
 	released := map[string]bool{}
+	cancelled := map[string]OrderEvent{}
 	void := map[string]bool{}
 	for _, e := range evs {
 		switch e.Type {
@@ -86,6 +97,10 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 			}
 		case KindReleased:
 			released[e.ClaimID] = true
+		case KindCancelled:
+			if _, ok := cancelled[e.ClaimID]; !ok {
+				cancelled[e.ClaimID] = e
+			}
 		}
 	}
 	for id := range void {
@@ -97,7 +112,16 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 	for id, g := range granted {
 		p.granted++
 		rec := storedRecord{User: g.User, Pos: g.Pos, AtMs: g.At.UnixMilli(), Status: StatusPending, Idem: g.Idem}
+		ce, isCancelled := cancelled[id]
 		switch {
+		case isCancelled:
+			// One event per cancellation (cancel.lua writes it once);
+			// a duplicate on the stream carries the same choice.
+			rec.Status, rec.CancelReason, rec.Restock = StatusCancelled, string(ce.Reason), ce.Restock
+			p.cancelled++
+			if ce.Restock {
+				p.restocked++
+			}
 		case statuses[id] == StatusConfirmed:
 			// Trusted over a released event: Redis confirmed the claim,
 			// so a release was decided on a copy that lost the
@@ -113,8 +137,14 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 			continue // counted as sold; no bucket can hold its state
 		}
 		p.grantedB[b]++
-		if rec.Status == StatusReleased {
+		switch {
+		case rec.Status == StatusReleased:
 			p.releasedB[b]++
+		case rec.Status == StatusCancelled:
+			p.cancelledB[b]++
+			if rec.Restock {
+				p.restockedB[b]++
+			}
 		}
 		var sig []string
 		var sigUntil int64
@@ -132,7 +162,7 @@ func planRestore(cfg *event.Config, evs []OrderEvent, statuses map[string]Status
 		}
 		p.claims[b] = append(p.claims[b], c)
 	}
-	p.available = cfg.OnSale() - int64(p.granted) + int64(p.released)
+	p.available = cfg.OnSale() - int64(p.granted) + int64(p.released) + int64(p.restocked)
 	if p.available < 0 {
 		p.oversold, p.available = -p.available, 0
 	}
@@ -153,7 +183,8 @@ func (s *Store) restoreEvent(ctx context.Context, ev string, p *restorePlan, tok
 	for b := range p.stock {
 		k := bucketOf(ev, b)
 		keys := append(k.stockKeys(4), k.transfers(), k.applied(), k.parked(), k.gen())
-		ok, err := s.lua.restore.Run(ctx, s.rdb, keys, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark).Int()
+		ok, err := s.lua.restore.Run(ctx, s.rdb, keys, p.stock[b], p.grantedB[b], p.releasedB[b], p.gen, token, p.mark,
+			p.cancelledB[b], p.restockedB[b]).Int()
 		if err == nil && ok == 0 {
 			err = fmt.Errorf("bucket is no longer frozen by this rebuild")
 		}
@@ -190,7 +221,13 @@ func signalKeys(k bucketKeys, signals string) []string {
 	var out []string
 	var sigs []Signal
 	for _, f := range strings.Fields(signals) {
-		dim, hash, _ := strings.Cut(f, ":")
+		// The hash is hex: the last colon ends the dimension, which may
+		// hold one of its own (token:<claim>).
+		i := strings.LastIndexByte(f, ':')
+		if i < 0 {
+			continue
+		}
+		dim, hash := f[:i], f[i+1:]
 		sg := Signal{Dim: dim, Hash: hash, Max: 1}
 		if checkSignals(append(sigs, sg)) != nil {
 			continue

@@ -226,9 +226,15 @@ func (s *Service) publishEach(ctx context.Context, ev string, msgs []message) []
 			defer func() { <-sem; wg.Done() }()
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			if m.ev.Type == KindGranted {
+			switch m.ev.Type {
+			case KindGranted:
 				errs[i] = s.publishGrant(pctx, ev, m.id, m.payload)
-			} else {
+			case KindCancelled:
+				errs[i] = s.pub.Publish(pctx, Subject(ev, m.ev.Type), m.id, []byte(m.payload))
+				if errs[i] == nil && s.notice != nil {
+					errs[i] = s.cancelNotice(pctx, m.payload)
+				}
+			default:
 				errs[i] = s.pub.Publish(pctx, Subject(ev, m.ev.Type), m.id, []byte(m.payload))
 			}
 		}()
@@ -259,4 +265,13 @@ func (s *Service) recoverTransfers(ctx context.Context, sale Sale, age time.Dura
 		}
 	}
 	return n, nil
+}
+
+// cancelNotice hands an order_cancelled event's payload to the notice.
+func (s *Service) cancelNotice(ctx context.Context, payload string) error {
+	var oe OrderEvent
+	if err := json.Unmarshal([]byte(payload), &oe); err != nil {
+		return fmt.Errorf("cancel notice: %w", err)
+	}
+	return s.notice(ctx, oe)
 }

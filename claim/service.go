@@ -69,6 +69,9 @@ type Service struct {
 	// reconcileAge keeps reconciliation away from claims so young that
 	// their own request may still be publishing them.
 	reconcileAge time.Duration
+	// notice follows each published order_cancelled event
+	// (WithCancelNotice); nil: none.
+	notice func(ctx context.Context, e OrderEvent) error
 
 	mu      sync.Mutex
 	acked   map[boxRef][]string

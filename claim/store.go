@@ -73,6 +73,8 @@ var (
 	unfreezeLua string
 	//go:embed lay.lua
 	layLua string
+	//go:embed cancel.lua
+	cancelLua string
 )
 
 // Store runs the claim scripts and reads claim state. Every script touches
@@ -89,7 +91,7 @@ type scripts struct {
 	release, confirm, mine        *redis.Script
 	restore, restoreClaims        *redis.Script
 	freeze, unfreeze, lay         *redis.Script
-	layFor, pending               *redis.Script
+	layFor, pending, cancel       *redis.Script
 }
 
 // NewStore returns a Store on rdb (a *redis.Client or *redis.ClusterClient).
@@ -102,7 +104,7 @@ func NewStore(rdb redis.UniversalClient) *Store {
 		restoreClaims: luascript.New(restoreClaimsLua),
 		freeze:        luascript.New(freezeLua), unfreeze: luascript.New(unfreezeLua),
 		lay: luascript.New(layLua), layFor: luascript.New(layForLua),
-		pending: luascript.New(pendingLua),
+		pending: luascript.New(pendingLua), cancel: luascript.New(cancelLua),
 	}}
 }
 
@@ -132,8 +134,15 @@ type OrderEvent struct {
 	// Idem is the request's idempotency key, so that a rebuild can restore
 	// it.
 	Idem string `json:"idem,omitempty"`
-	// Reason says why a claim was released: user, admin or expired.
+	// Reason says why a claim was released (user, admin, expired,
+	// reconciled) or, on an order_cancelled event, staff's reason.
 	Reason Reason `json:"reason,omitempty"`
+	// Restock is, on an order_cancelled event, whether the unit went back
+	// to the stock; Was the claim's status before (pending or confirmed);
+	// By the staff member who cancelled it.
+	Restock bool   `json:"restock,omitempty"`
+	Was     Status `json:"was,omitempty"`
+	By      string `json:"by,omitempty"`
 	// TraceID is, on a granted event, the W3C trace id (32 lowercase hex
 	// digits) of the claim request that was granted, when that request
 	// was traced and its trace sampled; otherwise absent. It comes before
@@ -157,8 +166,11 @@ type OrderEvent struct {
 
 // msgID is the Nats-Msg-Id (and outbox field) of the event.
 func (e *OrderEvent) msgID() string {
-	if e.Type == KindReleased {
+	switch e.Type {
+	case KindReleased:
 		return e.ClaimID + ":released"
+	case KindCancelled:
+		return e.ClaimID + ":cancelled"
 	}
 	return e.ClaimID
 }
@@ -184,8 +196,8 @@ func ParseClaimID(id string) (int, error) {
 	return b, nil
 }
 
-// Record is the stored state of one claim. Status is pending, confirmed or
-// released.
+// Record is the stored state of one claim. Status is pending, confirmed,
+// released or cancelled.
 type Record struct {
 	ID     string `json:"claim_id"`
 	User   string `json:"user"`
@@ -193,6 +205,9 @@ type Record struct {
 	AtMs   int64  `json:"at"`
 	Status Status `json:"status"`
 	Idem   string `json:"idem,omitempty"`
+	// CancelReason and Restock are a cancelled claim's (cancel.go).
+	CancelReason string `json:"cancel_reason,omitempty"`
+	Restock      bool   `json:"restock,omitempty"`
 }
 
 // Lookup returns claim id of event ev, or ErrNotFound.

@@ -18,14 +18,14 @@ import (
 // StreamName is the JetStream stream that holds every order event.
 const StreamName = "ANTEROOM_ORDERS"
 
-// Subject returns the subject of an order event of kind ("granted" or
-// "released") for event ev.
+// Subject returns the subject of an order event of kind ("granted",
+// "released" or "order_cancelled") for event ev.
 func Subject(ev string, kind Kind) string { return "anteroom.orders." + ev + "." + string(kind) }
 
 // StreamConfig describes the order stream: limits retention, kept for 90
 // days (well past any sale, so stock can be rebuilt from it), duplicates
 // rejected within DuplicateWindow by Nats-Msg-Id. It holds the order events
-// (anteroom.orders.<event>.granted|released) and the rebuilds' epoch
+// (anteroom.orders.<event>.granted|released|order_cancelled) and the rebuilds' epoch
 // markers (anteroom.epochs.<event>).
 func StreamConfig(replicas int, opts ...StreamOption) jetstream.StreamConfig {
 	c := jetstream.StreamConfig{
@@ -156,7 +156,7 @@ func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs,
 }
 
 // ReadEvents returns the order events of event ev of the given kinds
-// ("granted", "released"; none means both) on the stream, in stream order,
+// ("granted", "released", "order_cancelled"; none means all three) on the stream, in stream order,
 // duplicates included: every event the stream acknowledged before the
 // call. It rides out a leader election (internal/jsretry): a fetch that
 // failed resumes after the last event read.
@@ -168,7 +168,7 @@ func CountGranted(ctx context.Context, js jetstream.JetStream, ev string) (msgs,
 // the read early); its fetches wait for them instead.
 func ReadEvents(ctx context.Context, js jetstream.JetStream, ev string, kinds ...Kind) ([]OrderEvent, error) {
 	if len(kinds) == 0 {
-		kinds = []Kind{KindGranted, KindReleased}
+		kinds = []Kind{KindGranted, KindReleased, KindCancelled}
 	}
 	counts, err := subjectCounts(ctx, js, ev)
 	if err != nil {

@@ -10,11 +10,15 @@ import (
 )
 
 // Totals sums an event's buckets. Units on sale = Remaining + Parked +
-// Granted − Released, always.
+// Granted − Released − Restocked, always.
 type Totals struct {
 	Remaining int64 `json:"remaining"`
 	Granted   int64 `json:"granted"`
 	Released  int64 `json:"released"`
+	// Cancelled counts claims staff cancelled; Restocked those of them
+	// whose unit went back to the stock.
+	Cancelled int64 `json:"cancelled"`
+	Restocked int64 `json:"restocked"`
 	Outbox    int64 `json:"outbox"`
 	// Parked counts units in transfers between buckets not yet settled.
 	Parked int64 `json:"parked"`
@@ -51,6 +55,10 @@ func (s *Store) Totals(ctx context.Context, sale Sale) (Totals, error) {
 		r, _ := strconv.ParseInt(m["released"], 10, 64)
 		t.Granted += g
 		t.Released += r
+		c, _ := strconv.ParseInt(m["cancelled"], 10, 64)
+		rs, _ := strconv.ParseInt(m["restocked"], 10, 64)
+		t.Cancelled += c
+		t.Restocked += rs
 		t.Outbox += box[b].Val()
 	}
 	return t, nil

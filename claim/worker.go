@@ -21,7 +21,7 @@ const OrdersBucket = "anteroom-orders"
 const WorkerConsumer = "anteroom-order-worker"
 
 // Order is the order worker's record of one claim. Status is confirmed,
-// released, or void: a grant the fence superseded (decided on stock a
+// released, cancelled (by staff, final), or void: a grant the fence superseded (decided on stock a
 // rebuild replaced, stored after the rebuild's epoch marker), never
 // acknowledged to its client and never counted.
 type Order struct {
@@ -32,6 +32,11 @@ type Order struct {
 	Status     Status    `json:"status"`
 	GrantedAt  time.Time `json:"granted_at,omitzero"`
 	ReleasedAt time.Time `json:"released_at,omitzero"`
+	// CancelledAt, Reason and Restock are a cancelled order's: when
+	// staff cancelled it, why, and whether its unit went back to stock.
+	CancelledAt time.Time `json:"cancelled_at,omitzero"`
+	Reason      string    `json:"reason,omitempty"`
+	Restock     bool      `json:"restock,omitempty"`
 }
 
 func orderKey(ev, id string) string { return ev + "." + id }
@@ -150,8 +155,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		if md, err = m.Metadata(); err == nil {
 			err = w.granted(ctx, oe, md.Sequence.Stream)
 		}
-	case "released":
+	case KindReleased:
 		err = w.released(ctx, oe)
+	case KindCancelled:
+		err = w.cancelled(ctx, oe)
 	default:
 		w.cfg.OnError(fmt.Errorf("order worker: unknown event type %q: dropped", oe.Type))
 		_ = m.Term()
@@ -244,7 +251,7 @@ func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 			return err
 		}
 		switch o.Status {
-		case "void":
+		case "void", StatusCancelled:
 			return nil
 		case "released":
 			if !o.ReleasedAt.IsZero() {
@@ -289,4 +296,34 @@ func (w *Worker) order(ctx context.Context, key string) (Order, uint64, error) {
 		return Order{}, 0, fmt.Errorf("order %s: decode: %w", key, err)
 	}
 	return o, e.Revision(), nil
+}
+
+// cancelled marks the order cancelled, creating it when the
+// order_cancelled event arrives before the granted one. Staff's
+// cancellation is final: cancel.lua acted on a pending or confirmed claim
+// in Redis. A void order stays void (its grant was never counted).
+func (w *Worker) cancelled(ctx context.Context, oe OrderEvent) error {
+	key := orderKey(oe.Event, oe.ClaimID)
+	for attempt := 0; attempt < 5; attempt++ {
+		o, rev, err := w.order(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			o = Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos}
+		} else if err != nil {
+			return err
+		}
+		if o.Status == StatusVoid || (o.Status == StatusCancelled && !o.CancelledAt.IsZero()) {
+			return nil
+		}
+		o.Status, o.CancelledAt, o.Reason, o.Restock = StatusCancelled, oe.At, string(oe.Reason), oe.Restock
+		raw, _ := json.Marshal(o)
+		if rev == 0 {
+			_, err = w.kv.Create(ctx, key, raw)
+		} else {
+			_, err = w.kv.Update(ctx, key, raw, rev)
+		}
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("order %s changed concurrently", key)
 }

@@ -3,6 +3,7 @@ package event
 import (
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // Signals say where a sale's per-person signals come from: a device id, a
@@ -21,7 +22,20 @@ type Signals struct {
 	Phone *SignalSource `json:"phone,omitempty"`
 	// Address is the (shop-hashed) shipping address's source.
 	Address *SignalSource `json:"address,omitempty"`
+	// SweepClaims name claims of the shop's identity token (identity
+	// mode jwt) whose values each claim records, as keyed hashes, for the
+	// sweep to group by (a verified phone, a loyalty id): at most
+	// MaxSweepClaims names of 1 to 64 of A-Z a-z 0-9 _ . / -. They limit
+	// nothing; a claim whose token lacks one records none for it.
+	//
+	// Default: none
+	SweepClaims []string `json:"sweep_claims,omitempty"`
 }
+
+// MaxSweepClaims bounds Signals.SweepClaims.
+const MaxSweepClaims = 4
+
+var sweepClaimPattern = regexp.MustCompile(`^[A-Za-z0-9_./-]{1,64}$`)
 
 // Signal sources.
 const (
@@ -145,6 +159,14 @@ func (c *Config) validateSignals() error {
 	if err != nil {
 		return err
 	}
+	if len(c.Signals.SweepClaims) > MaxSweepClaims {
+		return fmt.Errorf("%w: signals.sweep_claims: at most %d claims", ErrInvalid, MaxSweepClaims)
+	}
+	for i, name := range c.Signals.SweepClaims {
+		if !sweepClaimPattern.MatchString(name) || slices.Contains(c.Signals.SweepClaims[:i], name) {
+			return fmt.Errorf("%w: signals.sweep_claims[%d]: a claim name of 1 to 64 of A-Z a-z 0-9 _ . / -, each once", ErrInvalid, i)
+		}
+	}
 	c.Limits.SignalClaims.Each(func(name string, max int64) {
 		switch {
 		case err != nil || max == 0:
@@ -175,5 +197,8 @@ func CheckSignalSources(c *Config, trustsProxies, tokenClaims bool) error {
 			err = fmt.Errorf("%w: signals.%s: source jwt_claim, but this node's identity mode reads no token claims (ANTEROOM_IDENTITY=jwt)", ErrInvalid, name)
 		}
 	})
+	if err == nil && len(c.Signals.SweepClaims) > 0 && !tokenClaims {
+		err = fmt.Errorf("%w: signals.sweep_claims: this node's identity mode reads no token claims (ANTEROOM_IDENTITY=jwt)", ErrInvalid)
+	}
 	return err
 }

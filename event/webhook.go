@@ -7,7 +7,7 @@ import (
 )
 
 // Lifecycle event types a webhook may ask for (see package lifecycle).
-var LifecycleTypes = []string{"sale_opened", "window_closed", "paused", "resumed", "closed", "reopened", "sold_out", "sale_ended", "your_turn", "queueing_started", "queueing_stopped"}
+var LifecycleTypes = []string{"sale_opened", "window_closed", "paused", "resumed", "closed", "reopened", "sold_out", "sale_ended", "your_turn", "queueing_started", "queueing_stopped", "order_cancelled"}
 
 // MaxWebhooks bounds the webhooks of one event.
 const MaxWebhooks = 8

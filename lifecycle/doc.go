@@ -1,7 +1,8 @@
 // Package lifecycle publishes a sale's lifecycle events — sale opened,
 // shuffle window closed (with the revealed seed), admission paused and
 // resumed, the room closed and reopened by staff, sold out, sale ended, "your turn" for each admitted person, and
-// a safety-net room's queueing started and stopped —
+// a safety-net room's queueing started and stopped, and each claim staff
+// cancelled (order_cancelled, cancelled.go) —
 // on JetStream, and delivers them to the sale's webhooks.
 //
 // Exactly once, leaderless. Every node observes every sale on its tick and

@@ -44,6 +44,7 @@ func WriteCSV(w io.Writer, r *Report) error {
 		{"joined", f.Joined}, {"admitted", f.Admitted}, {"present", f.Present}, {"no_shows", f.NoShows},
 		{"granted", f.Granted}, {"released", f.Released}, {"confirmed", f.Confirmed},
 		{"buyers", f.Buyers}, {"units_granted", f.UnitsGranted}, {"units_released", f.UnitsReleased},
+		{"cancelled", f.Cancelled}, {"restocked", f.Restocked},
 	} {
 		num("funnel", v.k, v.n)
 	}
@@ -73,6 +74,9 @@ func WriteCSV(w io.Writer, r *Report) error {
 	num("passes", "refused", p.Refused)
 	for _, x := range r.Refusals {
 		num("refusals", x.Reason, x.Count)
+	}
+	for _, x := range r.Cancellations {
+		num("cancellations", cellSafe(x.Reason), x.Count) // staff's own text
 	}
 	d := r.Door
 	num("door", "blocked", d.Blocked)

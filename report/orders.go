@@ -14,6 +14,10 @@ type orderTotals struct {
 	buyers                      map[string]bool // users granted a claim
 	unitsGranted, unitsReleased int64
 	confirmed                   int64
+	// cancelled counts claims staff cancelled by reason; restocked
+	// those whose unit went back to the stock.
+	cancelled map[string]map[string]bool // reason → claim ids
+	restocked map[string]bool
 	// lanes splits the granted claims by the lane of their position
 	// (laneOf), created as claims arrive.
 	lanes map[int]*laneOrders
@@ -38,7 +42,9 @@ func (o *orderTotals) lane(i int) *laneOrders {
 // orders reads the event's order events (duplicates counted once by claim
 // id) and the order worker's records.
 func (b *Builder) orders(ctx context.Context, ev string) (orderTotals, error) {
-	out := orderTotals{granted: map[string]bool{}, released: map[string]bool{}, buyers: map[string]bool{}, lanes: map[int]*laneOrders{}}
+	out := orderTotals{granted: map[string]bool{}, released: map[string]bool{}, buyers: map[string]bool{}, lanes: map[int]*laneOrders{},
+		cancelled: map[string]map[string]bool{}, restocked: map[string]bool{}}
+	seenCancel := map[string]bool{}
 	evs, err := claim.ReadEvents(ctx, b.JS, ev)
 	if err != nil {
 		return out, fmt.Errorf("report %s: %w", ev, err)
@@ -60,6 +66,18 @@ func (b *Builder) orders(ctx context.Context, ev string) (orderTotals, error) {
 			if !out.released[e.ClaimID] {
 				out.released[e.ClaimID] = true
 				out.unitsReleased += max(e.Units, 1)
+			}
+		case claim.KindCancelled:
+			if !seenCancel[e.ClaimID] {
+				seenCancel[e.ClaimID] = true
+				r := string(e.Reason)
+				if out.cancelled[r] == nil {
+					out.cancelled[r] = map[string]bool{}
+				}
+				out.cancelled[r][e.ClaimID] = true
+				if e.Restock {
+					out.restocked[e.ClaimID] = true
+				}
 			}
 		}
 	}

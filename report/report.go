@@ -16,6 +16,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -50,8 +51,11 @@ type Report struct {
 	// Refusals are the requests the edge refused, by reason; Door what
 	// the sale's door did (its rules' matches are not refusals).
 	Refusals []Refusal `json:"refusals"`
-	Door     Door      `json:"door"`
-	Draw     Draw      `json:"draw"`
+	// Cancellations are the claims staff cancelled, by reason, most
+	// first (Funnel.Cancelled sums them).
+	Cancellations []Cancellation `json:"cancellations"`
+	Door          Door           `json:"door"`
+	Draw          Draw           `json:"draw"`
 	// ETAError is how far the ETA shown was from the real wait, per
 	// queue lane (DefaultLane, then the event's lanes), on a sample.
 	ETAError []ETAError `json:"eta_error"`
@@ -78,6 +82,17 @@ type Funnel struct {
 	Buyers        int64 `json:"buyers"`
 	UnitsGranted  int64 `json:"units_granted"`
 	UnitsReleased int64 `json:"units_released"`
+	// Cancelled counts the claims staff cancelled (order_cancelled
+	// events, once per claim); Restocked those whose unit went back to
+	// the stock.
+	Cancelled int64 `json:"cancelled"`
+	Restocked int64 `json:"restocked"`
+}
+
+// Cancellation is how many claims staff cancelled for one reason.
+type Cancellation struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
 }
 
 // Waits is a wait histogram: Counts[i] waits of at most BoundsSeconds[i]
@@ -208,6 +223,15 @@ func (b *Builder) Build(ctx context.Context, ev string) (Report, error) {
 	}
 	f.Granted, f.Released, f.Confirmed = int64(len(orders.granted)), int64(len(orders.released)), orders.confirmed
 	f.Buyers, f.UnitsGranted, f.UnitsReleased = int64(len(orders.buyers)), orders.unitsGranted, orders.unitsReleased
+	f.Restocked = int64(len(orders.restocked))
+	r.Cancellations = make([]Cancellation, 0, len(orders.cancelled))
+	for reason, ids := range orders.cancelled {
+		f.Cancelled += int64(len(ids))
+		r.Cancellations = append(r.Cancellations, Cancellation{Reason: reason, Count: int64(len(ids))})
+	}
+	slices.SortFunc(r.Cancellations, func(a, b Cancellation) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Reason, b.Reason))
+	})
 	if sale.WindowFrozen {
 		r.Draw.Seed = cfg.Seed
 		w := sale.Window

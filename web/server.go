@@ -77,12 +77,15 @@ type (
 	claimer interface {
 		Claim(ctx context.Context, r claim.Request) (claim.Result, error)
 		Release(ctx context.Context, ev, id, user string) (claim.Record, error)
+		Cancel(ctx context.Context, sale claim.Sale, c claim.Cancellation) ([]claim.Record, error)
 	}
 	claimStore interface {
 		Lookup(ctx context.Context, ev, id string) (claim.Record, error)
 		Totals(ctx context.Context, sale claim.Sale) (claim.Totals, error)
 		Hold(ctx context.Context, r claim.Restock) (*claim.Hold, error)
 		Mine(ctx context.Context, sale claim.Sale, user string) ([]claim.Record, error)
+		Sweep(ctx context.Context, sale claim.Sale, opt claim.SweepOptions) (claim.Sweep, error)
+		Group(ctx context.Context, sale claim.Sale, dim, hash string) ([]claim.SweepClaim, error)
 	}
 	// rooms admits to safety-net rooms; *admission.Frontier.
 	rooms interface {
@@ -422,6 +425,7 @@ func New(cfg Config, deps Deps) (*fiber.App, error) {
 		SignInLinks: deps.SignInLinks,
 		CheckRules:  deps.CheckRules, TryRules: deps.TryRules,
 		Lists: deps.Lists, SyncDoor: deps.SyncDoor,
+		Sweeps: deps.Store, Cancel: cancelOf(deps.Claims),
 	})
 	pg := pages.New(pages.Config{Timeout: cfg.Timeout, Log: cfg.Log, Now: cfg.Now}, pages.Deps{
 		Sales: deps.Sales, Pages: deps.Pages, Configs: deps.Configs,
@@ -544,3 +548,12 @@ func (s *Server) jwks(c *fiber.Ctx) error {
 // ValidTrustedProxies returns an error naming the first entry of list that
 // is neither an IP address nor a CIDR range (Config.TrustedProxies).
 func ValidTrustedProxies(list []string) error { return kit.ValidTrustedProxies(list) }
+
+// cancelOf is claims' Cancel, or nil without claims (a test's partial
+// node).
+func cancelOf(claims claimer) func(ctx context.Context, sale claim.Sale, c claim.Cancellation) ([]claim.Record, error) {
+	if claims == nil {
+		return nil
+	}
+	return claims.Cancel
+}

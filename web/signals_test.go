@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/anteroom/anteroom/retention"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,19 @@ func (r *recClaims) Claim(_ context.Context, q claim.Request) (claim.Result, err
 	r.reqs = append(r.reqs, q)
 	return claim.Result{ClaimID: "c-" + q.User, Status: "pending"}, nil
 }
+
+// taken returns the requests since the last call with their limited
+// signals only (the sweep's, claim.NoLimit, are TestSweepSignals').
 func (r *recClaims) taken() []claim.Request {
+	out := r.takenAll()
+	for i := range out {
+		out[i].Signals = slices.DeleteFunc(out[i].Signals, func(s claim.Signal) bool { return s.Max == claim.NoLimit })
+	}
+	return out
+}
+
+// takenAll returns the requests since the last call as they came.
+func (r *recClaims) takenAll() []claim.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.reqs
@@ -261,5 +274,60 @@ func TestTokenClaimSignals(t *testing.T) {
 	hdr["X-Test-Claim"] = "ph-1"
 	if a := limDo(t, plain, "POST", "/events/ev/claim", hdr, nil); a.status != 403 || a.code() != "untrusted_signal" || len(claims.taken()) != 0 {
 		t.Fatalf("a node without token claims: %d %v, want 403 untrusted_signal and no claim", a.status, a.body)
+	}
+}
+
+// TestSweepSignals: beside its limits, a claim records for the sweep,
+// limiting nothing, the keyed hash of the caller's network (the /24 of an
+// IPv4 address, the /64 of an IPv6 one, from the address the trusted
+// proxies name), of a signal with a source and no limit, and of the
+// identity token's claims the sale names; never a raw value. A missing
+// unlimited signal is not recorded and refuses nothing.
+func TestSweepSignals(t *testing.T) {
+	cfg := signalSale(event.Signals{
+		Device:      &event.SignalSource{Source: event.SourceProxyHeader},
+		Phone:       &event.SignalSource{Source: event.SourceJWTClaim, Claim: "phone_hash"},
+		SweepClaims: []string{"loyalty_id"},
+	}, event.SignalLimits{Phone: 1})
+	claims := &recClaims{}
+	app := limApp(t, Config{TrustedProxies: []string{"0.0.0.0"}}, limSaleOf(cfg), Deps{Identity: claimsIdentity{}, Admitter: rawAdmitter{}, Claims: claims})
+	sweepOf := func(ip, device string) map[string]string {
+		t.Helper()
+		hdr := map[string]string{"Authorization": "Bearer alice", "X-User-ID": "alice", "X-Test-Claim": "v-1", "X-Forwarded-For": ip}
+		if device != "" {
+			hdr[protect.DeviceHeader] = device
+		}
+		if a := limDo(t, app, "POST", "/events/ev/claim", hdr, nil); a.status != 201 {
+			t.Fatalf("claim from %s: %d %v", ip, a.status, a.body)
+		}
+		got := claims.takenAll()
+		if len(got) != 1 {
+			t.Fatalf("claims %+v, want one", got)
+		}
+		out := map[string]string{}
+		for _, sg := range got[0].Signals {
+			if !hashPattern.MatchString(sg.Hash) || strings.Contains(sg.Hash, ip) {
+				t.Errorf("signal %s: %q is not a keyed hash", sg.Dim, sg.Hash)
+			}
+			if (sg.Dim == "phone") != (sg.Max == 1) || (sg.Dim != "phone" && sg.Max != claim.NoLimit) {
+				t.Errorf("signal %s limits %d", sg.Dim, sg.Max)
+			}
+			out[sg.Dim] = sg.Hash
+		}
+		return out
+	}
+	a := sweepOf("203.0.113.7", "dev-1")
+	if len(a) != 4 || a["network"] == "" || a["device"] == "" || a["token:loyalty_id"] == "" || a["phone"] == "" {
+		t.Fatalf("signals %v, want phone, device, network and token:loyalty_id", a)
+	}
+	if b := sweepOf("203.0.113.200", "dev-1"); b["network"] != a["network"] || b["device"] != a["device"] {
+		t.Errorf("the same /24 and device: %v, want the same hashes as %v", b, a)
+	}
+	if c := sweepOf("203.0.114.7", ""); c["network"] == a["network"] || c["device"] != "" || len(c) != 3 {
+		t.Errorf("another /24 without a device: %v", c)
+	}
+	v6a, v6b := sweepOf("2001:db8:1:2::1", "dev-1"), sweepOf("2001:db8:1:2:ffff::9", "dev-1")
+	if v6a["network"] != v6b["network"] || v6a["network"] == sweepOf("2001:db8:1:3::1", "dev-1")["network"] {
+		t.Errorf("IPv6 networks are not grouped by /64: %v %v", v6a, v6b)
 	}
 }

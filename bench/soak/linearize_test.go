@@ -22,7 +22,8 @@ import (
 // ANTEROOM_SOAK_PORCUPINE_TIMEOUT overrides it.
 const porcupineTimeout = 20 * time.Second
 
-// modelOps turns the history's claims, replays, releases and lookups of
+// modelOps turns the history's claims, replays, releases, cancels and
+// lookups of
 // sale ev into porcupine operations, each from its call to its answer; an
 // ambiguous release's answer is the end of the history, an ambiguous
 // claim is left out (see model_test.go). h.mu is held.
@@ -44,11 +45,11 @@ func (h *history) modelOps(ev string) []porcupine.Operation {
 			continue
 		case kind == "replay":
 			kind = "claim"
-		case kind != "claim" && kind != "release" && kind != "lookup":
+		case kind != "claim" && kind != "release" && kind != "lookup" && kind != "cancel":
 			continue
 		}
 		unknown := o.Err != "" || o.Status >= 500
-		if unknown && kind != "release" {
+		if unknown && kind != "release" && kind != "cancel" {
 			continue
 		}
 		call := o.Start
@@ -60,6 +61,9 @@ func (h *history) modelOps(ev string) []porcupine.Operation {
 		if kind != "claim" {
 			in.ClaimID = o.ClaimID
 		}
+		// A cancel (staff's, recorded as the claim's user) says its
+		// restock choice in Key: "restock" returns the unit.
+		in.Restock = kind == "cancel" && o.Key == "restock"
 		out2 := mOutput{Unknown: unknown, Status: o.Status, Code: o.Code, State: o.State}
 		if kind == "claim" {
 			out2.ClaimID = o.ClaimID

@@ -14,7 +14,8 @@ import (
 
 // TestPorcupineCatches feeds the model histories a broken build would
 // answer (the stock check off by one, an Idempotency-Key ignored, a
-// release accepted after the confirmation, a limit off by one), each of
+// release accepted after the confirmation, a limit off by one; a unit
+// cancelled without restock sold again, a claim cancelled twice), each of
 // which must be Illegal, and healthy ones (retries, twins, replays, an
 // ambiguous release, an expiry) which must be Ok. The histories go
 // through history.record and modelOps, as the soak's do.
@@ -84,6 +85,43 @@ func TestPorcupineCatches(t *testing.T) {
 			claim(0, "a", "k0", "c1"),
 			o(20, "a", "release", "", http.StatusOK, "c1", ""),
 			o(40, "a", "lookup", "", http.StatusOK, "c1", "confirmed"),
+		}, porcupine.Illegal, "user a"},
+		{"cancel with restock returns the unit", 0, []op{
+			claim(0, "a", "k0", "c1"), claim(0, "b", "k0", "c2"), claim(0, "c", "k0", "c3"),
+			o(20, "c", "cancel", "restock", http.StatusOK, "c3", ""),
+			claim(40, "d", "k0", "c4"),
+			o(60, "c", "lookup", "", http.StatusOK, "c3", "cancelled"),
+		}, porcupine.Ok, ""},
+		{"a confirmed claim cancelled", 0, []op{
+			claim(0, "a", "k0", "c1"),
+			o(20, "a", "lookup", "", http.StatusOK, "c1", "confirmed"),
+			o(40, "a", "cancel", "", http.StatusOK, "c1", ""),
+			o(60, "a", "cancel", "", http.StatusConflict, "c1", ""), // not_cancellable: nothing changes
+		}, porcupine.Ok, ""},
+		{"cancel without restock keeps the unit sold", 0, []op{
+			claim(0, "a", "k0", "c1"), claim(0, "b", "k0", "c2"), claim(0, "c", "k0", "c3"),
+			o(20, "c", "cancel", "", http.StatusOK, "c3", ""),
+			claim(40, "d", "k0", "c4"),
+		}, porcupine.Illegal, "the stock"},
+		{"a cancelled claim keeps its user's slot", 0, []op{
+			claim(0, "a", "k0", "c1"), claim(10, "a", "k1", "c2"),
+			o(20, "a", "cancel", "restock", http.StatusOK, "c1", ""),
+			claim(40, "a", "k2", "c3"),
+		}, porcupine.Illegal, "user a"},
+		{"cancelled twice", 0, []op{
+			claim(0, "a", "k0", "c1"),
+			o(20, "a", "cancel", "restock", http.StatusOK, "c1", ""),
+			o(40, "a", "cancel", "restock", http.StatusOK, "c1", ""),
+		}, porcupine.Illegal, "user a"},
+		{"a released claim cancelled", 0, []op{
+			claim(0, "a", "k0", "c1"),
+			o(20, "a", "release", "", http.StatusOK, "c1", ""),
+			o(40, "a", "cancel", "", http.StatusOK, "c1", ""),
+		}, porcupine.Illegal, "user a"},
+		{"released after a cancellation", 0, []op{
+			claim(0, "a", "k0", "c1"),
+			o(20, "a", "cancel", "", http.StatusOK, "c1", ""),
+			o(40, "a", "lookup", "", http.StatusOK, "c1", "released"),
 		}, porcupine.Illegal, "user a"},
 		{"limit off by one", 0, []op{
 			claim(0, "a", "k0", "c1"), claim(20, "a", "k1", "c2"), claim(40, "a", "k2", "c3"),

@@ -29,7 +29,17 @@ import (
 //   - release answered 200: the claim must not be confirmed; it is released.
 //   - lookup answered 200 "confirmed": the claim must not be released (or
 //     expired: a lookup shows an expiry as "released"); it is confirmed.
-//     "released": it must not be confirmed; it is released.
+//     "released": it must not be confirmed; it is released. "cancelled":
+//     it must be cancelled.
+//   - cancel (staff, issue 36) answered 200: the claim must be pending or
+//     confirmed — a released claim, or one cancelled before, is never
+//     cancelled (exactly one cancellation, so one order_cancelled event,
+//     per claim); it is cancelled, and its unit returned (restock) or
+//     kept sold and void. A cancelled claim still counts against its
+//     user's limit; against the supply only when not restocked: granted
+//     − released − cancelled-and-returned ≤ supply. It is never released
+//     or confirmed after. An ambiguous cancel is placed like an ambiguous
+//     release.
 //
 // Confirmation (the order worker) and expiry (the claim TTL) are no
 // client's operations: a lookup is where the model learns of a
@@ -58,8 +68,9 @@ import (
 // to judge it (the sale's supply, limit and claim TTL then, and the
 // operation's call and answer instants for expiry).
 type mInput struct {
-	Kind         string // claim, release, lookup
+	Kind         string // claim, release, lookup, cancel
 	User, Key    string
+	Restock      bool   // a cancel's choice
 	ClaimID      string // of a release or lookup
 	Supply       int64
 	Limit        int64
@@ -81,7 +92,17 @@ const (
 	cPending byte = iota
 	cConfirmed
 	cReleased
+	cCancelledVoid     // cancelled, its unit kept sold and void
+	cCancelledReturned // cancelled, its unit back in stock
 )
+
+// cancelledState is the state a cancel with restock leaves.
+func cancelledState(restock bool) byte {
+	if restock {
+		return cCancelledReturned
+	}
+	return cCancelledVoid
+}
 
 // mClaim is one granted claim.
 type mClaim struct {
@@ -132,8 +153,8 @@ func (s mState) withKey(k, id string) mState {
 func (s mState) held(u string, in mInput) int64 {
 	var n int64
 	for _, c := range s.claims {
-		if c.state == cReleased || (u != "" && c.user != u) {
-			continue
+		if c.state == cReleased || (u != "" && c.user != u) || (u == "" && c.state == cCancelledReturned) {
+			continue // a cancelled claim keeps its user's slot
 		}
 		if c.state == cPending && in.TTL > 0 && in.Return-c.call >= int64(in.TTL-time.Second) {
 			continue // may have expired
@@ -174,10 +195,28 @@ func claimStep(state, input, output any) (bool, any) {
 			return true, s
 		case out.Status != http.StatusOK:
 			return true, s
-		case c.state == cConfirmed:
-			return false, s
+		case c.state != cPending && c.state != cReleased:
+			return false, s // confirmed or cancelled
 		}
 		c.state = cReleased
+		return true, s.with(in.ClaimID, c)
+	case "cancel":
+		c, ok := s.claims[in.ClaimID]
+		switch {
+		case !ok:
+			return true, s
+		case out.Unknown:
+			if c.state == cPending || c.state == cConfirmed {
+				c.state = cancelledState(in.Restock)
+				return true, s.with(in.ClaimID, c)
+			}
+			return true, s
+		case out.Status != http.StatusOK:
+			return true, s
+		case c.state != cPending && c.state != cConfirmed:
+			return false, s // released, or cancelled before
+		}
+		c.state = cancelledState(in.Restock)
 		return true, s.with(in.ClaimID, c)
 	case "lookup":
 		c, ok := s.claims[in.ClaimID]
@@ -186,15 +225,17 @@ func claimStep(state, input, output any) (bool, any) {
 		}
 		switch out.State {
 		case "confirmed":
-			if c.state == cReleased {
+			if c.state != cPending && c.state != cConfirmed {
 				return false, s
 			}
 			c.state = cConfirmed
 		case "released":
-			if c.state == cConfirmed {
+			if c.state != cPending && c.state != cReleased {
 				return false, s
 			}
 			c.state = cReleased
+		case "cancelled":
+			return c.state == cCancelledVoid || c.state == cCancelledReturned, s
 		default:
 			return true, s
 		}
@@ -232,7 +273,7 @@ var claimModel = porcupine.Model{
 	},
 	DescribeState: func(state any) string {
 		s := state.(mState)
-		names := [...]string{"pending", "confirmed", "released"}
+		names := [...]string{"pending", "confirmed", "released", "cancelled (void)", "cancelled (returned)"}
 		var parts []string
 		for _, id := range slices.Sorted(maps.Keys(s.claims)) {
 			c := s.claims[id]

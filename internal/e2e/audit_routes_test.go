@@ -35,10 +35,13 @@ var readOnly = map[string]string{
 // auditedCall is one state-changing staff route: how the test calls it,
 // as whom, and the audit entry it must leave.
 type auditedCall struct {
-	route  string // method and template, as in the routes table
-	path   func() string
-	who    func() map[string]string
-	body   string
+	route string // method and template, as in the routes table
+	path  func() string
+	who   func() map[string]string
+	body  string
+	// bodyOf, when set, makes the body at the call (it names what an
+	// earlier step made).
+	bodyOf func() string
 	status int
 	action string // the audit entry's action
 	by     string // the audit entry's who
@@ -54,7 +57,7 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 	n := startNode(t, nodetest.HeaderMode)
 	token := bearerOf(n.AdminToken)
 	var admin, operator, olga map[string]string
-	var keyPrefix, passID, claimID string
+	var keyPrefix, passID, claimID, cancelID string
 	calls := []auditedCall{
 		{route: "POST /admin/accounts", path: func() string { return "/admin/accounts" }, who: func() map[string]string { return token },
 			body: `{"name":"ada","role":"admin","password":"password of ada"}`, status: 201, action: "account.create", by: "admin-token"},
@@ -84,6 +87,8 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 			body: `{"name": "Gala"}`, status: 200, action: "page.draft", by: "ada"},
 		{route: "POST /admin/events/:id/page/publish", path: func() string { return "/admin/events/gala/page/publish" }, who: func() map[string]string { return admin }, status: 200, action: "page.publish", by: "ada"},
 		{route: "POST /events/:id/claims/:claim_id/release", path: func() string { return "/events/gala/claims/" + claimID + "/release" }, who: func() map[string]string { return operator }, status: 200, action: "claim.release", by: "olga"},
+		{route: "POST /admin/events/:id/cancellations", path: func() string { return "/admin/events/gala/cancellations" }, who: func() map[string]string { return operator },
+			bodyOf: func() string { return `{"claim_ids":["` + cancelID + `"],"reason":"ring","restock":true}` }, status: 200, action: "claim.cancel", by: "olga"},
 		{route: "POST /admin/accounts/:name/keys", path: func() string { return "/admin/accounts/olga/keys" }, who: func() map[string]string { return admin }, status: 201, action: "apikey.create", by: "ada"},
 		{route: "DELETE /admin/keys/:prefix", path: func() string { return "/admin/keys/" + keyPrefix }, who: func() map[string]string { return admin }, status: 204, action: "apikey.revoke", by: "ada"},
 		{route: "POST /admin/session/password", path: func() string { return "/admin/session/password" }, who: func() map[string]string { return olga },
@@ -140,11 +145,17 @@ func TestEveryStaffChangeAudited(t *testing.T) {
 			operator = staffSignIn(t, n, "olga", "password of olga")
 		case "POST /events/:id/claims/:claim_id/release":
 			claimID = claimOne(t, n, "gala", "shopper-1")
+		case "POST /admin/events/:id/cancellations":
+			cancelID = claimOne(t, n, "gala", "shopper-2")
 		case "POST /admin/session/password":
 			olga = staffSignIn(t, n, "olga", "password of olga")
 		}
 		last := newestAudit(t, n, admin)
-		a := nodetest.Call(t, strings.Fields(c.route)[0], n.URL()+c.path(), c.who(), []byte(c.body))
+		body := c.body
+		if c.bodyOf != nil {
+			body = c.bodyOf()
+		}
+		a := nodetest.Call(t, strings.Fields(c.route)[0], n.URL()+c.path(), c.who(), []byte(body))
 		if a.Status != c.status {
 			t.Errorf("%s: %d %s, want %d", c.route, a.Status, a.Raw, c.status)
 			continue

@@ -264,7 +264,13 @@ func (w *wiring) services() error {
 	w.ops = o
 	w.pub = claim.NewPublisher(w.js)
 	w.svc = claim.NewService(w.claims, timedPublisher{pub: w.pub, observe: o.metrics.ObservePublish},
-		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(w.snaps)), claim.WithStream(w.js), claim.WithClock(w.clk.Now))
+		claim.WithBatch(claimBatch), claim.WithStockView(bucketStockOf(w.snaps)), claim.WithStream(w.js), claim.WithClock(w.clk.Now),
+		// A cancellation's signed webhook: a lifecycle event, published
+		// before its order event leaves the outbox.
+		claim.WithCancelNotice(func(ctx context.Context, oe claim.OrderEvent) error {
+			return lifecycle.PublishCancelled(ctx, w.js, lifecycle.Cancellation{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User,
+				Reason: string(oe.Reason), Restock: oe.Restock, Was: string(oe.Was), By: oe.By, At: oe.At})
+		}))
 	if err := w.snaps.Refresh(w.sctx); err != nil {
 		w.cfg.Log.Warn("first refresh", "err", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/anteroom/anteroom/admission"
@@ -104,6 +105,7 @@ var titles = map[string]string{
 	"attestation_failed":  "Forbidden",
 	"captcha_unavailable": "Temporarily unavailable",
 	"conflict":            "Conflict",
+	"not_cancellable":     "Conflict",
 	"locked":              "Conflict",
 	"not_configured":      "Conflict",
 	"needs_rebuild":       "Conflict",
@@ -231,6 +233,13 @@ var errorRows = []errorRow{
 	{err: claim.ErrNotFound, status: fiber.StatusNotFound, code: "not_found", detail: "no such claim"},
 	{err: claim.ErrUnavailable, status: fiber.StatusServiceUnavailable, code: "degraded", retry: 1, detail: "the order stream is not answering; retry with the same Idempotency-Key"},
 	{err: claim.ErrConfirmed, status: fiber.StatusConflict, code: "conflict", detail: "a confirmed claim cannot be released"},
+	{err: claim.ErrCancelled, status: fiber.StatusConflict, code: "conflict", detail: "a cancelled claim cannot be released"},
+	// A cancellation: a claim that is unknown, released or cancelled
+	// refuses it whole (claim.CancelError names them in claim_ids).
+	{err: claim.ErrNotCancellable, status: fiber.StatusConflict, code: "not_cancellable", fill: cancelRefused,
+		detail: "a claim named is unknown, released or cancelled already: nothing was cancelled"},
+	{err: claim.ErrBadCancellation, status: fiber.StatusBadRequest, code: "bad_request",
+		detail: "a cancellation needs 1 to 1000 claim ids and a reason of 1 to 200 characters without control characters"},
 	{err: claim.ErrHoldLost, status: fiber.StatusServiceUnavailable, code: "stock_not_laid", retry: 5,
 		detail: "the change was saved but its stock could not be laid; save again, or rebuild the stock from the saved configuration"},
 	{err: claim.ErrRebuildRunning, status: fiber.StatusConflict, code: "conflict", detail: "a rebuild of this event is already running"},
@@ -463,6 +472,19 @@ func signalNamed(p *Problem, err error) {
 	if errors.As(err, &se) {
 		p.Signal = se.Dim
 		p.Detail = "the claims this sale allows per " + se.Dim + " are taken for yours"
+	}
+}
+
+// cancelRefused names the claims that refused a cancellation and why.
+func cancelRefused(p *Problem, err error) {
+	var ce *claim.CancelError
+	if errors.As(err, &ce) {
+		p.ClaimIDs = ce.IDs
+		why := make([]string, len(ce.IDs))
+		for i := range ce.IDs {
+			why[i] = ce.IDs[i] + " is " + ce.Why[i]
+		}
+		p.Detail = strings.Join(why, "; ") + ": nothing was cancelled"
 	}
 }
 

@@ -117,6 +117,7 @@ func (s *Pages) MountEvent(adm fiber.Router) {
 func (s *Pages) Mount(app fiber.Router) {
 	app.Get("/admin/", s.consolePage)
 	app.Get("/admin/report", s.reportPage)
+	app.Get("/admin/sweep", s.sweepPage)
 	app.Get("/assets/anteroom.js", s.clientScript)
 	app.Get("/assets/anteroom.d.ts", s.clientTypesFile)
 	app.Get("/assets/room.js", s.roomScript)

@@ -145,6 +145,20 @@ func languageCodes() []string {
 //go:embed assets/report.html
 var reportHTML []byte
 
+//go:embed assets/sweep.html
+var sweepHTML []byte
+
+// sweepPage serves the console's sweep page: it reads the event id from
+// its query, the groups from GET /admin/events/{id}/sweep and cancels
+// with POST /admin/events/{id}/cancellations, with the console session
+// and its CSRF token (operator).
+func (s *Pages) sweepPage(c *fiber.Ctx) error {
+	setPageHeaders(c, consoleCSP)
+	c.Set(fiber.HeaderXFrameOptions, "DENY")
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.Send(sweepHTML)
+}
+
 // reportPage serves the console's report page; it reads the event id from
 // its query and the figures from the JSON API with the console session.
 func (s *Pages) reportPage(c *fiber.Ctx) error {

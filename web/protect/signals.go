@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,51 +58,118 @@ func signalMessage(ev, user, dim, value string) []byte {
 // node cannot believe (a proxy header from a peer that is not a trusted
 // proxy, a token claim without jwt identity). A refused signal counts
 // nothing.
+//
+// For the sweep (package claim's sweep.go) it also returns, limiting
+// nothing (claim.NoLimit), the keyed hashes of each signal with a source
+// and no limit (one missing or unbelievable is left out: it promised
+// nothing), of the client's network (its /24, or /64 for IPv6, from the
+// address the trusted proxies name) and of the identity token's claims
+// the sale names (event.Signals.SweepClaims).
 func (s *Edge) Signals(c *fiber.Ctx, cfg *event.Config, user string) ([]claim.Signal, error) {
 	lim := cfg.Limits.SignalClaims
-	if !lim.Any() {
-		return nil, nil
-	}
 	var out []claim.Signal
 	var claims map[string][]string // the identity token's, read once
 	var err error
 	lim.Each(func(dim string, max int64) {
-		if err != nil || max == 0 {
+		src := cfg.Signals.Source(dim)
+		if err != nil || (max == 0 && src == nil) {
 			return
 		}
-		src := cfg.Signals.Source(dim)
 		if src == nil { // refused at save; a stored sale from before
 			err = untrustedSignal(dim, "no source")
 			return
 		}
 		var v string
+		var rerr error
 		switch src.Source {
 		case event.SourceJWTClaim:
 			if claims == nil {
-				if claims, err = s.tokenClaims(c, cfg, user); err != nil {
-					return
+				if claims, rerr = s.tokenClaims(c, cfg, user); rerr != nil {
+					claims = nil
+					break
 				}
 			}
-			v, err = claimValue(claims, dim, src.Claim)
+			v, rerr = claimValue(claims, dim, src.Claim)
 		case event.SourceSignedHeader:
-			v, err = s.signedSignal(c, cfg, user, dim, headerOf(dim, src))
+			v, rerr = s.signedSignal(c, cfg, user, dim, headerOf(dim, src))
 		case event.SourceProxyHeader:
-			v, err = s.proxySignal(c, dim, headerOf(dim, src))
+			v, rerr = s.proxySignal(c, dim, headerOf(dim, src))
 		case event.SourceAttestation:
 			// The App Attest key the request proved it holds
 			// (shopper's attested, before the signals are read).
 			if v = kit.AttestedDevice(c); v == "" {
-				err = kit.NewProblem(fiber.StatusForbidden, "attestation_failed",
+				rerr = kit.NewProblem(fiber.StatusForbidden, "attestation_failed",
 					"this sale counts claims per attested device: the claim must carry an App Attest assertion")
 			}
 		default:
-			err = untrustedSignal(dim, "no source")
+			rerr = untrustedSignal(dim, "no source")
 		}
-		if err == nil {
+		switch {
+		case rerr == nil && max == 0:
+			// Recorded for the sweep, limiting nothing.
+			out = append(out, claim.Signal{Dim: dim, Hash: s.signalHash(cfg.ID, dim, v), Max: claim.NoLimit})
+		case rerr == nil:
 			out = append(out, claim.Signal{Dim: dim, Hash: s.signalHash(cfg.ID, dim, v), Max: max})
+		case max > 0:
+			err = rerr
 		}
+		// A signal without a limit that is missing or unbelievable is
+		// simply not recorded: it promised nothing.
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if net := networkOf(s.proxies.ClientIP(c)); net != "" {
+		out = append(out, claim.Signal{Dim: claim.SignalNetwork, Hash: s.signalHash(cfg.ID, claim.SignalNetwork, net), Max: claim.NoLimit})
+	}
+	if names := cfg.Signals.SweepClaims; len(names) > 0 {
+		if claims == nil {
+			claims, _ = s.sweepTokenClaims(c, names, user)
+		}
+		for _, name := range names {
+			if vs := claims[name]; len(vs) == 1 && vs[0] != "" && len(vs[0]) <= 256 {
+				dim := claim.SignalToken + name
+				out = append(out, claim.Signal{Dim: dim, Hash: s.signalHash(cfg.ID, dim, vs[0]), Max: claim.NoLimit})
+			}
+		}
+	}
+	return out, nil
+}
+
+// sweepTokenClaims reads the identity token's claims names for the sweep,
+// or nothing when the node's identity mode reads no token claims or the
+// token names another user.
+func (s *Edge) sweepTokenClaims(c *fiber.Ctx, names []string, user string) (map[string][]string, error) {
+	id, ok := s.deps.Identity.(interface {
+		UserClaims(c *fiber.Ctx, names []string) (string, map[string][]string, error)
+	})
+	if !ok {
+		return nil, nil
+	}
+	u, claims, err := id.UserClaims(c, names)
+	if err != nil || u != user {
+		return nil, err
+	}
+	return claims, nil
+}
+
+// networkOf is the client's network as the sweep groups it: the /24 of an
+// IPv4 address, the /64 of an IPv6 one; "" for what is not an address.
+func networkOf(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ""
+	}
+	a = a.Unmap()
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return ""
+	}
+	return p.String()
 }
 
 func headerOf(dim string, src *event.SignalSource) string {
@@ -121,7 +190,7 @@ func (s *Edge) tokenClaims(c *fiber.Ctx, cfg *event.Config, user string) (map[st
 		return nil, kit.NewProblem(fiber.StatusForbidden, "untrusted_signal",
 			"this sale reads signals from the identity token's claims, and this node's identity mode is not jwt")
 	}
-	var names []string
+	names := slices.Clone(cfg.Signals.SweepClaims) // the sweep's too: one read
 	cfg.Signals.Each(func(_ string, src *event.SignalSource) {
 		if src != nil && src.Source == event.SourceJWTClaim {
 			names = append(names, src.Claim)

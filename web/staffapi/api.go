@@ -4,7 +4,8 @@
 // keys, roles, the audit trail, and the event routes under
 // /admin/events/{id}: create and update, pause and resume, close and
 // reopen, fail open (a deadline) and end it, rebuild,
-// lifecycle, the post-sale report, bypass passes, the door rules' tester;
+// lifecycle, the post-sale report, bypass passes, the door rules' tester,
+// the sweep and cancellations (sweep.go);
 // and the door's lists under /admin/lists (lists.go), whose bulk upload
 // streams its body.
 //
@@ -125,6 +126,12 @@ type Deps struct {
 	// save stores it (lists.Store.Sync): an unknown list refuses the save
 	// (400 naming it). nil: none.
 	SyncDoor func(ctx context.Context, cfg *event.Config) error
+	// Sweeps groups a sale's live claims by shared signals
+	// (*claim.Store); nil answers the sweep and cancellations 503.
+	Sweeps sweeper
+	// Cancel cancels claims ((*claim.Service).Cancel); nil answers
+	// cancellations 503.
+	Cancel func(ctx context.Context, sale claim.Sale, c claim.Cancellation) ([]claim.Record, error)
 }
 
 // Config tunes the staff API.
@@ -255,6 +262,8 @@ func (s *API) MountEvent(adm fiber.Router) {
 	adm.Get("/passes", s.allow(staff.Viewer, false), s.listPasses)
 	adm.Delete("/passes/:pass", s.allow(staff.Operator, false), s.revokePass)
 	adm.Post("/door/test", s.allow(staff.Viewer, false), s.testDoor)
+	adm.Get("/sweep", s.allow(staff.Operator, false), s.getSweep)
+	adm.Post("/cancellations", s.allow(staff.Operator, false), s.cancelClaims)
 }
 
 // Mount adds the staff routes outside one event: accounts, keys, audit,

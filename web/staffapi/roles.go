@@ -18,8 +18,9 @@ import (
 //	operator  PUT /admin/events/{id}[/page], POST /admin/events/{id}/page/publish
 //	          (making and changing sales, as `anteroom apply` does with an
 //	          operator's API key); POST /admin/events/{id}/pause|resume|close|
-//	          reopen|rebuild; staff reads and releases of claims; POST
-//	          /admin/lists/{name}/entries (a bulk upload), PUT and DELETE
+//	          reopen|rebuild; staff reads and releases of claims; GET
+//	          /admin/events/{id}/sweep, POST /admin/events/{id}/cancellations;
+//	          POST /admin/lists/{name}/entries (a bulk upload), PUT and DELETE
 //	          /admin/lists/{name}/entries/{value}
 //	admin     DELETE /admin/sessions, accounts and API keys
 //	          (/admin/accounts…, /admin/keys/{prefix}), PUT and DELETE
