@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/attest/attesttest"
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
@@ -45,8 +46,11 @@ func applyNode(t *testing.T) (*node.Node, map[string]string) {
 	if err := os.WriteFile(file, []byte(jwks), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Play Integrity keys, which a sale's attestation.google needs.
+	play := attesttest.NewPlay(t)
 	n := nodetest.Start(t, node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), Identity: "jwt", UserJWKS: file,
-		UserIssuer: "https://shop.example", UserAudience: "anteroom"})
+		UserIssuer: "https://shop.example", UserAudience: "anteroom",
+		PlayIntegrityDecryptionKey: play.DecryptionKey, PlayIntegrityVerificationKey: play.VerificationKey})
 	admin := map[string]string{"Authorization": "Bearer " + n.AdminToken}
 	for _, l := range salefiletest.Lists {
 		if a := nodetest.Call(t, http.MethodPut, n.URL()+"/admin/lists/"+l, admin, []byte(`{"kind":"user"}`)); a.Status != http.StatusCreated {

@@ -62,10 +62,11 @@ func Full(now time.Time) []salefile.Sale {
 		Shop: event.Shop{Secret: Secrets["SHOP_SECRET"], Health: &event.HealthCheck{URL: "https://shop.example/health",
 			IntervalSeconds: 10, TimeoutSeconds: 3, FailAfter: 4, RecoverAfter: 3, MaxErrorRate: 0.25}},
 		Signals: event.Signals{
-			Device:  &event.SignalSource{Source: "signed_header", Header: "X-Shop-Device"},
-			Payment: &event.SignalSource{Source: "jwt_claim", Claim: "payment_fp"},
-			Phone:   &event.SignalSource{Source: "signed_header", Header: "X-Shop-Phone"},
-			Address: &event.SignalSource{Source: "jwt_claim", Claim: "address_hash"},
+			Device:      &event.SignalSource{Source: "signed_header", Header: "X-Shop-Device"},
+			Payment:     &event.SignalSource{Source: "jwt_claim", Claim: "payment_fp"},
+			Phone:       &event.SignalSource{Source: "signed_header", Header: "X-Shop-Phone"},
+			Address:     &event.SignalSource{Source: "jwt_claim", Claim: "address_hash"},
+			SweepClaims: []string{"loyalty_id", "phone_verified"},
 		},
 		Door: event.Door{
 			Rules:              []event.Rule{{Name: "staff-first", When: `user.startsWith("staff-")`, Then: "bypass"}},
@@ -85,6 +86,11 @@ func Full(now time.Time) []salefile.Sale {
 			Phone:   &event.SignalSource{Source: "jwt_claim", Claim: "phone_hash"},
 			Address: &event.SignalSource{Source: "signed_header", Header: "X-Shop-Address"},
 		},
+		Attestation: event.Attestation{Require: true,
+			Apple: &event.AppleAttestation{AppID: "ABCDE12345.com.example.shop", Development: true},
+			Google: &event.GoogleAttestation{PackageName: "com.example.shop", Verdicts: event.GoogleVerdicts{
+				AllowUnrecognizedVersion: true, Device: []string{"MEETS_STRONG_INTEGRITY"}, RequireLicensed: true,
+				CertificateDigests: []string{"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}}}},
 	}
 	page := event.Page{
 		Name: "Spring shop", LogoURL: "https://cdn.example/logo.png",
