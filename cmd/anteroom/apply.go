@@ -13,9 +13,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/anteroom/anteroom/event"
 	"github.com/anteroom/anteroom/internal/salefile"
+	"github.com/anteroom/anteroom/web/kit"
+	"github.com/anteroom/anteroom/web/pages"
 )
 
 const applyUsage = `usage: anteroom apply -f FILE [--dry-run] [--rotate-secrets]
@@ -105,6 +108,17 @@ func apply(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("apply: %s: %w (nothing applied)", *file, err)
 	}
+	// Every page as the node will judge it, before any sale is touched.
+	for i := range sales {
+		s := &sales[i]
+		if err := pages.CheckPage(&s.Config, &s.Page, time.Now()); err != nil {
+			why := err.Error()
+			if p := (*kit.Problem)(nil); errors.As(err, &p) {
+				why = p.Detail // the node's own words, as its answer would say
+			}
+			return fmt.Errorf("apply: %s: sale %s (line %d): %s (nothing applied)", *file, s.Config.ID, s.Line, why)
+		}
+	}
 	c := client()
 	var refused, changed int
 	for i := range sales {
@@ -141,8 +155,10 @@ type applied struct {
 // shown), then the configuration, then the draft is published: a
 // refused draft or configuration puts the previous draft back; a
 // refused publish puts the previous configuration back. A new sale is
-// created before its page (a page needs its sale): a refused page
-// leaves it created, with the built-in page, and says so.
+// created before its page (a page needs its sale); apply checked every
+// page first (pages.CheckPage), so only a node of another version could
+// still refuse it, leaving it created with the built-in page, and
+// saying so.
 func (c salesClient) applySale(ctx context.Context, want *salefile.Sale, dryRun, rotate bool) applied {
 	id := want.Config.ID
 	fail := func(format string, a ...any) applied {

@@ -170,3 +170,12 @@ func (r *pageRenderer) checkPage(cfg *event.Config, p *event.Page, now time.Time
 	}
 	return nil
 }
+
+// CheckPage judges p as cfg's page at now as the page routes judge a
+// draft: its shape, its copy's languages and keys, and its template run
+// in every preview state. `anteroom apply` checks every page of a file
+// with it before it creates or changes any sale, so a new sale is not
+// left with the built-in page by a page the node would refuse.
+func CheckPage(cfg *event.Config, p *event.Page, now time.Time) error {
+	return newPageRenderer().checkPage(cfg, p, now)
+}
