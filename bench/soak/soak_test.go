@@ -225,15 +225,23 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	subscribed, notified, twice, tolerated := c.pushes.summary()
 	fmt.Printf("  web push: %d subscriptions, %d notified, %d notified more than once (each across a fault: %d)\n", subscribed, notified, twice, tolerated)
 	h.mu.Lock()
-	holds, releases := 0, 0
+	holds, releases, cancels, restocked := 0, 0, 0, 0
 	for _, hs := range h.holds {
 		holds += len(hs)
 	}
 	for _, rs := range h.staffReleases {
 		releases += len(rs)
 	}
+	for _, cs := range h.staffCancels {
+		cancels += len(cs)
+		for _, o := range cs {
+			if o.Key == "restock" {
+				restocked++
+			}
+		}
+	}
 	h.mu.Unlock()
-	fmt.Printf("  staff: %d pauses and closures held, %d claims released by staff\n", holds, releases)
+	fmt.Printf("  staff: %d pauses and closures held, %d claims released by staff, %d cancelled (%d restocked)\n", holds, releases, cancels, restocked)
 	rm.mu.Lock()
 	fmt.Printf("  safety-net room: %d admissions\n", len(rm.issued))
 	rm.mu.Unlock()
