@@ -33,10 +33,13 @@ import (
 // value; the others are refused 409 signal_limit, which changes nothing
 // (the model accepts any refusal unchanged).
 //
-// Staff sweep the sale (GET /admin/events/{id}/sweep) every 6–12 s from
-// 8 s after its start until it sells out, and once after it: each round
-// cancels one ring's group (POST …/cancellations with the group's
-// dimension and hash) and one or two single claims, each with a random
+// Staff sweep the sale (GET /admin/events/{id}/sweep, by device or
+// payment) every 6–12 s from 8 s after its start until it sells out, and
+// once after it. A limited dimension must list no group (two live claims
+// sharing a value); an unlimited device lists rings sharing one. Each
+// round cancels one ring's claims (POST …/cancellations with the group's
+// dimension and hash when the sweep lists it, else with the ring's live
+// claims' ids) and one or two single claims, each with a random
 // restock choice. Every cancellation is recorded per claim as an op
 // "cancel" of the claim's user (Key "restock" when the unit returns), so
 // the history and porcupine hold it to the model (model_test.go): a
@@ -246,9 +249,15 @@ func (ss *sales) cancelAfter(ev string, rnd *rand.Rand) {
 	}
 }
 
-// cancelRound is one sweep and its cancellations: a ring's group (by its
-// dimension and hash) and one or two single claims, each with a random
-// restock choice.
+// cancelRound is one sweep and its cancellations: a ring's claims and
+// one or two single claims, each with a random restock choice. The ring
+// is one of the sweep's groups (cancelled by its dimension and hash) when
+// the sweep lists one: a ring sharing a device that is not limited. A
+// limited dimension lists no group at all (a group is two live claims or
+// more sharing a value, which the limit forbids: a listed one fails the
+// run), so otherwise the ring's live claims are cancelled by their ids.
+// Single claims come from the sweep's groups, else from the claims the
+// clients were told are live.
 func (ss *sales) cancelRound(ctx context.Context, ev string, st *saleState, rnd *rand.Rand, when string) {
 	dim := "payment"
 	if !st.rings.deviceLimit && rnd.Float64() < 0.7 || st.rings.deviceLimit && rnd.IntN(2) == 0 {
@@ -258,9 +267,14 @@ func (ss *sales) cancelRound(ctx context.Context, ev string, st *saleState, rnd 
 	if !ok {
 		return
 	}
+	limited := dim == "payment" || st.rings.deviceLimit
 	var ringGroups []claim.SweepGroup
 	var singles []claim.SweepClaim
 	for _, g := range sw.Groups {
+		if limited && g.Dim == dim {
+			ss.h.violateNow(ev, "the sweep by %s lists a group of %d live claims sharing one value (%s), limit 1 a value: %v", dim, g.Size, g.Hash, g.Claims)
+			return
+		}
 		inRing := false
 		for _, c := range g.Claims {
 			if st.rings.ringOf(c.User) != nil {
@@ -290,6 +304,17 @@ func (ss *sales) cancelRound(ctx context.Context, ev string, st *saleState, rnd 
 		}
 		ss.cancel(ctx, ev, rnd.IntN(nodes), map[string]any{"group": map[string]string{"dimension": g.Dim, "hash": g.Hash}},
 			rnd.IntN(2) == 0, fmt.Sprintf("group %s of %d %s", g.Dim, g.Size, when), maybe)
+	} else if r := st.rings.pick(rnd); r != nil {
+		if live := ss.h.liveOf(ev, r.users); len(live) > 0 {
+			ss.cancel(ctx, ev, rnd.IntN(nodes), map[string]any{"claim_ids": slices.Sorted(mapKeys(live))}, rnd.IntN(2) == 0,
+				fmt.Sprintf("ring %d (%s) by its claims %s", r.n, r.kind, when), live)
+		}
+	}
+	if len(singles) == 0 {
+		for id, u := range ss.h.liveOf(ev, nil) {
+			singles = append(singles, claim.SweepClaim{ID: id, User: u})
+		}
+		slices.SortFunc(singles, func(a, b claim.SweepClaim) int { return strings.Compare(a.ID, b.ID) })
 	}
 	if len(singles) > 0 {
 		pick := map[string]string{}
@@ -302,6 +327,16 @@ func (ss *sales) cancelRound(ctx context.Context, ev string, st *saleState, rnd 
 	}
 }
 
+// pick draws one of the book's rings with members, nil for none.
+func (rb *ringBook) pick(rnd *rand.Rand) *ring {
+	rb.mu.Lock()
+	defer rb.mu.Unlock()
+	if len(rb.rings) == 0 {
+		return nil
+	}
+	return rb.rings[rnd.IntN(len(rb.rings))]
+}
+
 func mapKeys(m map[string]string) func(func(string) bool) {
 	return func(yield func(string) bool) {
 		for k := range m {
@@ -312,8 +347,9 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// liveOf returns the claims of users in sale ev that the clients were
-// told are granted and not released nor cancelled, with their users.
+// liveOf returns the claims of users (nil: everyone) in sale ev that the
+// clients were told are granted and not released nor cancelled, with
+// their users.
 func (h *history) liveOf(ev string, users []string) map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -323,18 +359,17 @@ func (h *history) liveOf(ev string, users []string) map[string]string {
 		return out
 	}
 	for id, u := range b.live {
-		if _, c := b.cancelled[id]; slices.Contains(users, u) && !c {
+		if _, c := b.cancelled[id]; (users == nil || slices.Contains(users, u)) && !c {
 			out[id] = u
 		}
 	}
 	return out
 }
 
-// sweep reads sale ev's sweep of dimension dim, every group of one claim
-// or more (a limited dimension holds one claim a value), trying up to
-// three nodes.
+// sweep reads sale ev's sweep of dimension dim (every group, up to 50
+// claims each), trying up to three nodes.
 func (ss *sales) sweep(ctx context.Context, ev, dim string) (claim.Sweep, bool) {
-	path := "/admin/events/" + ev + "/sweep?dimension=" + dim + "&min_size=1&limit=1000&max_claims=50"
+	path := "/admin/events/" + ev + "/sweep?dimension=" + dim + "&limit=1000&max_claims=50"
 	for try := 0; try < 3 && ctx.Err() == nil; try++ {
 		status, raw, retry := adminSend(ctx, http.MethodGet, ss.s.base(try)+path, ss.s.dp.Admin, nil)
 		if status == http.StatusOK {
@@ -380,6 +415,7 @@ func (ss *sales) cancel(ctx context.Context, ev string, i int, what map[string]a
 	}
 	var v struct {
 		Code      string `json:"code"`
+		Detail    string `json:"detail"`
 		Cancelled []struct {
 			ClaimID string `json:"claim_id"`
 			User    string `json:"user"`
@@ -423,7 +459,7 @@ func (ss *sales) cancel(ctx context.Context, ev string, i int, what map[string]a
 			ss.h.mu.Unlock()
 		}
 	}
-	ss.h.note("staff", "cancel %s (%s, restock %v) → %d %s: %d claims", ev, note, restock, status, v.Code, len(v.Cancelled))
+	ss.h.note("staff", "cancel %s (%s, restock %v) at %s → %d %s: %d claims %.120s", ev, note, restock, start.Format("15:04:05.000"), status, v.Code, len(v.Cancelled), v.Detail)
 	return ops
 }
 

@@ -211,8 +211,11 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	fmt.Printf("  answers: %s\n", h.tally())
 	h.mu.Lock()
 	for _, o := range h.ops {
-		if o.Kind == "audit" || (o.Kind == "staff" && strings.HasPrefix(o.Note, "sale ")) {
+		switch {
+		case o.Kind == "audit" || (o.Kind == "staff" && strings.HasPrefix(o.Note, "sale ")):
 			fmt.Printf("  %s\n", o.Note)
+		case o.Kind == "staff" && (strings.HasPrefix(o.Note, "cancel ") || strings.HasPrefix(o.Note, "sweep ") || strings.Contains(o.Note, "/close ") || strings.Contains(o.Note, "/reopen ")):
+			fmt.Printf("  %s staff: %s\n", o.At.Format("15:04:05.000"), o.Note)
 		}
 	}
 	for ev, b := range h.sales {
