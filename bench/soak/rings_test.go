@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -306,7 +307,7 @@ func (ss *sales) cancelRound(ctx context.Context, ev string, st *saleState, rnd 
 			rnd.IntN(2) == 0, fmt.Sprintf("group %s of %d %s", g.Dim, g.Size, when), maybe)
 	} else if r := st.rings.pick(rnd); r != nil {
 		if live := ss.h.liveOf(ev, r.users); len(live) > 0 {
-			ss.cancel(ctx, ev, rnd.IntN(nodes), map[string]any{"claim_ids": slices.Sorted(mapKeys(live))}, rnd.IntN(2) == 0,
+			ss.cancel(ctx, ev, rnd.IntN(nodes), map[string]any{"claim_ids": slices.Sorted(maps.Keys(live))}, rnd.IntN(2) == 0,
 				fmt.Sprintf("ring %d (%s) by its claims %s", r.n, r.kind, when), live)
 		}
 	}
@@ -322,7 +323,7 @@ func (ss *sales) cancelRound(ctx context.Context, ev string, st *saleState, rnd 
 			c := singles[rnd.IntN(len(singles))]
 			pick[c.ID] = c.User
 		}
-		ss.cancel(ctx, ev, rnd.IntN(nodes), map[string]any{"claim_ids": slices.Sorted(mapKeys(pick))}, rnd.IntN(2) == 0,
+		ss.cancel(ctx, ev, rnd.IntN(nodes), map[string]any{"claim_ids": slices.Sorted(maps.Keys(pick))}, rnd.IntN(2) == 0,
 			"single "+when, pick)
 	}
 }
@@ -335,16 +336,6 @@ func (rb *ringBook) pick(rnd *rand.Rand) *ring {
 		return nil
 	}
 	return rb.rings[rnd.IntN(len(rb.rings))]
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // liveOf returns the claims of users (nil: everyone) in sale ev that the
@@ -441,7 +432,7 @@ func (ss *sales) cancel(ctx context.Context, ev string, i int, what map[string]a
 			ops = append(ops, o)
 		}
 	} else {
-		for _, id := range slices.Sorted(mapKeys(maybe)) {
+		for _, id := range slices.Sorted(maps.Keys(maybe)) {
 			o := base
 			o.ClaimID, o.User = id, maybe[id]
 			ops = append(ops, o)
@@ -517,7 +508,7 @@ func (ss *sales) auditCancels(ev string, grants map[string]int, released map[str
 			return false
 		}
 	}
-	for _, id := range slices.Sorted(mapKeysInt(cancels)) {
+	for _, id := range slices.Sorted(maps.Keys(cancels)) {
 		ss.checks.Add(1)
 		switch {
 		case cancels[id] > 1:
@@ -535,16 +526,6 @@ func (ss *sales) auditCancels(ev string, grants map[string]int, released map[str
 		}
 	}
 	return true
-}
-
-func mapKeysInt(m map[string]int) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // auditSignals checks that no two claims of sale ev held at its end
