@@ -20,7 +20,7 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 	h := ss.h
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
+		tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: ss.buckets(ev)})
 		if err == nil && tot.Outbox == 0 {
 			break
 		}
@@ -38,8 +38,16 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 		return
 	}
 	grants, released, users := map[string]int{}, map[string]bool{}, map[string]map[string]bool{}
+	// cancels counts each claim's order_cancelled events; restocked are
+	// those whose unit went back to the stock (issue 36).
+	cancels, restocked := map[string]int{}, map[string]bool{}
 	for _, e := range evs {
 		switch e.Type {
+		case claim.KindCancelled:
+			cancels[e.ClaimID]++
+			if e.Restock {
+				restocked[e.ClaimID] = true
+			}
 		case "granted":
 			grants[e.ClaimID]++
 			if users[e.User] == nil {
@@ -72,16 +80,21 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 	for _, n := range grants {
 		copies += n - 1
 	}
+	// Held: granted − released − cancelled and returned to the stock (a
+	// unit cancelled without restock stays sold, void).
 	live := 0
 	for id := range grants {
-		if !released[id] {
+		if !released[id] && !restocked[id] {
 			live++
 		}
 	}
 	ss.checks.Add(1)
 	supply := h.supply(ev)
 	if live > int(supply) {
-		h.violateNow(ev, "stream: %d units held, supply %d", live, supply)
+		h.violateNow(ev, "stream: %d units held (granted − released − cancelled and restocked), supply %d", live, supply)
+		return
+	}
+	if !ss.auditCancels(ev, grants, released, cancels, restocked) || !ss.auditSignals(ev, evs, released, cancels) {
 		return
 	}
 	for u, ids := range users {
@@ -138,14 +151,16 @@ func (ss *sales) audit(ctx context.Context, ev string) {
 			}
 		}
 	}
-	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: saleBuckets})
+	tot, err := claim.NewStore(ss.s.redis()).Totals(ctx, claim.Sale{ID: ev, Buckets: ss.buckets(ev)})
 	if err == nil {
 		ss.checks.Add(1)
-		if held := tot.Granted - tot.Released; held > supply || tot.Remaining < 0 {
-			h.violateNow(ev, "Redis after the sale: %d held, remaining %d, supply %d", held, tot.Remaining, supply)
+		if held := tot.Granted - tot.Released - tot.Restocked; held > supply || tot.Remaining < 0 {
+			h.violateNow(ev, "Redis after the sale: %d held (granted %d − released %d − cancelled and restocked %d), remaining %d, supply %d",
+				held, tot.Granted, tot.Released, tot.Restocked, tot.Remaining, supply)
 		}
 	}
 	ss.checkStaffAudit(ctx, ev)
 	ss.checkPushes(ev)
-	h.note("audit", "sale %s: %d granted on the stream (%d late copies), %d released, %d held of supply %d, %d acknowledged to clients, %d orders", ev, len(grants), copies, len(released), live, supply, len(acked), len(orders))
+	h.note("audit", "sale %s: %d granted on the stream (%d late copies), %d released, %d cancelled (%d restocked), %d held of supply %d, %d acknowledged to clients, %d orders",
+		ev, len(grants), copies, len(released), len(cancels), len(restocked), live, supply, len(acked), len(orders))
 }

@@ -56,6 +56,9 @@ func (c *crowd) pageOp(ctx context.Context, s *shopper, hc *http.Client, kind, m
 	req, _ := http.NewRequestWithContext(rctx, method, u+path, body)
 	req.Header.Set("X-User-ID", s.id)
 	req.Header.Set("Accept", "text/html")
+	for k, v := range signalHeaders(s, key) { // the shop's gateway adds them
+		req.Header.Set(k, v)
+	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

@@ -82,6 +82,10 @@ type shopper struct {
 	door, cohort     string
 	fp               bool
 	linger, patience time.Duration
+	// sigSecret, in a sale with rings (rings_test.go), signs the
+	// shopper's signal headers; device and payment are their ring's
+	// shared values ("": their own).
+	sigSecret, device, payment string
 }
 
 // arrive starts n shoppers on sale with plans drawn from rnd; st (nil for
@@ -102,6 +106,9 @@ func (c *crowd) arrive(ctx context.Context, sale string, n int, st *saleState, r
 			s.abandon = 2
 		}
 		c.standAtDoor(s, st, rnd)
+		if st != nil && st.rings != nil {
+			st.rings.join(s)
+		}
 		if s.door == "blocked" || s.door == "bot" || s.door == "offlist" {
 			s.abandon = 0
 			c.wg.Go(func() { c.play(ctx, s) })
@@ -166,7 +173,7 @@ func (c *crowd) do(ctx context.Context, s *shopper, kind, method, path string, h
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	a.Start = time.Now()
-	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, doorHeaders(s), hdr)
+	ans := anteroomcrowd.Exchange(rctx, c.client, method, url+path, map[string]string{"X-User-ID": s.id}, doorHeaders(s), signalHeaders(s, hdr["Idempotency-Key"]), hdr)
 	switch {
 	case ans.Err != nil && ans.Cut: // answered, but the body was cut
 		a.Err = shortErr(ans.Err)

@@ -24,6 +24,12 @@ func TestHistoryCatches(t *testing.T) {
 		o.Node, o.Start, o.At = node, t0.Add(-5*time.Second), t0.Add(-4*time.Second)
 		return o
 	}
+	// after is o sent n seconds after t0 and answered 100 ms later.
+	after := func(n int, o op) op {
+		o.Start = t0.Add(time.Duration(n) * time.Second)
+		o.At = o.Start.Add(100 * time.Millisecond)
+		return o
+	}
 	cases := []struct {
 		name  string
 		holds []hold
@@ -60,6 +66,29 @@ func TestHistoryCatches(t *testing.T) {
 		{"joined while paused", held("paused"), []op{during(op{Sale: "s", User: "a", Kind: "join", Status: 200, Pos: 1}, "0")}, ""},
 		{"admitted on another node within its slack", []hold{{what: "paused", node: "0", from: t0.Add(-5*time.Second - holdSlack/2)}},
 			[]op{during(op{Sale: "s", User: "a", Kind: "status", Status: 200, State: "admitted"}, "1")}, ""},
+		// Staff cancellations (issue 36).
+		{"a cancel with restock frees its unit, keeps the slot", nil, []op{granted("a", "k0", "c1"), granted("b", "k0", "c2"), granted("c", "k0", "c3"),
+			after(1, op{Sale: "s", User: "c", Kind: "cancel", Key: "restock", Status: 200, ClaimID: "c3"}),
+			after(2, op{Sale: "s", User: "c", Kind: "cancel", Status: 409, Code: "not_cancellable", ClaimID: "c3"}),
+			after(3, op{Sale: "s", User: "c", Kind: "claim", Key: "k1", Status: 409, Code: "signal_limit"}),
+			after(4, granted("d", "k0", "c4")),
+			after(5, op{Sale: "s", User: "c", Kind: "lookup", Status: 200, ClaimID: "c3", State: "cancelled"}),
+		}, ""},
+		{"a void cancel keeps its unit sold", nil, []op{granted("a", "k0", "c1"), granted("b", "k0", "c2"), granted("c", "k0", "c3"),
+			after(1, op{Sale: "s", User: "c", Kind: "cancel", Status: 200, ClaimID: "c3"}),
+			after(2, granted("d", "k0", "c4"))}, "supply 3"},
+		{"cancelled twice", nil, []op{granted("a", "k0", "c1"),
+			after(1, op{Sale: "s", User: "a", Kind: "cancel", Status: 200, ClaimID: "c1"}),
+			after(2, op{Sale: "s", User: "a", Kind: "cancel", Key: "restock", Status: 200, ClaimID: "c1"})}, "cancelled twice"},
+		{"cancelled after its release", nil, []op{granted("a", "k0", "c1"),
+			after(1, op{Sale: "s", User: "a", Kind: "release", Status: 200, ClaimID: "c1"}),
+			after(2, op{Sale: "s", User: "a", Kind: "cancel", Status: 200, ClaimID: "c1"})}, "cancelled after its release"},
+		{"released after its cancel", nil, []op{granted("a", "k0", "c1"),
+			after(1, op{Sale: "s", User: "a", Kind: "cancel", Status: 200, ClaimID: "c1"}),
+			after(2, op{Sale: "s", User: "a", Kind: "release", Status: 200, ClaimID: "c1"})}, "released after staff cancelled it"},
+		{"a cancelled claim looked up pending", nil, []op{granted("a", "k0", "c1"),
+			after(1, op{Sale: "s", User: "a", Kind: "cancel", Status: 200, ClaimID: "c1"}),
+			after(2, op{Sale: "s", User: "a", Kind: "lookup", Status: 200, ClaimID: "c1", State: "pending"})}, "its lookup answered"},
 		{"max_active", nil, func() []op {
 			var out []op
 			for _, u := range []string{"a", "b", "c", "d", "e", "f"} {

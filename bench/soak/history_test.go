@@ -22,10 +22,10 @@ type op struct {
 	At      time.Time
 	Sale    string
 	User    string
-	Kind    string // join, status, claim, replay, release, lookup, finish, room, fault, staff
+	Kind    string // join, status, claim, replay, release, lookup, cancel, finish, room, fault, staff
 	Node    string
 	Lane    string // the shopper's lane ("" default), or "pass" for a bypass pass
-	Key     string
+	Key     string // the Idempotency-Key; on a cancel, "restock" when the unit returns
 	Status  int
 	Code    string
 	ClaimID string
@@ -91,8 +91,9 @@ type history struct {
 	// holds are the spans staff held each sale (holds_test.go).
 	holds map[string][]hold
 	// staffReleases are the claims staff released, answered 200, by sale
-	// (release_test.go).
-	staffReleases map[string][]op
+	// (release_test.go); staffCancels the claims staff cancelled, answered
+	// 200 (rings_test.go).
+	staffReleases, staffCancels map[string][]op
 }
 
 // promoted records a replica's promotion.
@@ -128,6 +129,8 @@ type saleBook struct {
 	live          map[string]string          // claim id → user, granted not released
 	confirmed     map[string]bool            // claim ids a lookup showed confirmed
 	released      map[string]bool            // claim ids a release answered 200 for
+	cancelled     map[string]bool            // claim ids a cancel answered 200 for → restocked
+	cancelAt      map[string]time.Time       // claim id → when its cancel was answered 200
 	acked         map[string]string          // every claim id answered 201/200 → user
 	posUser       map[string]string          // lane/position → user
 	posAt         map[string]time.Time       // lane/position → when it was first answered
@@ -192,7 +195,7 @@ func (h *history) setSupply(ev string, n int64) {
 }
 
 func newHistory() *history {
-	return &history{found: make(chan violation, 1), sales: map[string]*saleBook{}, holds: map[string][]hold{}, staffReleases: map[string][]op{}}
+	return &history{found: make(chan violation, 1), sales: map[string]*saleBook{}, holds: map[string][]hold{}, staffReleases: map[string][]op{}, staffCancels: map[string][]op{}}
 }
 
 // open starts the account of a sale.
@@ -202,6 +205,7 @@ func (h *history) open(sale string, supply, limit, maxActive int64) {
 	h.sales[sale] = &saleBook{supply: supply, limit: limit, maxActive: maxActive,
 		byKey: map[string]string{}, held: map[string]map[string]bool{}, live: map[string]string{},
 		confirmed: map[string]bool{}, released: map[string]bool{}, acked: map[string]string{},
+		cancelled: map[string]bool{}, cancelAt: map[string]time.Time{},
 		posUser: map[string]string{}, posAt: map[string]time.Time{}, userPos: map[string]int64{}, tokenAt: map[string]time.Time{}, active: map[string]bool{},
 		finished: map[string]bool{}, inCheckout: map[string]time.Time{}, grantAt: map[string]time.Time{}, cohort: map[string]string{}}
 }
@@ -291,8 +295,8 @@ func (h *history) record(o op) {
 		}
 		b.byKey[k] = o.ClaimID
 		b.acked[o.ClaimID] = o.User
-		if b.released[o.ClaimID] {
-			return // a replay of a released claim tells its old id
+		if _, ok := b.cancelled[o.ClaimID]; ok || b.released[o.ClaimID] {
+			return // a replay of a released or cancelled claim tells its old id
 		}
 		if b.held[o.User] == nil {
 			b.held[o.User] = map[string]bool{}
@@ -309,6 +313,13 @@ func (h *history) record(o op) {
 			h.violate(o, "%d units granted and not released, supply %d", n, b.supply)
 		}
 	case "lookup":
+		// A claim staff cancelled (answered 200 before the lookup was
+		// sent) answers cancelled: unless a promotion since may have lost
+		// the cancellation until the rebuild restores it from the stream.
+		if at, ok := b.cancelAt[o.ClaimID]; ok && o.Status == http.StatusOK && o.Start.After(at) && o.State != "cancelled" &&
+			!h.promotedBetween(at, o.At) {
+			h.violate(o, "claim %s was cancelled by staff (200 at %s) and its lookup answered %q", o.ClaimID, at.Format("15:04:05.000"), o.State)
+		}
 		if o.Status == http.StatusOK && o.State == "confirmed" {
 			if b.released[o.ClaimID] {
 				h.violate(o, "claim %s confirmed after its release was answered 200", o.ClaimID)
@@ -320,10 +331,36 @@ func (h *history) record(o op) {
 			if b.confirmed[o.ClaimID] {
 				h.violate(o, "claim %s released after it was seen confirmed", o.ClaimID)
 			}
+			if at, ok := b.cancelAt[o.ClaimID]; ok && o.Start.After(at) {
+				h.violate(o, "claim %s released after staff cancelled it (200 at %s)", o.ClaimID, at.Format("15:04:05.000"))
+			}
 			b.released[o.ClaimID] = true
 			delete(b.live, o.ClaimID)
 			delete(b.held[o.User], o.ClaimID)
 		}
+	case "cancel":
+		h.cancelled(o, b)
+	}
+}
+
+// cancelled checks a staff cancellation of one claim (rings_test.go): a
+// claim is cancelled once, never after its release was answered; a
+// cancelled claim keeps its user's slot, and its unit is held no more
+// when it went back to the stock. h.mu is held.
+func (h *history) cancelled(o op, b *saleBook) {
+	if o.Status != http.StatusOK || o.ClaimID == "" {
+		return
+	}
+	if at, ok := b.cancelAt[o.ClaimID]; ok {
+		h.violate(o, "claim %s cancelled twice: 200 at %s and again", o.ClaimID, at.Format("15:04:05.000"))
+	}
+	if b.released[o.ClaimID] {
+		h.violate(o, "claim %s cancelled after its release was answered 200", o.ClaimID)
+	}
+	b.cancelled[o.ClaimID] = o.Key == "restock"
+	b.cancelAt[o.ClaimID] = o.At
+	if o.Key == "restock" {
+		delete(b.live, o.ClaimID)
 	}
 }
 
@@ -463,7 +500,7 @@ func (h *history) tally() string {
 		switch {
 		case o.Note == basicNote:
 			kind = "basic page " + kind
-		case o.Note == "by staff":
+		case o.Note == "by staff" || o.Kind == "cancel":
 			kind = "staff " + kind
 		}
 		if counts[kind] == nil {
@@ -473,7 +510,7 @@ func (h *history) tally() string {
 	}
 	var parts []string
 	for _, kind := range []string{"join", "status", "claim", "replay", "lookup", "mine", "release", "finish", "push", "room",
-		"basic page page", "basic page bjoin", "basic page status", "basic page claim", "staff release"} {
+		"basic page page", "basic page bjoin", "basic page status", "basic page claim", "staff release", "staff cancel"} {
 		var as []string
 		for a := range counts[kind] {
 			as = append(as, a)

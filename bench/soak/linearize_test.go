@@ -47,6 +47,8 @@ func (h *history) modelOps(ev string) []porcupine.Operation {
 			kind = "claim"
 		case kind != "claim" && kind != "release" && kind != "lookup" && kind != "cancel":
 			continue
+		case kind == "cancel" && o.ClaimID == "":
+			continue // a cancellation that named no claim we know of
 		}
 		unknown := o.Err != "" || o.Status >= 500
 		if unknown && kind != "release" && kind != "cancel" {

@@ -123,6 +123,16 @@ func TestPorcupineCatches(t *testing.T) {
 			o(20, "a", "cancel", "", http.StatusOK, "c1", ""),
 			o(40, "a", "lookup", "", http.StatusOK, "c1", "released"),
 		}, porcupine.Illegal, "user a"},
+		{"a signal_limit refusal changes nothing", 0, []op{
+			claim(0, "a", "k0", "c1"),
+			o(10, "b", "claim", "k0", http.StatusConflict, "", ""), // signal_limit: shares a's card
+			claim(20, "c", "k0", "c2"), claim(30, "d", "k0", "c3"),
+		}, porcupine.Ok, ""},
+		{"an ambiguous cancel may have returned the unit", 0, []op{
+			claim(0, "a", "k0", "c1"), claim(0, "b", "k0", "c2"), claim(0, "c", "k0", "c3"),
+			{Sale: "s", User: "c", Kind: "cancel", Key: "restock", ClaimID: "c3", Err: "unreachable", Start: at(20), At: at(2020)},
+			claim(30, "d", "k0", "c4"),
+		}, porcupine.Ok, ""},
 		{"limit off by one", 0, []op{
 			claim(0, "a", "k0", "c1"), claim(20, "a", "k1", "c2"), claim(40, "a", "k2", "c3"),
 		}, porcupine.Illegal, ""},

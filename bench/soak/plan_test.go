@@ -50,6 +50,16 @@ type plan struct {
 	change   string
 	changeAt time.Duration
 
+	// rings (issue 36) limits claims per payment fingerprint (one a
+	// value) and records each claim's device, both read from headers the
+	// shop signs (signed_header), with deviceLimit one claim per device
+	// too; a quarter of the crowd belongs to rings sharing a payment
+	// instrument, a device or both, and staff sweep the sale and cancel
+	// ring groups and single claims during and after it (rings_test.go).
+	// A sale with signal limits has one bucket. Drawn from a generator of
+	// its own (drawRings), so the other draws of a recorded seed stay.
+	rings, deviceLimit bool
+
 	// Set by the put-back tests only: the share of arrivals sent with the
 	// pass (default 0.05) and to the lane (default 0.3), and how long the
 	// order worker stops, from stopWorkerAt after the start (claims stay
@@ -117,6 +127,19 @@ func drawPlan(rnd *rand.Rand, n int, onCluster bool) plan {
 	return p
 }
 
+// drawRings draws whether sale n has rings and staff cancelling (issue
+// 36), and whether it limits devices too: the first drawn sale has rings
+// with devices recorded, not limited (so that the sweep finds device
+// rings of several claims in a 2-minute run), later ones half the time.
+func drawRings(rnd *rand.Rand, n int) (rings, deviceLimit bool) {
+	if n == 1 {
+		return false, false
+	}
+	rings = n == 2 || rnd.Float64() < 0.5
+	deviceLimit = rings && n > 2 && rnd.Float64() < 0.5
+	return rings, deviceLimit
+}
+
 // earlyBy is how long before the sale an early lane starts: half the
 // lead.
 func (p plan) earlyBy() time.Duration { return p.lead / 2 }
@@ -150,6 +173,13 @@ func (p plan) String() string {
 	}
 	if p.eligible {
 		s += ", eligibility list"
+	}
+	if p.rings {
+		s += ", rings sharing payment and devices (one claim a payment"
+		if p.deviceLimit {
+			s += " and a device"
+		}
+		s += "), staff cancelling"
 	}
 	if p.change != "" {
 		s += fmt.Sprintf(", door change (%s) %s after the start", p.change, p.changeAt.Round(100*time.Millisecond))

@@ -27,7 +27,7 @@ import (
 func (ss *sales) readAll(ctx context.Context, ev string) error {
 	rdb := ss.s.redis()
 	store := claim.NewStore(rdb)
-	for b := range saleBuckets {
+	for b := range ss.buckets(ev) {
 		tag := fmt.Sprintf("ar:{%s#%d}:", ev, b) // claim/keys.go's bucketOf
 		ids, err := rdb.HKeys(ctx, tag+"claims").Result()
 		if err != nil {

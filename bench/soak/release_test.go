@@ -69,7 +69,7 @@ func (h *history) pickLive(ev string, rnd *rand.Rand, since time.Time) (id, user
 	}
 	var ids, recent []string
 	for id := range b.live {
-		if !b.confirmed[id] {
+		if _, cancelled := b.cancelled[id]; !b.confirmed[id] && !cancelled {
 			ids = append(ids, id)
 			if b.grantAt[id].After(since) {
 				recent = append(recent, id)
@@ -87,14 +87,16 @@ func (h *history) pickLive(ev string, rnd *rand.Rand, since time.Time) (id, user
 	return id, b.live[id]
 }
 
-// checkStaffAudit checks that every staff release of sale ev answered 200
-// is in the audit trail (issue 34, item 7): an entry of the sale naming
-// the claim. A promotion since the release may have lost the entry with
+// checkStaffAudit checks that every staff release and cancellation of
+// sale ev answered 200 is in the audit trail (issue 34, item 7; issue 36):
+// an entry of the sale naming the claim. A promotion since the release may have lost the entry with
 // the rest of those moments' writes: such a release is counted, not held.
 func (ss *sales) checkStaffAudit(ctx context.Context, ev string) {
 	h := ss.h
 	h.mu.Lock()
 	rel := slices.Clone(h.staffReleases[ev])
+	nrel := len(rel)
+	rel = append(rel, h.staffCancels[ev]...)
 	h.mu.Unlock()
 	if len(rel) == 0 {
 		return
@@ -138,10 +140,10 @@ func (ss *sales) checkStaffAudit(ctx context.Context, ev string) {
 			lost++
 			continue
 		}
-		h.violateNow(ev, "staff released claim %s of %s (200 at %s) and the audit trail has no entry for it", o.ClaimID, o.User, o.At.Format("15:04:05.000"))
+		h.violateNow(ev, "staff %s claim %s of %s (200 at %s) and the audit trail has no entry for it", map[string]string{"release": "released", "cancel": "cancelled"}[o.Kind], o.ClaimID, o.User, o.At.Format("15:04:05.000"))
 		return
 	}
-	h.note("audit", "sale %s: %d claims released by staff, each in the audit trail (%d lost with a failover's writes)", ev, len(rel), lost)
+	h.note("audit", "sale %s: %d claims released and %d cancelled by staff, each in the audit trail (%d lost with a failover's writes)", ev, nrel, len(rel)-nrel, lost)
 }
 
 // adminPost sends POST url with the admin token and returns the status

@@ -211,8 +211,11 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	fmt.Printf("  answers: %s\n", h.tally())
 	h.mu.Lock()
 	for _, o := range h.ops {
-		if o.Kind == "audit" || (o.Kind == "staff" && strings.HasPrefix(o.Note, "sale ")) {
+		switch {
+		case o.Kind == "audit" || (o.Kind == "staff" && strings.HasPrefix(o.Note, "sale ")):
 			fmt.Printf("  %s\n", o.Note)
+		case o.Kind == "staff" && (strings.HasPrefix(o.Note, "cancel ") || strings.HasPrefix(o.Note, "sweep ") || strings.Contains(o.Note, "/close ") || strings.Contains(o.Note, "/reopen ")):
+			fmt.Printf("  %s staff: %s\n", o.At.Format("15:04:05.000"), o.Note)
 		}
 	}
 	for ev, b := range h.sales {
@@ -225,15 +228,23 @@ func runSoak(t *testing.T, r soakRun) *violation {
 	subscribed, notified, twice, tolerated := c.pushes.summary()
 	fmt.Printf("  web push: %d subscriptions, %d notified, %d notified more than once (each across a fault: %d)\n", subscribed, notified, twice, tolerated)
 	h.mu.Lock()
-	holds, releases := 0, 0
+	holds, releases, cancels, restocked := 0, 0, 0, 0
 	for _, hs := range h.holds {
 		holds += len(hs)
 	}
 	for _, rs := range h.staffReleases {
 		releases += len(rs)
 	}
+	for _, cs := range h.staffCancels {
+		cancels += len(cs)
+		for _, o := range cs {
+			if o.Key == "restock" {
+				restocked++
+			}
+		}
+	}
 	h.mu.Unlock()
-	fmt.Printf("  staff: %d pauses and closures held, %d claims released by staff\n", holds, releases)
+	fmt.Printf("  staff: %d pauses and closures held, %d claims released by staff, %d cancelled (%d restocked)\n", holds, releases, cancels, restocked)
 	rm.mu.Lock()
 	fmt.Printf("  safety-net room: %d admissions\n", len(rm.issued))
 	rm.mu.Unlock()

@@ -76,8 +76,8 @@ func (h *history) disturbed(t time.Time) string {
 		if o.User != "-" {
 			continue
 		}
-		if strings.Contains(o.Note, "worker") || strings.Contains(o.Note, "NATS") {
-			continue
+		if strings.Contains(o.Note, "worker") || strings.Contains(o.Note, "NATS") || strings.HasPrefix(o.Note, "sweep ") {
+			continue // a sweep reads claims only (a cancellation may return stock: it counts)
 		}
 		return o.Note
 	}
