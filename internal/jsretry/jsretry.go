@@ -55,15 +55,15 @@ const (
 
 // Transient reports whether err is how a JetStream request fails while a
 // leader is being elected, so that asking again shortly can succeed: no
-// responders, a timeout of the request (not of the caller's context: see
-// Do), a consumer's leadership change, and API errors with code 10008
+// responders (a publish reports them as "no response from stream"), a
+// timeout of the request (not of the caller's context: see Do), a consumer's leadership change, and API errors with code 10008
 // (temporarily unavailable), 10009 (not leader), 10118/10119 (stream or
 // consumer offline) or HTTP status 503.
 func Transient(err error) bool {
 	switch {
 	case err == nil:
 		return false
-	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrTimeout),
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrTimeout),
 		errors.Is(err, jetstream.ErrConsumerLeadershipChanged), errors.Is(err, jetstream.ErrNoHeartbeat):
 		return true
 	}

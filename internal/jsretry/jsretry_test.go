@@ -21,6 +21,10 @@ func TestTransient(t *testing.T) {
 		{fmt.Errorf("read x: %w", nats.ErrNoResponders), true},
 		{nats.ErrTimeout, true},
 		{jetstream.ErrConsumerLeadershipChanged, true},
+		// A publish's no responders, after nats.go's own two tries (a
+		// stressed CI run's "rebuild elect: epoch marker of elect: nats:
+		// no response from stream" was not retried).
+		{fmt.Errorf("epoch marker of elect: %w", jetstream.ErrNoStreamResponse), true},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
 		{&jetstream.APIError{Code: 500, ErrorCode: 10009, Description: "JetStream cluster can not handle request"}, true},
 		{&jetstream.APIError{Code: 500, ErrorCode: 10118, Description: "stream is offline"}, true},
