@@ -46,7 +46,7 @@ func ParseAdmissionKeys(jwks []byte, cfg IssuerConfig) (*AdmissionKeys, error) {
 	if len(pubs) == 0 {
 		return nil, errors.New("tokens: JWKS holds no Ed25519 key with a kid")
 	}
-	verify, err := newVerifyKeys(pubs)
+	verify, err := newVerifyKeys(pubs, nil)
 	if err != nil {
 		return nil, err
 	}
