@@ -28,7 +28,7 @@ func main() {
 	d := flag.Duration("d", 10*time.Second, "duration of each closed-loop measurement")
 	out := flag.String("out", "bench", "directory for RESULTS.md and throughput.svg")
 	memUsers := flag.Int("mem-users", 1_000_000, "joins for the memory measurement (0 skips it)")
-	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop, r3, shards); empty: all")
+	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop, ext, r3, shards); empty: all")
 	node := flag.String("bin", "", "a prebuilt anteroom binary to measure instead of building ./cmd/anteroom (to compare builds under the same generator)")
 	before := flag.String("before", "", "a prebuilt anteroom binary (the build before a change) whose claims on the R3 cluster are measured beside this build's, in the same run")
 	flag.Parse()
@@ -80,6 +80,7 @@ func run(ctx context.Context, d time.Duration, out string, memUsers int, only, n
 		{"redis", "redis-benchmark EVALSHA", measureRedisBenchmark},
 		{"postgres", "PostgreSQL SELECT FOR UPDATE", measurePostgres},
 		{"openloop", "open-loop latency", measureOpenLoop},
+		{"ext", "the operators' smallest shape: a node on one external NATS server and a redis-server", measureExternal},
 		{"r3", "the production shape: nodes on a 3-server NATS cluster (R3 streams), redis-server and a 3-master Redis Cluster", measureR3},
 	}
 	for _, s := range steps {

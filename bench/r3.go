@@ -14,7 +14,8 @@ import (
 	"github.com/anteroom/anteroom/internal/loopback"
 )
 
-// r3 is the shape deploy/ describes: a NATS cluster of three servers on
+// r3 is the shape deploy/ describes (and, with one server, the smallest
+// shape an operator runs): a NATS cluster of three servers on
 // loopback with the order and lifecycle streams on three replicas, and
 // nodes that reach it over TCP, each with a redis-server (or a 3-master
 // Redis Cluster) of its own. The NATS servers are `anteroom natsd`
@@ -38,28 +39,35 @@ func (x *r3) stop() {
 }
 
 // startR3 starts the NATS cluster under dir.
-func startR3(dir, bin string) (*r3, error) {
+func startR3(dir, bin string) (*r3, error) { return startNATSServers(dir, bin, 3) }
+
+// startNATSServers starts n `anteroom natsd` servers under dir, routed
+// into one cluster when n > 1; the streams get n replicas.
+func startNATSServers(dir, bin string, n int) (*r3, error) {
 	x := &r3{}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var client, route, mon [3]int
-	for i := range 3 {
+	client, route, mon := make([]int, n), make([]int, n), make([]int, n)
+	for i := range n {
 		client[i], _ = loopback.FreePort()
 		route[i], _ = loopback.FreePort()
 		mon[i], _ = loopback.FreePort()
 	}
 	var routes, urls []string
-	for i := range 3 {
+	for i := range n {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", route[i]))
 		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", client[i]))
 	}
 	x.natsURLs = strings.Join(urls, ",")
-	for i := range 3 {
+	for i := range n {
 		name := fmt.Sprintf("nats-%d", i+1)
-		p, err := start(dir, name, bin, nil, "natsd", "-name", name, "-port", fmt.Sprint(client[i]),
-			"-cluster-port", fmt.Sprint(route[i]), "-routes", strings.Join(routes, ","), "-http-port", fmt.Sprint(mon[i]),
-			"-store-dir", filepath.Join(dir, name))
+		args := []string{"natsd", "-name", name, "-port", fmt.Sprint(client[i]), "-http-port", fmt.Sprint(mon[i]),
+			"-store-dir", filepath.Join(dir, name)}
+		if n > 1 {
+			args = append(args, "-cluster-port", fmt.Sprint(route[i]), "-routes", strings.Join(routes, ","))
+		}
+		p, err := start(dir, name, bin, nil, args...)
 		if err != nil {
 			x.stop()
 			return nil, err
@@ -67,7 +75,7 @@ func startR3(dir, bin string) (*r3, error) {
 		x.nats = append(x.nats, p)
 	}
 	// /healthz answers 200 once JetStream has a meta leader.
-	for i := range 3 {
+	for i := range n {
 		url := fmt.Sprintf("http://127.0.0.1:%d/healthz", mon[i])
 		if err := poll(60*time.Second, "nats "+url, func() bool { return httpOK(url) }); err != nil {
 			x.stop()
@@ -146,7 +154,7 @@ func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv str
 	np, _ := loopback.FreePort()
 	pp, _ := loopback.FreePort()
 	mp, _ := loopback.FreePort()
-	env := append(nodeEnv(dir, np, mp), redisEnv, "ANTEROOM_NATS_URL="+x.natsURLs, "ANTEROOM_STREAM_REPLICAS=3",
+	env := append(nodeEnv(dir, np, mp), redisEnv, "ANTEROOM_NATS_URL="+x.natsURLs, fmt.Sprintf("ANTEROOM_STREAM_REPLICAS=%d", len(x.nats)),
 		fmt.Sprintf("ANTEROOM_PPROF_ADDR=127.0.0.1:%d", pp))
 	p, err := startHTTP(dir, name, bin, np, "/healthz", env, "serve")
 	if err != nil {

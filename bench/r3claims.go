@@ -155,7 +155,7 @@ type r3Result struct {
 // describe is the per-claim breakdown for the notes.
 func (x r3Result) describe() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%.0f granted/s; server CPU per claim: node %.1f µs, redis-server %.1f µs, the 3 NATS servers %.1f µs", x.rate,
+	fmt.Fprintf(&b, "%.0f granted/s; server CPU per claim: node %.1f µs, redis-server %.1f µs, the NATS servers %.1f µs", x.rate,
 		us(x.node), us(x.redis), us(x.natsCPU))
 	kinds := make([]string, 0, len(x.api))
 	for k := range x.api {

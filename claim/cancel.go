@@ -185,7 +185,7 @@ func (s *Service) Cancel(ctx context.Context, sale Sale, c Cancellation) ([]Reco
 				errs = append(errs, fmt.Errorf("cancel %s: its record cannot be rewritten (code %d): not cancelled", id, o.code))
 			}
 		}
-		if err := s.publishCancelled(ctx, sale.ID, b, msgs); err != nil {
+		if err := s.publishBucket(ctx, sale.ID, b, msgs); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -251,19 +251,6 @@ func (s *Store) cancel(ctx context.Context, ev string, b int, c Cancellation, at
 		return nil, f.err
 	}
 	return out, nil
-}
-
-// publishCancelled publishes order_cancelled events of bucket b (and
-// their notices, WithCancelNotice) and marks the acknowledged ones for
-// removal from the outbox.
-func (s *Service) publishCancelled(ctx context.Context, ev string, b int, msgs []message) error {
-	done, err := s.publishMany(ctx, ev, msgs)
-	for i, ok := range done {
-		if ok {
-			s.ack(boxRef{ev, b}, msgs[i].id)
-		}
-	}
-	return err
 }
 
 // WithCancelNotice calls notice with each order_cancelled event after

@@ -188,20 +188,13 @@ func (s *Service) Release(ctx context.Context, ev, id, user string) (Record, err
 	return s.store.Lookup(ctx, ev, id)
 }
 
-// publishReleased publishes released events of bucket b and marks the
-// acknowledged ones for removal from the outbox.
+// publishReleased publishes released events of bucket b (publishBucket).
 func (s *Service) publishReleased(ctx context.Context, ev string, b int, ids, payloads []string) error {
 	msgs := make([]message, len(ids))
 	for i, id := range ids {
 		msgs[i] = message{id: id + ":released", payload: payloads[i], ev: OrderEvent{Type: KindReleased}}
 	}
-	done, err := s.publishMany(ctx, ev, msgs)
-	for i, ok := range done {
-		if ok {
-			s.ack(boxRef{ev, b}, msgs[i].id)
-		}
-	}
-	return err
+	return s.publishBucket(ctx, ev, b, msgs)
 }
 
 // expire releases up to n claims per bucket of sale whose deadline passed

@@ -213,6 +213,19 @@ func (s *Service) publishMany(ctx context.Context, ev string, msgs []message) (d
 	return done, errors.Join(errs...)
 }
 
+// publishBucket publishes msgs, events of bucket b still in its outbox
+// (released, order_cancelled with its notice: see publishEach), and marks
+// the acknowledged ones for removal from the outbox.
+func (s *Service) publishBucket(ctx context.Context, ev string, b int, msgs []message) error {
+	done, err := s.publishMany(ctx, ev, msgs)
+	for i, ok := range done {
+		if ok {
+			s.ack(boxRef{ev, b}, msgs[i].id)
+		}
+	}
+	return err
+}
+
 // publishEach publishes msgs (granted events through the fence) and
 // returns each one's error.
 func (s *Service) publishEach(ctx context.Context, ev string, msgs []message) []error {

@@ -242,6 +242,37 @@ func (w *Worker) granted(ctx context.Context, oe OrderEvent, seq uint64) error {
 // confirmation (a failover), and the rebuild trusts the confirmed order.
 // A void order stays void.
 func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
+	return w.rewrite(ctx, oe, func(o *Order) (bool, error) {
+		switch o.Status {
+		case StatusVoid, StatusCancelled:
+			return false, nil
+		case StatusReleased:
+			if !o.ReleasedAt.IsZero() {
+				return false, nil
+			}
+		case StatusConfirmed:
+			// Recorded confirmed because Redis confirmed the claim —
+			// or could not find it, when there is no confirmation to
+			// keep. Redis decides.
+			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
+			if err == nil && status == StatusConfirmed {
+				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", orderKey(oe.Event, oe.ClaimID)))
+				return false, nil
+			}
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return false, err
+			}
+		}
+		o.Status, o.ReleasedAt = StatusReleased, oe.At
+		return true, nil
+	})
+}
+
+// rewrite reads the order of oe's claim (a new one from oe when there is
+// none) and lets change decide: false leaves it as it is; true writes the
+// order change made, on the condition that no other write came between,
+// and reads again when one did (five tries in all).
+func (w *Worker) rewrite(ctx context.Context, oe OrderEvent, change func(o *Order) (bool, error)) error {
 	key := orderKey(oe.Event, oe.ClaimID)
 	for attempt := 0; attempt < 5; attempt++ {
 		o, rev, err := w.order(ctx, key)
@@ -250,27 +281,9 @@ func (w *Worker) released(ctx context.Context, oe OrderEvent) error {
 		} else if err != nil {
 			return err
 		}
-		switch o.Status {
-		case "void", StatusCancelled:
-			return nil
-		case "released":
-			if !o.ReleasedAt.IsZero() {
-				return nil
-			}
-		case "confirmed":
-			// Recorded confirmed because Redis confirmed the claim —
-			// or could not find it, when there is no confirmation to
-			// keep. Redis decides.
-			status, err := w.store.Confirm(ctx, oe.Event, oe.ClaimID)
-			if err == nil && status == StatusConfirmed {
-				w.cfg.OnError(fmt.Errorf("order worker: released event for confirmed order %s: kept confirmed", key))
-				return nil
-			}
-			if err != nil && !errors.Is(err, ErrNotFound) {
-				return err
-			}
+		if write, err := change(&o); err != nil || !write {
+			return err
 		}
-		o.Status, o.ReleasedAt = "released", oe.At
 		raw, _ := json.Marshal(o)
 		if rev == 0 {
 			_, err = w.kv.Create(ctx, key, raw)
@@ -303,27 +316,11 @@ func (w *Worker) order(ctx context.Context, key string) (Order, uint64, error) {
 // cancellation is final: cancel.lua acted on a pending or confirmed claim
 // in Redis. A void order stays void (its grant was never counted).
 func (w *Worker) cancelled(ctx context.Context, oe OrderEvent) error {
-	key := orderKey(oe.Event, oe.ClaimID)
-	for attempt := 0; attempt < 5; attempt++ {
-		o, rev, err := w.order(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			o = Order{Event: oe.Event, ClaimID: oe.ClaimID, User: oe.User, Pos: oe.Pos}
-		} else if err != nil {
-			return err
-		}
+	return w.rewrite(ctx, oe, func(o *Order) (bool, error) {
 		if o.Status == StatusVoid || (o.Status == StatusCancelled && !o.CancelledAt.IsZero()) {
-			return nil
+			return false, nil
 		}
 		o.Status, o.CancelledAt, o.Reason, o.Restock = StatusCancelled, oe.At, string(oe.Reason), oe.Restock
-		raw, _ := json.Marshal(o)
-		if rev == 0 {
-			_, err = w.kv.Create(ctx, key, raw)
-		} else {
-			_, err = w.kv.Update(ctx, key, raw, rev)
-		}
-		if err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("order %s changed concurrently", key)
+		return true, nil
+	})
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # install-deps.sh installs what anteroom's tests run against: redis-server and
-# redis-cli (Redis, Redis Cluster), Chromium (browser tests), a small CJK
+# redis-cli and redis-benchmark (Redis, Redis Cluster), Chromium (browser tests), a small CJK
 # font (Chinese text in screenshots) and small Devanagari and Arabic fonts
 # (the Hindi and right-to-left Arabic screenshots of the waiting room), nginx-light (the auth_request gateway
 # test), caddy and haproxy (the Caddy and HAProxy gateway tests), Node.js with npm (the Cloudflare Worker package in miniflare, the
@@ -35,7 +35,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 
 missing=()
 have_cmd redis-server || missing+=(redis-server)
-have_cmd redis-cli || missing+=(redis-tools)
+{ have_cmd redis-cli && have_cmd redis-benchmark; } || missing+=(redis-tools)
 have_cmd chromium || missing+=(chromium)
 have_cmd curl || missing+=(curl ca-certificates)
 have_cmd nginx || [ -x /usr/sbin/nginx ] || missing+=(nginx-light)

@@ -12,8 +12,9 @@
 //   - An admission token ([Issuer]) is an EdDSA (Ed25519) JWT with a kid, an
 //     issuer, an audience and a short lifetime. Anyone holding the public keys
 //     from [KeySet.JWKS] can verify it offline (Envoy jwt_authn, Kong, any
-//     JOSE library), and [Issuer.Verify] accepts exactly the tokens such a
-//     verifier accepts: the Ed25519 signature is always checked, and no
+//     JOSE library), and [Issuer.Verify] accepts only tokens such a
+//     verifier accepts: the Ed25519 signature is always checked (by
+//     signing again with the kid's private key: see verify.go), and no
 //     shared secret or MAC can stand in for it.
 //   - [KeySet] is a directory of Ed25519 keys shared by every node: one active
 //     signer, a next key published before it signs ([KeySet.PublishNext],

@@ -21,7 +21,9 @@ import (
 // verifyReference is Verify written the plain way, as a gateway would:
 // golang-jwt's parser (alg pinned to EdDSA, strict base64url, all claims
 // required and checked) and crypto/ed25519 with the set's public key for
-// the token's kid. Verify must agree with it on every input.
+// the token's kid. Verify must agree with it on every input, but for one
+// kind no one without the private key can make: a signature by the key with
+// another nonce, which a node refuses (TestResignRefusesOtherNonces).
 func (i *Issuer) verifyReference(raw, event string, now time.Time) (Admission, error) {
 	if len(raw) > maxTokenLen {
 		return Admission{}, invalid("too long")
@@ -231,6 +233,16 @@ func TestEd25519StdlibSemantics(t *testing.T) {
 // SB = R' + kA.
 func smallOrderR(t *testing.T, priv ed25519.PrivateKey, msg []byte) []byte {
 	t.Helper()
+	return signWithNonce(t, priv, msg, "nonce", true)
+}
+
+// signWithNonce signs msg with priv as RFC 8032 does but with the nonce r
+// drawn from nonce instead of from the key and msg, with R offset by a
+// point of order 2 when smallOrder is set. Without the offset the
+// signature is valid (crypto/ed25519.Verify accepts it) but not the one
+// signing msg with priv gives.
+func signWithNonce(t *testing.T, priv ed25519.PrivateKey, msg []byte, nonce string, smallOrder bool) []byte {
+	t.Helper()
 	h := sha512.Sum512(priv.Seed())
 	h[0] &= 248
 	h[31] &= 127
@@ -239,22 +251,24 @@ func smallOrderR(t *testing.T, priv ed25519.PrivateKey, msg []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw := sha512.Sum512([]byte("nonce"))
+	rw := sha512.Sum512([]byte(nonce))
 	r, err := scalar.NewFromBytesModOrderWide(rw[:])
 	if err != nil {
 		t.Fatal(err)
 	}
 	var R, T curve.EdwardsPoint
 	R.MulBasepoint(curve.ED25519_BASEPOINT_TABLE, r)
-	var tc curve.CompressedEdwardsY
-	order2, _ := hex.DecodeString("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f") // (0, -1)
-	if _, err := tc.SetBytes(order2); err != nil {
-		t.Fatal(err)
+	if smallOrder {
+		var tc curve.CompressedEdwardsY
+		order2, _ := hex.DecodeString("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f") // (0, -1)
+		if _, err := tc.SetBytes(order2); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := T.SetCompressedY(&tc); err != nil {
+			t.Fatal(err)
+		}
+		R.Add(&R, &T)
 	}
-	if _, err := T.SetCompressedY(&tc); err != nil {
-		t.Fatal(err)
-	}
-	R.Add(&R, &T)
 	var rc curve.CompressedEdwardsY
 	rc.SetEdwardsPoint(&R)
 	pub := priv.Public().(ed25519.PublicKey)
@@ -275,4 +289,50 @@ func smallOrderR(t *testing.T, priv ed25519.PrivateKey, msg []byte) []byte {
 		t.Fatal(err)
 	}
 	return sig
+}
+
+// TestResignRefusesOtherNonces: a node checks a token's signature by
+// signing again (tokens/verify.go), so the signature Issue wrote passes and
+// one made with the same key and another nonce — valid Ed25519, which only
+// a holder of the private key can make — is refused, while a gateway's
+// check with the public key (AdmissionKeys, crypto/ed25519) accepts it.
+// It also pins what the check rests on: curve25519-voi's Sign gives
+// crypto/ed25519's signature, byte for byte.
+func TestResignRefusesOtherNonces(t *testing.T) {
+	iss, keys := newTestIssuer(t)
+	snap := keys.snap.Load()
+	raw, _, err := iss.Issue("ev", "alice", 7, time.Minute, t0())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := ParseAdmissionKeys(keys.JWKS(), IssuerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iss.Verify(raw, "ev", t0()); err != nil {
+		t.Fatalf("the issued token: %v", err)
+	}
+	dot := strings.LastIndexByte(raw, '.')
+	msg := []byte(raw[:dot])
+	other := signWithNonce(t, snap.signer, msg, "another nonce", false)
+	if !ed25519.Verify(snap.pubs[snap.active], msg, other) {
+		t.Fatal("the other nonce's signature is not valid Ed25519")
+	}
+	forged := raw[:dot+1] + b64(other)
+	if _, err := iss.Verify(forged, "ev", t0()); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a node's Verify of a signature with another nonce: %v, want ErrInvalid", err)
+	}
+	if _, err := pub.Verify(forged, "ev", t0()); err != nil {
+		t.Fatalf("AdmissionKeys (public key, crypto/ed25519 semantics) refused it: %v", err)
+	}
+	for i := range 64 {
+		_, priv, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := []byte(strings.Repeat(fmt.Sprint(i), i*7))
+		if !slices.Equal(ed25519.Sign(priv, m), voi.Sign(voi.PrivateKey(priv), m)) {
+			t.Fatalf("message %d: curve25519-voi and crypto/ed25519 sign differently", i)
+		}
+	}
 }

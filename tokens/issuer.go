@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -148,7 +149,7 @@ func (i *Issuer) Issue(event, user string, pos int64, ttl time.Duration, now tim
 	}
 	a.NotBefore = a.IssuedAt
 	snap := i.keys.snap.Load()
-	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, admissionClaims{
+	claims, err := json.Marshal(admissionClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    i.issuer,
 			Subject:   user,
@@ -161,11 +162,10 @@ func (i *Issuer) Issue(event, user string, pos int64, ttl time.Duration, now tim
 		Event: event,
 		Pos:   &pos,
 	})
-	t.Header["kid"] = snap.active
-	raw, err := t.SignedString(snap.signer)
 	if err != nil {
-		return "", Admission{}, fmt.Errorf("tokens: sign admission: %w", err)
+		return "", Admission{}, fmt.Errorf("tokens: admission claims: %w", err)
 	}
+	raw := signJWT(snap.verify[snap.active], claims)
 	return raw, a, nil
 }
 

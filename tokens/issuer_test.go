@@ -193,3 +193,34 @@ func TestAdmissionOtherIssuerConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestIssueAsGolangJWT: Issue's token is byte for byte the one golang-jwt
+// signs for the same header and claims with the active key (Issue signs
+// with curve25519-voi, which gives crypto/ed25519's deterministic
+// signature).
+func TestIssueAsGolangJWT(t *testing.T) {
+	iss, keys := newTestIssuer(t)
+	snap := keys.snap.Load()
+	for i, user := range []string{"alice", "bob <&> \u00e9", strings.Repeat("u", 256)} {
+		raw, a, err := iss.Issue("spring-drop", user, int64(1+i*1000), time.Duration(i+1)*time.Minute, t0())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, admissionClaims{
+			RegisteredClaims: jwt.RegisteredClaims{
+				Issuer: iss.issuer, Subject: a.User, Audience: jwt.ClaimStrings{iss.audience},
+				ExpiresAt: jwt.NewNumericDate(a.ExpiresAt), NotBefore: jwt.NewNumericDate(a.NotBefore),
+				IssuedAt: jwt.NewNumericDate(a.IssuedAt), ID: a.ID,
+			},
+			Event: a.Event, Pos: &a.Pos,
+		})
+		tok.Header["kid"] = snap.active
+		want, err := tok.SignedString(snap.signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw != want {
+			t.Errorf("user %q: Issue gave\n%s\ngolang-jwt gives\n%s", user, raw, want)
+		}
+	}
+}

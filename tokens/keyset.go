@@ -259,7 +259,7 @@ func loadKeyDir(dir string) (*keySnapshot, error) {
 	if snap.jwks, err = encodeJWKS(snap.kids, snap.pubs); err != nil {
 		return nil, err
 	}
-	if snap.verify, err = newVerifyKeys(snap.pubs); err != nil {
+	if snap.verify, err = newVerifyKeys(snap.pubs, privs); err != nil {
 		return nil, err
 	}
 	return snap, nil

@@ -10,9 +10,12 @@ import (
 
 // AdmissionKeys verifies admission tokens with public keys alone: the
 // Ed25519 keys of a node's JWKS (GET /.well-known/jwks.json, [KeySet.JWKS]),
-// for a service that checks tokens offline. Verify runs exactly the checks
+// for a service that checks tokens offline. Verify runs the checks
 // [Issuer.Verify] runs (the same code): EdDSA only, a kid of this set,
-// every claim required, iss and aud pinned, exp, nbf and iat with leeway.
+// every claim required, iss and aud pinned, exp, nbf and iat with leeway;
+// without the private keys it verifies the signature as crypto/ed25519
+// does, so it also accepts a signature made with the key and another nonce,
+// which a node refuses.
 //
 // An *AdmissionKeys is immutable and safe for concurrent use; to follow a
 // key rotation, parse the JWKS again. The zero value is not usable; call
@@ -46,7 +49,7 @@ func ParseAdmissionKeys(jwks []byte, cfg IssuerConfig) (*AdmissionKeys, error) {
 	if len(pubs) == 0 {
 		return nil, errors.New("tokens: JWKS holds no Ed25519 key with a kid")
 	}
-	verify, err := newVerifyKeys(pubs)
+	verify, err := newVerifyKeys(pubs, nil)
 	if err != nil {
 		return nil, err
 	}

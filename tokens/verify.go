@@ -1,7 +1,9 @@
 package tokens
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -31,11 +33,22 @@ import (
 //     issuedClaims reads to the same values without encoding/json: 3.5 µs
 //     and 28 allocations less per check, bench/RESULTS.md) and
 //     validated by the same jwt.Validator with the same options;
-//   - the signature checked with curve25519-voi's Ed25519 using an expanded
-//     public key precomputed once per kid of the snapshot, with
-//     VerifyOptionsStdLib: cofactorless, S < L, R compared as bytes — the
-//     semantics of crypto/ed25519.Verify, which golang-jwt calls. It is
-//     about 1.6 times as fast here (bench/RESULTS.md).
+//   - the signature checked, on a node (which holds every private key of
+//     its key set), by signing the header and claims again with the kid's
+//     private key and comparing the two signatures in constant time.
+//     Ed25519 signing is deterministic (RFC 8032: the nonce is a hash of
+//     the key and the message), so a message has exactly one signature by
+//     a given key, the one Issue wrote; signing costs half of verifying
+//     (one fixed-base scalar multiplication instead of a double one:
+//     bench/RESULTS.md). Every signature this accepts, crypto/ed25519.Verify
+//     accepts too; the only ones it refuses that Verify accepts were made
+//     with the private key itself and another nonce, which anteroom never
+//     does (TestResignRefusesOtherNonces);
+//   - with public keys alone (AdmissionKeys, from a JWKS), the signature
+//     checked with curve25519-voi's Ed25519 using an expanded public key
+//     precomputed once per kid, with VerifyOptionsStdLib: cofactorless,
+//     S < L, R compared as bytes — the semantics of crypto/ed25519.Verify,
+//     which golang-jwt calls, about 1.6 times as fast here.
 //
 // Nothing but a signing key of the set vouches for a token: there is no
 // MAC, no shared secret and no cache of verdicts.
@@ -50,10 +63,12 @@ var stdlibVerify = &voi.Options{Verify: voi.VerifyOptionsStdLib}
 type verifyKey struct {
 	header string                 // the header segment Issue writes for this kid
 	pub    *voi.ExpandedPublicKey // the key, decompressed and negated once
+	priv   voi.PrivateKey         // the private key where it is known, or nil
 }
 
-// newVerifyKeys precomputes the verification state of every key in pubs.
-func newVerifyKeys(pubs map[string]ed25519.PublicKey) (map[string]*verifyKey, error) {
+// newVerifyKeys precomputes the verification state of every key in pubs;
+// privs holds the private keys known (nil for public keys alone).
+func newVerifyKeys(pubs map[string]ed25519.PublicKey, privs map[string]ed25519.PrivateKey) (map[string]*verifyKey, error) {
 	out := make(map[string]*verifyKey, len(pubs))
 	for kid, pub := range pubs {
 		x, err := voi.NewExpandedPublicKey(voi.PublicKey(pub))
@@ -64,9 +79,42 @@ func newVerifyKeys(pubs map[string]ed25519.PublicKey) (map[string]*verifyKey, er
 		if err != nil {
 			return nil, err
 		}
-		out[kid] = &verifyKey{header: base64.RawURLEncoding.EncodeToString(h), pub: x}
+		vk := &verifyKey{header: base64.RawURLEncoding.EncodeToString(h), pub: x}
+		if priv, ok := privs[kid]; ok {
+			if !bytes.Equal(priv.Public().(ed25519.PublicKey), pub) {
+				return nil, fmt.Errorf("tokens: key %s: private key of another public key", kid)
+			}
+			vk.priv = voi.PrivateKey(priv)
+		}
+		out[kid] = vk
 	}
 	return out, nil
+}
+
+// signJWT returns the JWT of claims (JSON) signed by vk, which holds its
+// private key: the header Issue writes for vk's kid, the claims, the
+// Ed25519 signature, each base64url — byte for byte what golang-jwt's
+// SignedString gives for the same header and claims (TestIssueAsGolangJWT),
+// at the cost of curve25519-voi's signing, about half of crypto/ed25519's
+// here.
+func signJWT(vk *verifyKey, claims []byte) string {
+	msg := vk.header + "." + base64.RawURLEncoding.EncodeToString(claims)
+	return msg + "." + base64.RawURLEncoding.EncodeToString(voi.Sign(vk.priv, []byte(msg)))
+}
+
+// signed reports whether sig is this key's signature of msg: with the
+// private key, whether it is byte for byte the one signing msg gives
+// (compared in constant time, so that the time taken tells nothing of the
+// right signature); with the public key alone, whether crypto/ed25519.Verify
+// would accept it.
+func (vk *verifyKey) signed(msg, sig []byte) bool {
+	if len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	if vk.priv != nil {
+		return subtle.ConstantTimeCompare(voi.Sign(vk.priv, msg), sig) == 1
+	}
+	return voi.VerifyExpandedWithOptions(vk.pub, msg, sig, stdlibVerify)
 }
 
 // verifyToken checks raw against the key snapshot snap and returns its
@@ -98,7 +146,7 @@ func (i *Issuer) verifyToken(snap *keySnapshot, raw string, now time.Time) (*adm
 	if err != nil {
 		return nil, fmt.Errorf("could not base64 decode signature: %w", err)
 	}
-	if len(sig) != ed25519.SignatureSize || !voi.VerifyExpandedWithOptions(vk.pub, []byte(raw[:len(h64)+1+len(p64)]), sig, stdlibVerify) {
+	if !vk.signed([]byte(raw[:len(h64)+1+len(p64)]), sig) {
 		return nil, errors.New("token signature is invalid")
 	}
 	v := jwt.NewValidator(

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/anteroom/anteroom/attest/attesttest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,9 +13,9 @@ import (
 var testClientData = []byte(`{"challenge":"c-41","body":"claim 1 unit"}`)
 
 // attestedKey attests d and returns its key as a server stores it.
-func attestedKey(t testing.TB, v *Verifier, ca *testCA, d *device) Key {
+func attestedKey(t testing.TB, v *Verifier, ca *attesttest.AppleCA, d *attesttest.Device) Key {
 	t.Helper()
-	a, err := v.VerifyAttestation(testNow, ca.attest(t, d, attestation{}), d.keyID, testChallenge)
+	a, err := v.VerifyAttestation(testNow, attest(t, ca, d, attestation{}), d.ID, testChallenge)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestAssertionsCountUp(t *testing.T) {
 	key := attestedKey(t, v, ca, d)
 	last := uint32(0)
 	for _, c := range []uint32{1, 2, 7, 1 << 31, 1<<32 - 1} {
-		got, err := v.VerifyAssertion(key, last, d.assert(t, testAppID, c, testClientData), testClientData)
+		got, err := v.VerifyAssertion(key, last, d.Assertion(t, testAppID, c, testClientData), testClientData)
 		if err != nil || got != c {
 			t.Fatalf("assertion with counter %d after %d: %d, %v; want %d, nil", c, last, got, err, c)
 		}
@@ -47,9 +48,9 @@ func TestAssertionRefused(t *testing.T) {
 	v := newTestVerifier(t, ca, Config{})
 	key := attestedKey(t, v, ca, d)
 	other := newDevice(t)
-	genuine := d.assert(t, testAppID, 5, testClientData)
+	genuine := d.Assertion(t, testAppID, 5, testClientData)
 	// The device signed counter 5; the attacker sends counter 6 with that signature.
-	raised := encodeAssertion(t, d.sign(t, authData(testAppID, 1, 5), testClientData), authData(testAppID, 1, 6))
+	raised := attesttest.EncodeAssertion(t, d.Sign(t, attesttest.AuthData(testAppID, 1, 5), testClientData), attesttest.AuthData(testAppID, 1, 6))
 
 	tests := []struct {
 		name       string
@@ -60,19 +61,19 @@ func TestAssertionRefused(t *testing.T) {
 	}{
 		{name: "replayed: counter equal to the last", assertion: genuine, last: 5, want: ErrReplay},
 		{name: "older: counter below the last", assertion: genuine, last: 9, want: ErrReplay},
-		{name: "counter 0 after the attestation", assertion: d.assert(t, testAppID, 0, testClientData), want: ErrReplay},
-		{name: "signed by another key", assertion: other.assert(t, testAppID, 6, testClientData), want: ErrAttestation},
-		{name: "another key replaying a high counter", assertion: other.assert(t, testAppID, 1000, testClientData), last: 999, want: ErrAttestation},
+		{name: "counter 0 after the attestation", assertion: d.Assertion(t, testAppID, 0, testClientData), want: ErrReplay},
+		{name: "signed by another key", assertion: other.Assertion(t, testAppID, 6, testClientData), want: ErrAttestation},
+		{name: "another key replaying a high counter", assertion: other.Assertion(t, testAppID, 1000, testClientData), last: 999, want: ErrAttestation},
 		{name: "other client data", assertion: genuine, clientData: []byte(`{"challenge":"c-41","body":"claim 9 units"}`), want: ErrAttestation},
-		{name: "another app", assertion: d.assert(t, "ABCDE12345.com.example.other", 6, testClientData), want: ErrAttestation},
+		{name: "another app", assertion: d.Assertion(t, "ABCDE12345.com.example.other", 6, testClientData), want: ErrAttestation},
 		{name: "counter raised after signing", assertion: raised, want: ErrAttestation},
-		{name: "signature not DER", assertion: encodeAssertion(t, bytes.Repeat([]byte{1}, 64), authData(testAppID, 1, 6)), want: ErrAttestation},
+		{name: "signature not DER", assertion: attesttest.EncodeAssertion(t, bytes.Repeat([]byte{1}, 64), attesttest.AuthData(testAppID, 1, 6)), want: ErrAttestation},
 		{name: "garbage", assertion: []byte("garbage"), want: ErrMalformed},
 		{name: "empty", assertion: nil, want: ErrMalformed},
 		{name: "truncated", assertion: genuine[:len(genuine)-1], want: ErrMalformed},
 		{name: "trailing bytes", assertion: append(bytes.Clone(genuine), 0), want: ErrMalformed},
-		{name: "no signature", assertion: encodeAssertion(t, nil, authData(testAppID, 1, 6)), want: ErrMalformed},
-		{name: "authenticatorData short", assertion: encodeAssertion(t, []byte{0x30, 0}, authData(testAppID, 1, 6)[:36]), want: ErrMalformed},
+		{name: "no signature", assertion: attesttest.EncodeAssertion(t, nil, attesttest.AuthData(testAppID, 1, 6)), want: ErrMalformed},
+		{name: "authenticatorData short", assertion: attesttest.EncodeAssertion(t, []byte{0x30, 0}, attesttest.AuthData(testAppID, 1, 6)[:36]), want: ErrMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,7 +119,7 @@ func TestOneOfManyConcurrentReplaysGoesOn(t *testing.T) {
 	v := newTestVerifier(t, ca, Config{})
 	key := attestedKey(t, v, ca, d)
 	store := &casStore{last: map[string]uint32{}}
-	assertion := d.assert(t, testAppID, 1, testClientData)
+	assertion := d.Assertion(t, testAppID, 1, testClientData)
 	var passed, replays atomic.Int32
 	var wg sync.WaitGroup
 	for range 32 {
@@ -174,7 +175,7 @@ func BenchmarkVerifyAssertion(b *testing.B) {
 	ca, d := newTestCA(b), newDevice(b)
 	v := newTestVerifier(b, ca, Config{})
 	key := attestedKey(b, v, ca, d)
-	assertion := d.assert(b, testAppID, 1, testClientData)
+	assertion := d.Assertion(b, testAppID, 1, testClientData)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := v.VerifyAssertion(key, 0, assertion, testClientData); err != nil {
@@ -186,10 +187,10 @@ func BenchmarkVerifyAssertion(b *testing.B) {
 func BenchmarkVerifyAttestation(b *testing.B) {
 	ca, d := newTestCA(b), newDevice(b)
 	v := newTestVerifier(b, ca, Config{})
-	object := ca.attest(b, d, attestation{})
+	object := attest(b, ca, d, attestation{})
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := v.VerifyAttestation(testNow, object, d.keyID, testChallenge); err != nil {
+		if _, err := v.VerifyAttestation(testNow, object, d.ID, testChallenge); err != nil {
 			b.Fatal(err)
 		}
 	}

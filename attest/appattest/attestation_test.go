@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"github.com/anteroom/anteroom/attest/attesttest"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +18,12 @@ import (
 func TestGenuineAttestationPasses(t *testing.T) {
 	ca, d := newTestCA(t), newDevice(t)
 	v := newTestVerifier(t, ca, Config{})
-	got, err := v.VerifyAttestation(testNow, ca.attest(t, d, attestation{}), d.keyID, testChallenge)
+	got, err := v.VerifyAttestation(testNow, attest(t, ca, d, attestation{}), d.ID, testChallenge)
 	if err != nil {
 		t.Fatalf("genuine attestation: %v", err)
 	}
-	if !bytes.Equal(got.Key.ID, d.keyID) || !got.Key.PublicKey.Equal(&d.key.PublicKey) {
-		t.Errorf("attested key %x, want the device's %x", got.Key.ID, d.keyID)
+	if !bytes.Equal(got.Key.ID, d.ID) || !got.Key.PublicKey.Equal(&d.Key.PublicKey) {
+		t.Errorf("attested key %x, want the device's %x", got.Key.ID, d.ID)
 	}
 	if got.Development {
 		t.Error("a production attestation reported as development")
@@ -44,30 +45,30 @@ func TestAttestationRefused(t *testing.T) {
 		challenge []byte
 		now       time.Time
 	}{
-		{name: "wrong challenge", object: ca.attest(t, d, attestation{}), challenge: []byte("another challenge")},
-		{name: "empty challenge for a real one", object: ca.attest(t, d, attestation{}), challenge: []byte{}},
-		{name: "another app's attestation", object: ca.attest(t, d, attestation{appID: "ABCDE12345.com.example.other"})},
-		{name: "another team's app", object: ca.attest(t, d, attestation{appID: "ZZZZZ99999.com.example.shop"})},
-		{name: "key id of another key", object: ca.attest(t, d, attestation{}), keyID: other.keyID},
-		{name: "credential id not the key id", object: ca.attest(t, d, attestation{credentialID: other.keyID})},
-		{name: "credential id and key id of another key", object: ca.attest(t, d, attestation{credentialID: other.keyID}), keyID: other.keyID},
-		{name: "nonce extension a bare OCTET STRING", object: ca.attest(t, d, attestation{nonceRaw: func(n []byte) []byte { return append([]byte{0x04, 0x20}, n...) }})},
-		{name: "nonce extension with trailing bytes", object: ca.attest(t, d, attestation{nonceRaw: func(n []byte) []byte { return append(nonceExt(t, n).Value, 0) }})},
-		{name: "counter not 0", object: ca.attest(t, d, attestation{counter: 1})},
-		{name: "development AAGUID without the option", object: ca.attest(t, d, attestation{aaguid: aaguidDevelopment})},
-		{name: "unknown AAGUID", object: ca.attest(t, d, attestation{aaguid: make([]byte, 16)})},
-		{name: "expired leaf", object: ca.attest(t, d, attestation{leafNotAfter: testNow.Add(-time.Minute)})},
-		{name: "verified after the leaf expired", object: ca.attest(t, d, attestation{}), now: testNow.Add(73 * time.Hour)},
-		{name: "verified before the leaf was issued", object: ca.attest(t, d, attestation{}), now: testNow.Add(-2 * time.Hour)},
-		{name: "no nonce extension", object: ca.attest(t, d, attestation{noNonce: true})},
-		{name: "nonce of other data", object: ca.attest(t, d, attestation{nonce: make([]byte, 32)})},
-		{name: "chain from another root", object: newTestCA(t).attest(t, d, attestation{})},
+		{name: "wrong challenge", object: attest(t, ca, d, attestation{}), challenge: []byte("another challenge")},
+		{name: "empty challenge for a real one", object: attest(t, ca, d, attestation{}), challenge: []byte{}},
+		{name: "another app's attestation", object: attest(t, ca, d, attestation{AppID: "ABCDE12345.com.example.other"})},
+		{name: "another team's app", object: attest(t, ca, d, attestation{AppID: "ZZZZZ99999.com.example.shop"})},
+		{name: "key id of another key", object: attest(t, ca, d, attestation{}), keyID: other.ID},
+		{name: "credential id not the key id", object: attest(t, ca, d, attestation{CredentialID: other.ID})},
+		{name: "credential id and key id of another key", object: attest(t, ca, d, attestation{CredentialID: other.ID}), keyID: other.ID},
+		{name: "nonce extension a bare OCTET STRING", object: attest(t, ca, d, attestation{NonceRaw: func(n []byte) []byte { return append([]byte{0x04, 0x20}, n...) }})},
+		{name: "nonce extension with trailing bytes", object: attest(t, ca, d, attestation{NonceRaw: func(n []byte) []byte { return append(attesttest.NonceExtension(t, n).Value, 0) }})},
+		{name: "counter not 0", object: attest(t, ca, d, attestation{Counter: 1})},
+		{name: "development AAGUID without the option", object: attest(t, ca, d, attestation{AAGUID: aaguidDevelopment})},
+		{name: "unknown AAGUID", object: attest(t, ca, d, attestation{AAGUID: make([]byte, 16)})},
+		{name: "expired leaf", object: attest(t, ca, d, attestation{NotAfter: testNow.Add(-time.Minute)})},
+		{name: "verified after the leaf expired", object: attest(t, ca, d, attestation{}), now: testNow.Add(73 * time.Hour)},
+		{name: "verified before the leaf was issued", object: attest(t, ca, d, attestation{}), now: testNow.Add(-2 * time.Hour)},
+		{name: "no nonce extension", object: attest(t, ca, d, attestation{NoNonce: true})},
+		{name: "nonce of other data", object: attest(t, ca, d, attestation{Nonce: make([]byte, 32)})},
+		{name: "chain from another root", object: attest(t, newTestCA(t), d, attestation{})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			keyID, challenge, now := tt.keyID, tt.challenge, tt.now
 			if keyID == nil {
-				keyID = d.keyID
+				keyID = d.ID
 			}
 			if challenge == nil {
 				challenge = testChallenge
@@ -88,10 +89,10 @@ func TestAttestationRefused(t *testing.T) {
 func TestCriticalNonceExtension(t *testing.T) {
 	ca, d := newTestCA(t), newDevice(t)
 	v := newTestVerifier(t, ca, Config{})
-	if _, err := v.VerifyAttestation(testNow, ca.attest(t, d, attestation{critical: true}), d.keyID, testChallenge); err != nil {
+	if _, err := v.VerifyAttestation(testNow, attest(t, ca, d, attestation{Critical: true}), d.ID, testChallenge); err != nil {
 		t.Fatalf("critical nonce extension: %v", err)
 	}
-	_, err := v.VerifyAttestation(testNow, ca.attest(t, d, attestation{critical: true}), d.keyID, []byte("other"))
+	_, err := v.VerifyAttestation(testNow, attest(t, ca, d, attestation{Critical: true}), d.ID, []byte("other"))
 	if !errors.Is(err, ErrAttestation) {
 		t.Fatalf("critical nonce extension, wrong challenge: %v, want ErrAttestation", err)
 	}
@@ -100,11 +101,11 @@ func TestCriticalNonceExtension(t *testing.T) {
 func TestDevelopmentOnlyWhenAskedFor(t *testing.T) {
 	ca, d := newTestCA(t), newDevice(t)
 	dev := newTestVerifier(t, ca, Config{AllowDevelopment: true})
-	got, err := dev.VerifyAttestation(testNow, ca.attest(t, d, attestation{aaguid: aaguidDevelopment}), d.keyID, testChallenge)
+	got, err := dev.VerifyAttestation(testNow, attest(t, ca, d, attestation{AAGUID: aaguidDevelopment}), d.ID, testChallenge)
 	if err != nil || !got.Development {
 		t.Fatalf("development attestation with AllowDevelopment: development %v, %v; want true, nil", got.Development, err)
 	}
-	got, err = dev.VerifyAttestation(testNow, ca.attest(t, d, attestation{}), d.keyID, testChallenge)
+	got, err = dev.VerifyAttestation(testNow, attest(t, ca, d, attestation{}), d.ID, testChallenge)
 	if err != nil || got.Development {
 		t.Fatalf("production attestation with AllowDevelopment: development %v, %v; want false, nil", got.Development, err)
 	}
@@ -116,7 +117,7 @@ func TestTamperedAuthenticatorData(t *testing.T) {
 	ca, d := newTestCA(t), newDevice(t)
 	v := newTestVerifier(t, ca, Config{})
 	var obj map[string]any
-	if err := cbor.Unmarshal(ca.attest(t, d, attestation{appID: "ABCDE12345.com.example.other"}), &obj); err != nil {
+	if err := cbor.Unmarshal(attest(t, ca, d, attestation{AppID: "ABCDE12345.com.example.other"}), &obj); err != nil {
 		t.Fatal(err)
 	}
 	genuine := obj["authData"].([]byte)
@@ -135,7 +136,7 @@ func TestTamperedAuthenticatorData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = v.VerifyAttestation(testNow, b, d.keyID, testChallenge)
+			_, err = v.VerifyAttestation(testNow, b, d.ID, testChallenge)
 			if !errors.Is(err, ErrAttestation) {
 				t.Errorf("got %v, want ErrAttestation", err)
 			}
@@ -150,37 +151,37 @@ func TestForgedChains(t *testing.T) {
 	ca, d := newTestCA(t), newDevice(t)
 	v := newTestVerifier(t, ca, Config{})
 	var genuine map[string]any
-	if err := cbor.Unmarshal(ca.attest(t, d, attestation{}), &genuine); err != nil {
+	if err := cbor.Unmarshal(attest(t, ca, d, attestation{}), &genuine); err != nil {
 		t.Fatal(err)
 	}
 	authData := genuine["authData"].([]byte)
 	leafDER := genuine["attStmt"].(map[any]any)["x5c"].([]any)[0].([]byte)
-	leaf := parseCert(t, leafDER)
+	leaf := attesttest.ParseCert(t, leafDER)
 
 	// The same leaf, signed by the attacker's own key posing as the intermediate.
-	selfKey := newKey(t, elliptic.P384())
-	fakeInter := &x509.Certificate{Subject: ca.inter.Subject, NotBefore: ca.inter.NotBefore, NotAfter: ca.inter.NotAfter,
+	selfKey := attesttest.NewKey(t, elliptic.P384())
+	fakeInter := &x509.Certificate{Subject: ca.Inter.Subject, NotBefore: ca.Inter.NotBefore, NotAfter: ca.Inter.NotAfter,
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	fakeInterDER := ca.sign(t, fakeInter, nil, &selfKey.PublicKey, selfKey)
-	reSigned := ca.sign(t, &x509.Certificate{Subject: leaf.Subject, NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter,
-		ExtraExtensions: []pkix.Extension{{Id: oidNonce, Value: extValue(t, leaf)}}}, parseCert(t, fakeInterDER), &d.key.PublicKey, selfKey)
+	fakeInterDER := ca.Sign(t, fakeInter, nil, &selfKey.PublicKey, selfKey)
+	reSigned := ca.Sign(t, &x509.Certificate{Subject: leaf.Subject, NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter,
+		ExtraExtensions: []pkix.Extension{{Id: oidNonce, Value: extValue(t, leaf)}}}, attesttest.ParseCert(t, fakeInterDER), &d.Key.PublicKey, selfKey)
 
 	// A credential certificate for a P-384 key, properly issued.
-	p384 := newKey(t, elliptic.P384())
-	p384DER := ca.sign(t, &x509.Certificate{Subject: leaf.Subject, NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter,
-		ExtraExtensions: []pkix.Extension{{Id: oidNonce, Value: extValue(t, leaf)}}}, ca.inter, &p384.PublicKey, ca.interKey)
+	p384 := attesttest.NewKey(t, elliptic.P384())
+	p384DER := ca.Sign(t, &x509.Certificate{Subject: leaf.Subject, NotBefore: leaf.NotBefore, NotAfter: leaf.NotAfter,
+		ExtraExtensions: []pkix.Extension{{Id: oidNonce, Value: extValue(t, leaf)}}}, ca.Inter, &p384.PublicKey, ca.InterKey)
 
 	chains := map[string][][]byte{
 		"leaf from a self-made intermediate":     {reSigned, fakeInterDER},
-		"self-made intermediate beside the real": {reSigned, fakeInterDER, ca.interDER},
-		"intermediate first":                     {ca.interDER, leafDER},
+		"self-made intermediate beside the real": {reSigned, fakeInterDER, ca.InterDER},
+		"intermediate first":                     {ca.InterDER, leafDER},
 		"no intermediate":                        {leafDER},
-		"the root's certificate as the leaf":     {ca.root.Raw},
-		"credential key on P-384":                {p384DER, ca.interDER},
+		"the root's certificate as the leaf":     {ca.Root.Raw},
+		"credential key on P-384":                {p384DER, ca.InterDER},
 	}
 	for name, x5c := range chains {
 		t.Run(name, func(t *testing.T) {
-			_, err := v.VerifyAttestation(testNow, encodeAttestation(t, "apple-appattest", x5c, authData), d.keyID, testChallenge)
+			_, err := v.VerifyAttestation(testNow, attesttest.EncodeAttestation(t, "apple-appattest", x5c, authData), d.ID, testChallenge)
 			if !errors.Is(err, ErrAttestation) {
 				t.Errorf("got %v, want ErrAttestation", err)
 			}
@@ -207,7 +208,7 @@ func TestTestRootNotTrustedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = v.VerifyAttestation(testNow, ca.attest(t, d, attestation{}), d.keyID, testChallenge)
+	_, err = v.VerifyAttestation(testNow, attest(t, ca, d, attestation{}), d.ID, testChallenge)
 	if !errors.Is(err, ErrAttestation) || !strings.Contains(err.Error(), "certificate chain") {
 		t.Errorf("test-root attestation under the default roots: %v, want ErrAttestation for the chain", err)
 	}
@@ -218,7 +219,7 @@ func TestTestRootNotTrustedByDefault(t *testing.T) {
 func TestMalformedAttestation(t *testing.T) {
 	ca, d := newTestCA(t), newDevice(t)
 	v := newTestVerifier(t, ca, Config{})
-	genuine := ca.attest(t, d, attestation{})
+	genuine := attest(t, ca, d, attestation{})
 	var obj map[string]any
 	if err := cbor.Unmarshal(genuine, &obj); err != nil {
 		t.Fatal(err)
@@ -249,15 +250,15 @@ func TestMalformedAttestation(t *testing.T) {
 		"empty map":                   {0xa0},
 		"trailing bytes":              append(bytes.Clone(genuine), 0x00),
 		"two objects":                 append(bytes.Clone(genuine), genuine...),
-		"another format":              encodeAttestation(t, "packed", x5c, authData),
+		"another format":              attesttest.EncodeAttestation(t, "packed", x5c, authData),
 		"no x5c":                      enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{}, "authData": authData}),
 		"x5c a string":                enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{"x5c": "MIIB"}, "authData": authData}),
-		"x5c of garbage":              encodeAttestation(t, "apple-appattest", [][]byte{[]byte("garbage")}, authData),
+		"x5c of garbage":              attesttest.EncodeAttestation(t, "apple-appattest", [][]byte{[]byte("garbage")}, authData),
 		"authData a string":           enc(map[string]any{"fmt": "apple-appattest", "attStmt": map[string]any{"x5c": x5c}, "authData": "x"}),
-		"authData short":              encodeAttestation(t, "apple-appattest", x5c, authData[:36]),
-		"authData no AT flag":         encodeAttestation(t, "apple-appattest", x5c, noAT),
-		"authData cut in aaguid":      encodeAttestation(t, "apple-appattest", x5c, authData[:37+10]),
-		"credential id past the end":  encodeAttestation(t, "apple-appattest", x5c, longCredID),
+		"authData short":              attesttest.EncodeAttestation(t, "apple-appattest", x5c, authData[:36]),
+		"authData no AT flag":         attesttest.EncodeAttestation(t, "apple-appattest", x5c, noAT),
+		"authData cut in aaguid":      attesttest.EncodeAttestation(t, "apple-appattest", x5c, authData[:37+10]),
+		"credential id past the end":  attesttest.EncodeAttestation(t, "apple-appattest", x5c, longCredID),
 		"duplicate fmt key":           append([]byte{0xa4, 0x63, 'f', 'm', 't', 0x65, 'o', 't', 'h', 'e', 'r'}, genuine[1:]...),
 		"duplicate fmt key and value": append(append([]byte{0xa4, 0x63, 'f', 'm', 't', 0x6f}, "apple-appattest"...), genuine[1:]...),
 		"indefinite-length map":       append(append([]byte{0xbf}, genuine[1:]...), 0xff),
@@ -268,14 +269,14 @@ func TestMalformedAttestation(t *testing.T) {
 	}
 	for name, object := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := v.VerifyAttestation(testNow, object, d.keyID, testChallenge)
+			_, err := v.VerifyAttestation(testNow, object, d.ID, testChallenge)
 			if !errors.Is(err, ErrMalformed) {
 				t.Errorf("got %v, want ErrMalformed", err)
 			}
 		})
 	}
 	for n := range len(genuine) {
-		if _, err := v.VerifyAttestation(testNow, genuine[:n], d.keyID, testChallenge); !errors.Is(err, ErrMalformed) {
+		if _, err := v.VerifyAttestation(testNow, genuine[:n], d.ID, testChallenge); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("first %d of %d bytes: got %v, want ErrMalformed", n, len(genuine), err)
 		}
 	}

@@ -11,11 +11,11 @@ import (
 func FuzzVerifyAttestation(f *testing.F) {
 	ca, d := newTestCA(f), newDevice(f)
 	v := newTestVerifier(f, ca, Config{})
-	f.Add(ca.attest(f, d, attestation{}))
-	f.Add(ca.attest(f, d, attestation{aaguid: aaguidDevelopment}))
+	f.Add(attest(f, ca, d, attestation{}))
+	f.Add(attest(f, ca, d, attestation{AAGUID: aaguidDevelopment}))
 	f.Add([]byte{0xa0})
 	f.Fuzz(func(t *testing.T, object []byte) {
-		_, err := v.VerifyAttestation(testNow, object, d.keyID, testChallenge)
+		_, err := v.VerifyAttestation(testNow, object, d.ID, testChallenge)
 		if err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrAttestation) {
 			t.Fatalf("unexpected error %v", err)
 		}
@@ -28,7 +28,7 @@ func FuzzVerifyAssertion(f *testing.F) {
 	ca, d := newTestCA(f), newDevice(f)
 	v := newTestVerifier(f, ca, Config{})
 	key := attestedKey(f, v, ca, d)
-	f.Add(d.assert(f, testAppID, 3, testClientData), uint32(2))
+	f.Add(d.Assertion(f, testAppID, 3, testClientData), uint32(2))
 	f.Add([]byte{0xa0}, uint32(0))
 	f.Fuzz(func(t *testing.T, assertion []byte, last uint32) {
 		c, err := v.VerifyAssertion(key, last, assertion, testClientData)

@@ -27,7 +27,7 @@ type Play struct {
 // NewPlay makes a Play.
 func NewPlay(t testing.TB) *Play {
 	t.Helper()
-	p := &Play{aes: make([]byte, 32), signer: newKey(t, elliptic.P256())}
+	p := &Play{aes: make([]byte, 32), signer: NewKey(t, elliptic.P256())}
 	rand.Read(p.aes)
 	der, err := x509.MarshalPKIXPublicKey(&p.signer.PublicKey)
 	if err != nil {

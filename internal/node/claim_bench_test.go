@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
 	"github.com/anteroom/anteroom/internal/testenv"
@@ -111,39 +112,13 @@ func redisBenchmarkEvalsha(b *testing.B, r *testenv.Redis) float64 {
 	if err != nil {
 		b.Skip("redis-benchmark not found (Debian package redis-tools)")
 	}
-	src, err := os.ReadFile("../../claim/claim.lua")
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
 	c := r.Client(b)
-	sha, err := c.ScriptLoad(ctx, string(src)).Result()
+	command, granted, err := claim.RedisBenchmark(ctx, c, 1_000_000_000)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tag := "ar:{rb#0}:"
-	if err := c.Set(ctx, tag+"stock", 1_000_000_000, 0).Err(); err != nil {
-		b.Fatal(err)
-	}
-	// The bucket is laid on this server: it records the server's
-	// replication id, as Lay does (claim.lua refuses a bucket without it).
-	info, err := c.Info(ctx, "replication").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	replid := ""
-	if m := regexp.MustCompile(`master_replid:(\w+)`).FindStringSubmatch(info); m != nil {
-		replid = m[1]
-	}
-	if err := c.HSet(ctx, tag+"stats", "epoch", replid).Err(); err != nil {
-		b.Fatal(err)
-	}
-	payload := `{"type":"granted","event":"rb","claim_id":"0-__rand_int__","user":"__rand_int__","pos":1,"units":1,"at":"2026-01-01T00:00:00Z","idem":"k"}`
-	args := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(portOf(r.Addr())), "-n", "50000", "-c", "50", "-r", "100000000", "-q",
-		"EVALSHA", sha, "9",
-		tag + "stock", tag + "claims", tag + "outbox", tag + "stats", tag + "exp", tag + "frozen",
-		tag + "uc:__rand_int__", tag + "ua:__rand_int__", tag + "idem:__rand_int__",
-		"__rand_int__", "1", "0-__rand_int__", payload, "1", "k", "86400", "900000"}
+	args := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(portOf(r.Addr())), "-n", "50000", "-c", "50", "-r", "100000000", "-q"}, command...)
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	if err != nil {
 		b.Fatalf("redis-benchmark: %v\n%s", err, out)
@@ -153,8 +128,8 @@ func redisBenchmarkEvalsha(b *testing.B, r *testenv.Redis) float64 {
 		b.Fatalf("redis-benchmark: no rate in %q", out)
 	}
 	rate, _ := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
-	if granted, _ := c.HGet(ctx, tag+"stats", "granted").Int(); granted < 25_000 {
-		b.Fatalf("redis-benchmark granted only %d claims: the script did not run as a claim", granted)
+	if g, _ := granted(ctx); g < 25_000 {
+		b.Fatalf("redis-benchmark granted only %d claims: the script did not run as a claim", g)
 	}
 	return rate
 }
