@@ -40,7 +40,7 @@ type sale struct {
 	window         int           // random_window_seconds
 	rate           float64
 	name           string
-	pow            int // proof-of-work bits on join; 0: none
+	pow            int // proof-of-work bits on join; 0: the sale's default (on for a lottery of anonymous visitors)
 	endsAfterStart time.Duration
 	lanes          []map[string]any // the event's lanes, as the admin API takes them
 }
