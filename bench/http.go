@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -26,8 +28,11 @@ func measureStatus(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
+	var stParts []part
 	st, stCPU, err := cpuPerRequest(func() (wrkResult, error) {
-		return runWrk(s.nodeURL+"/events/bstatus/status", conns, r.d, script)
+		return s.profiled("status", r.d, &stParts, func() (wrkResult, error) {
+			return runWrk(s.nodeURL+"/events/bstatus/status", conns, r.d, script)
+		})
 	}, s.node, s.redis)
 	if err != nil {
 		return err
@@ -50,6 +55,7 @@ func measureStatus(ctx context.Context, s *stack, r *report) error {
 	ratio = st.RPS / same.RPS
 	r.add("status requests/s vs minimal fiber handler sent the same requests", fmt.Sprintf("%.0f/s", st.RPS), fmt.Sprintf("%.0f/s", same.RPS), ratio, "≥ 0.8", ratio >= 0.8)
 	addCPURow(r, "status", stCPU, ceilCPU, 0.8)
+	noteParts(r, "status", stCPU, stParts)
 	if st.Non2xx > 0 {
 		r.note(fmt.Sprintf("status: %d non-2xx answers during the wrk run", st.Non2xx))
 	}
@@ -67,8 +73,11 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
+	var jParts []part
 	j, jCPU, err := cpuPerRequest(func() (wrkResult, error) {
-		return runWrk(s.nodeURL+"/events/bjoin/join", conns, r.d, script)
+		return s.profiled("join", r.d, &jParts, func() (wrkResult, error) {
+			return runWrk(s.nodeURL+"/events/bjoin/join", conns, r.d, script)
+		})
 	}, s.node, s.redis)
 	if err != nil {
 		return err
@@ -88,10 +97,51 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 	ratio = j.RPS / same.RPS
 	r.add("join requests/s vs minimal fiber handler sent the same requests", fmt.Sprintf("%.0f/s", j.RPS), fmt.Sprintf("%.0f/s", same.RPS), ratio, "≥ 0.5", ratio >= 0.5)
 	addCPURow(r, "join", jCPU, ceilCPU, 0.5)
+	noteParts(r, "join", jCPU, jParts)
 	if j.Non2xx > 0 {
 		r.note(fmt.Sprintf("join: %d non-2xx answers during the wrk run", j.Non2xx))
 	}
 	return nil
+}
+
+// profiled runs f, a measurement of d against s's node, while a CPU
+// profile of the node covers it, and sets *parts to the profile's
+// breakdown by requestParts (none when the node serves no profiles).
+func (s *stack) profiled(name string, d time.Duration, parts *[]part, f func() (wrkResult, error)) (wrkResult, error) {
+	if s.pprofAddr == "" {
+		return f()
+	}
+	prof := filepath.Join(s.dir, name+".pprof")
+	done := make(chan error, 1)
+	go func() {
+		done <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprofAddr, max(int(d.Seconds())-1, 1)), prof)
+	}()
+	res, err := f()
+	if perr := <-done; err == nil && perr != nil {
+		return res, fmt.Errorf("%s: profile: %w", name, perr)
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := keepProfile(s.node.cmd.Path, prof, name); err != nil {
+		return res, err
+	}
+	*parts, err = attributeInnermost(s.node.cmd.Path, prof, requestParts)
+	return res, err
+}
+
+// noteParts notes the node's CPU per request of what (cost's first
+// process) by part.
+func noteParts(r *report, what string, cost cpuCost, parts []part) {
+	if len(parts) == 0 || len(cost) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: node CPU per request by part (pprof):", what)
+	for _, p := range parts {
+		fmt.Fprintf(&b, " %s %.1f µs (%.0f%%),", p.name, us(time.Duration(float64(cost[0])*p.share)), 100*p.share)
+	}
+	r.note(strings.TrimSuffix(b.String(), ","))
 }
 
 // addCPURow reports the server CPU a request cost (node and redis-server,

@@ -31,6 +31,7 @@ func main() {
 	only := flag.String("steps", "", "comma-separated steps to run (status, join, curve, claims, redis, postgres, openloop, ext, r3, shards); empty: all")
 	node := flag.String("bin", "", "a prebuilt anteroom binary to measure instead of building ./cmd/anteroom (to compare builds under the same generator)")
 	before := flag.String("before", "", "a prebuilt anteroom binary (the build before a change) whose claims on the R3 cluster are measured beside this build's, in the same run")
+	flag.StringVar(&profileDir, "profiles", "", "a directory to keep the node's CPU profiles in (with the binary they profile), for go tool pprof; empty: they are removed with the run's files")
 	flag.Parse()
 	if err := run(context.Background(), *d, *out, *memUsers, *only, *node, *before); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

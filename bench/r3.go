@@ -166,7 +166,8 @@ func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv str
 	n.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", mp)
 	n.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", np), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	n.tickets, n.claimTokens, n.claimNext = nil, nil, 0
-	return &n, fmt.Sprintf("127.0.0.1:%d", pp), nil
+	n.pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+	return &n, n.pprofAddr, nil
 }
 
 func httpOK(url string) bool {

@@ -229,7 +229,10 @@ func r3Claims(n *stack, x *r3, pprofAddr, ev string, d time.Duration, toks []str
 	if err := <-profDone; err != nil {
 		return res, fmt.Errorf("profile: %w", err)
 	}
-	if res.parts, err = attribute(n.bin, prof); err != nil {
+	if err := keepProfile(n.bin, prof, "claims-"+filepath.Base(n.dir)); err != nil {
+		return res, err
+	}
+	if res.parts, err = attribute(n.bin, prof, claimParts); err != nil {
 		return res, err
 	}
 	// Latency-bound: few workers, each claim's round trips set the pace.

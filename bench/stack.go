@@ -26,6 +26,7 @@ type stack struct {
 	node, ceil, redis *proc
 	nodeURL, ceilURL  string
 	metricsURL        string // the node's metrics listener (ANTEROOM_METRICS_ADDR)
+	pprofAddr         string // the node's profiles (ANTEROOM_PPROF_ADDR)
 	admin             string
 	client            *http.Client
 	fast              *fasthttp.HostClient
@@ -49,7 +50,9 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 	mp, _ := loopback.FreePort()
 	s.nodeURL = fmt.Sprintf("http://127.0.0.1:%d", np)
 	s.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", mp)
-	env := append(nodeEnv(dir, np, mp), "ANTEROOM_REDIS_URL=redis://"+s.redisAddr)
+	pp, _ := loopback.FreePort()
+	s.pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
+	env := append(nodeEnv(dir, np, mp), "ANTEROOM_REDIS_URL=redis://"+s.redisAddr, "ANTEROOM_PPROF_ADDR="+s.pprofAddr)
 	if s.node, err = startHTTP(dir, "anteroom", bin, np, "/healthz", env, "serve"); err != nil {
 		s.stop()
 		return nil, err
