@@ -17,12 +17,18 @@ STATICCHECK_VERSION ?= v0.8.2
 test: deps lint
 	@soaklog="$$(mktemp)"; \
 	ANTEROOM_SOAK_DURATION=2m ANTEROOM_SOAK_SEED=$(TEST_SOAK_SEED) $(GO) test -tags soak -count=1 -v -run . -skip TestSoakCatchesPutBack -timeout 10m ./bench/soak >"$$soaklog" 2>&1 & soak=$$!; \
-	$(GO) test -race -timeout 45m ./...; tests=$$?; \
+	$(GO) test -race -timeout 45m $(LONGEST_FIRST) ./...; tests=$$?; \
 	wait $$soak; soaked=$$?; \
 	echo "--- the soak (bench/soak, seed $(TEST_SOAK_SEED)), run beside the package tests:"; cat "$$soaklog"; rm -f "$$soaklog"; \
 	test $$tests -eq 0 && test $$soaked -eq 0
 	# Allocation counts need a build without the race detector's own.
 	$(GO) test -count=1 -run TestHotPathAllocs ./web
+
+# go test starts packages in the order it is given them (each once): the
+# longest start first, so that the two cores stay busy to the end
+# instead of waiting on internal/e2e, which ./...'s order starts
+# half-way through.
+LONGEST_FIRST = ./internal/e2e ./internal/node ./claim ./cmd/anteroom
 
 # make test replays one recorded seed (a 2-minute run that passed on this
 # code: bench/SOAK.md), so a red test is a regression, not a new draw;
