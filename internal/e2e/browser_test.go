@@ -29,7 +29,10 @@ const (
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
 	chromium := testenv.Binary(t, "chromium")
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir())}
+	// Chromium's own temporary files (its singleton socket's directory,
+	// which it leaves behind when it is killed) go in the test's
+	// directory too, not in /tmp.
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()), chromedp.Env("TMPDIR=" + t.TempDir())}
 	for _, f := range []string{"headless", "no-sandbox", "disable-gpu", "disable-quic", "no-first-run",
 		"disable-background-networking", "disable-component-update", "disable-sync", "disable-dev-shm-usage"} {
 		opts = append(opts, chromedp.Flag(f, true))

@@ -87,7 +87,7 @@ func TestPoWSolverInChromium(t *testing.T) {
 	src, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 
-	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir())}
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.UserDataDir(t.TempDir()), chromedp.Env("TMPDIR=" + t.TempDir())} // Chromium's temporary files too
 	for _, f := range []string{"headless", "no-sandbox", "disable-gpu", "no-first-run", "disable-background-networking", "disable-dev-shm-usage"} {
 		opts = append(opts, chromedp.Flag(f, true))
 	}
