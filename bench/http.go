@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/anteroom/anteroom/internal/profparts"
 )
 
 const conns = 64
@@ -28,7 +29,7 @@ func measureStatus(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
-	var stParts []part
+	var stParts []profparts.Share
 	st, stCPU, err := cpuPerRequest(func() (wrkResult, error) {
 		return s.profiled("status", r.d, &stParts, func() (wrkResult, error) {
 			return runWrk(s.nodeURL+"/events/bstatus/status", conns, r.d, script)
@@ -73,7 +74,7 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
-	var jParts []part
+	var jParts []profparts.Share
 	j, jCPU, err := cpuPerRequest(func() (wrkResult, error) {
 		return s.profiled("join", r.d, &jParts, func() (wrkResult, error) {
 			return runWrk(s.nodeURL+"/events/bjoin/join", conns, r.d, script)
@@ -107,7 +108,7 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 // profiled runs f, a measurement of d against s's node, while a CPU
 // profile of the node covers it, and sets *parts to the profile's
 // breakdown by requestParts (none when the node serves no profiles).
-func (s *stack) profiled(name string, d time.Duration, parts *[]part, f func() (wrkResult, error)) (wrkResult, error) {
+func (s *stack) profiled(name string, d time.Duration, parts *[]profparts.Share, f func() (wrkResult, error)) (wrkResult, error) {
 	if s.pprofAddr == "" {
 		return f()
 	}
@@ -126,22 +127,17 @@ func (s *stack) profiled(name string, d time.Duration, parts *[]part, f func() (
 	if err := keepProfile(s.node.cmd.Path, prof, name); err != nil {
 		return res, err
 	}
-	*parts, err = attributeInnermost(s.node.cmd.Path, prof, requestParts)
+	*parts, err = profparts.Attribute(s.node.cmd.Path, prof, profparts.Request, true)
 	return res, err
 }
 
 // noteParts notes the node's CPU per request of what (cost's first
 // process) by part.
-func noteParts(r *report, what string, cost cpuCost, parts []part) {
+func noteParts(r *report, what string, cost cpuCost, parts []profparts.Share) {
 	if len(parts) == 0 || len(cost) == 0 {
 		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: node CPU per request by part (pprof):", what)
-	for _, p := range parts {
-		fmt.Fprintf(&b, " %s %.1f µs (%.0f%%),", p.name, us(time.Duration(float64(cost[0])*p.share)), 100*p.share)
-	}
-	r.note(strings.TrimSuffix(b.String(), ","))
+	r.note(fmt.Sprintf("%s: node CPU per request by part (pprof): %s", what, profparts.Format(parts, us(cost[0]))))
 }
 
 // addCPURow reports the server CPU a request cost (node and redis-server,

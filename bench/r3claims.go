@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/anteroom/anteroom/internal/procstat"
+	"github.com/anteroom/anteroom/internal/profparts"
 )
 
 // measureR3 measures the production shape (see r3): granted claims/s end
@@ -149,7 +150,7 @@ type r3Result struct {
 	claims               float64
 	node, redis, natsCPU time.Duration // per granted claim
 	api                  map[string]int
-	parts                []part
+	parts                []profparts.Share
 }
 
 // describe is the per-claim breakdown for the notes.
@@ -172,11 +173,8 @@ func (x r3Result) describe() string {
 	fmt.Fprintf(&b, "; %d workers: %.0f granted/s, %.3f fence reads (MSG.GET) per claim", fewWorkers, x.fewRate, float64(x.fewAPI["STREAM.MSG.GET.ANTEROOM_ORDERS"]+x.fewAPI["DIRECT.GET.ANTEROOM_ORDERS"])/x.fewClaims)
 	if len(x.parts) > 0 {
 		b.WriteString("; node CPU per claim by part (pprof):")
-		for _, p := range x.parts {
-			fmt.Fprintf(&b, " %s %.1f µs (%.0f%%),", p.name, us(time.Duration(float64(x.node)*p.share)), 100*p.share)
-		}
-		s := b.String()
-		return strings.TrimSuffix(s, ",")
+		b.WriteString(" " + profparts.Format(x.parts, us(x.node)))
+		return b.String()
 	}
 	return b.String()
 }
@@ -232,7 +230,7 @@ func r3Claims(n *stack, x *r3, pprofAddr, ev string, d time.Duration, toks []str
 	if err := keepProfile(n.bin, prof, "claims-"+filepath.Base(n.dir)); err != nil {
 		return res, err
 	}
-	if res.parts, err = attribute(n.bin, prof, claimParts); err != nil {
+	if res.parts, err = profparts.Attribute(n.bin, prof, profparts.Claim, false); err != nil {
 		return res, err
 	}
 	// Latency-bound: few workers, each claim's round trips set the pace.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/anteroom/anteroom/claim"
 	"github.com/anteroom/anteroom/internal/crowd"
 	"github.com/anteroom/anteroom/internal/procstat"
+	"github.com/anteroom/anteroom/internal/profparts"
 	"github.com/anteroom/anteroom/internal/wait"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -43,6 +45,10 @@ type flashOpts struct {
 	nodes, masters   int
 	userHeader       string
 	hold             time.Duration
+	// profile, with spawn: a CPU profile of the first node from
+	// profileAt after the crowd starts, for profileFor, saved here.
+	profile               string
+	profileAt, profileFor time.Duration
 }
 
 // arrivalCurve is when a flash crowd arrives. Share of it has the sale's
@@ -119,6 +125,18 @@ type flashReport struct {
 	balance               report
 	balanceErr            error
 	offeredSum, secondsOK int64
+	prof                  flashProfile
+}
+
+// flashProfile is the first node's CPU profile over part of the run
+// (-profile): what it cost by kind of request and by part of the work
+// (package internal/profparts).
+type flashProfile struct {
+	path, bin  string
+	from, span time.Duration
+	kinds      []profparts.Share
+	parts      []profparts.Share
+	err        error
 }
 
 // positionCheck is what the crowd was told of its positions.
@@ -147,6 +165,10 @@ func (p positionCheck) consistent() bool { return p.distinct == p.known && p.out
 func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flashReport, error) {
 	rep := flashReport{opts: o}
 	raiseFileLimit()
+	var pprofAddr string
+	if o.profile != "" && !o.spawn {
+		return rep, fmt.Errorf("-profile needs -spawn (the nodes it starts serve their profiles on loopback)")
+	}
 	if o.spawn {
 		st, err := startMillionStack(ctx, o.nodes, o.masters)
 		if st != nil {
@@ -157,6 +179,10 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 		}
 		o.urls, o.metricsURLs, o.redisURL, o.clusterAddrs, o.natsURL = st.urls, st.metricsURLs, st.redisURL, st.clusterAddrs, st.natsURL
 		o.admin, o.nodePIDs, o.redisPIDs = st.admin, st.nodePIDs, st.redisPIDs
+		if o.profile != "" {
+			rep.prof = flashProfile{path: o.profile, bin: st.bin, from: o.profileAt, span: o.profileFor}
+			pprofAddr = st.pprofAddrs[0]
+		}
 		fmt.Fprintf(stdout, "flash: %d redis-server (cluster: %v), natsd and %d nodes started: %v\n", len(st.redisPIDs), len(st.clusterAddrs) > 0, len(st.urls), st.urls)
 	}
 	rep.opts = o
@@ -207,6 +233,10 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 	prevHist, prevNode, prevRedis := hist0, node0, redis0
 	var soldOut atomic.Bool
 	start := time.Now()
+	profiled := make(chan error, 1)
+	if pprofAddr != "" {
+		go func() { profiled <- rep.prof.take(ctx, pprofAddr) }()
+	}
 	prevAt := time.Duration(0)
 	res, err := crowd.Hold(ctx, crowd.HoldConfig{
 		URLs: o.urls, Event: o.event, People: o.people, UserHeader: o.userHeader,
@@ -234,6 +264,11 @@ func runFlash(ctx context.Context, o flashOpts, stdout, stderr io.Writer) (flash
 		},
 	})
 	rep.crowd, rep.elapsed = res, time.Since(start)
+	if pprofAddr != "" {
+		if rep.prof.err = <-profiled; rep.prof.err == nil {
+			rep.prof.analyse()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "flash: the crowd stopped early: %v\n", err)
 		ctx = context.WithoutCancel(ctx)
@@ -327,4 +362,52 @@ func (r *flashReport) ok() bool {
 	return c.Joined == n && c.Errors == 0 && int64(r.serverJoined) == n && r.positions.consistent() && (r.opts.joinShards > 1 || r.positions.bijection(r.opts.people)) &&
 		r.soldOut && r.balanceErr == nil && r.balance.balanced() && r.balance.redisGranted == r.opts.units &&
 		r.offeredSum == n && r.secondsOK == n
+}
+
+// take waits until p.from after now, then saves the CPU profile of the
+// node serving its profiles at addr over p.span to p.path. The crowd may
+// end first: the profile then covers what is left of the span.
+func (p *flashProfile) take(ctx context.Context, addr string) error {
+	select {
+	case <-time.After(p.from):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(int(p.span.Seconds()), 1))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(p.path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// analyse breaks the saved profile down by kind of request and by part
+// (go tool pprof, from the Go toolchain).
+func (p *flashProfile) analyse() {
+	traces, err := profparts.Traces(p.bin, p.path)
+	if err != nil {
+		p.err = err
+		return
+	}
+	p.kinds = profparts.Shares(traces, profparts.Kind, false)
+	p.parts = profparts.Shares(traces, profparts.Request, true)
+	if p.kinds == nil {
+		p.err = fmt.Errorf("no samples in %s", p.path)
+	}
 }

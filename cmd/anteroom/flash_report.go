@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anteroom/anteroom/internal/crowd"
+	"github.com/anteroom/anteroom/internal/profparts"
 )
 
 // flashRow is one second of the run: the generator's account of it and
@@ -113,6 +114,15 @@ func (r *flashReport) print(w io.Writer, full bool) {
 	if c.Joined > 0 && r.nodeCPU > 0 {
 		fmt.Fprintf(w, "over the run         %.0f joins per node CPU second, %.0f per Redis CPU second (with the polls and claims that came with them)\n",
 			float64(c.Joined)/r.nodeCPU.Seconds(), float64(c.Joined)/max(r.redisCPU.Seconds(), 1e-9))
+	}
+	if p := r.prof; p.path != "" {
+		if p.err != nil {
+			fmt.Fprintf(w, "profile              %s: %v\n", p.path, p.err)
+		} else {
+			fmt.Fprintf(w, "profile              the first node from %s for %s: %s (go tool pprof %s %s)\n", p.from, p.span, p.path, p.bin, p.path)
+			fmt.Fprintf(w, "  by request         %s\n", profparts.Format(p.kinds, 0))
+			fmt.Fprintf(w, "  by part            %s\n", profparts.Format(p.parts, 0))
+		}
 	}
 	fmt.Fprintf(w, "the report and the stream\n")
 	if r.balanceErr != nil {

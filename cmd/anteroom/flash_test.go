@@ -4,14 +4,20 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/anteroom/anteroom/internal/loopback"
 	"github.com/anteroom/anteroom/internal/node"
 	"github.com/anteroom/anteroom/internal/nodetest"
+	"github.com/anteroom/anteroom/internal/profparts"
 	"github.com/anteroom/anteroom/internal/testenv"
 )
 
@@ -91,6 +97,63 @@ func TestFlashScenario(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("report:\n%s", out.String())
+	}
+}
+
+// TestFlashProfile: -profile's profile of a node serving joins, taken
+// over its span and broken down by kind of request and by part, the
+// joins' handlers among the kinds; and -profile refused without -spawn.
+func TestFlashProfile(t *testing.T) {
+	r := testenv.StartRedis(t)
+	ns := testenv.StartNATS(t)
+	port, err := loopback.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	n := nodetest.Start(t, nodetest.HeaderMode(node.Config{RedisURL: r.URL(), NATSURL: ns.URL(), PprofAddr: addr}))
+	nodetest.CreateSale(t, n, "prof", map[string]any{"name": "Profiled", "supply": 10, "admit_rate_per_second": 1,
+		"prequeue_opens_at": time.Now().Add(-time.Minute), "starts_at": time.Now().Add(time.Hour), "ends_at": time.Now().Add(2 * time.Hour)})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := flashProfile{path: filepath.Join(t.TempDir(), "node.pprof"), bin: bin, from: 100 * time.Millisecond, span: 2 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- p.take(ctx, addr) }()
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for i := 0; time.Now().Before(deadline); i++ {
+		if a := nodetest.Call(t, http.MethodPost, n.URL()+"/events/prof/join", map[string]string{"X-User-ID": fmt.Sprint("p", i)}, nil); a.Status != http.StatusOK {
+			t.Fatalf("join: %d %s", a.Status, a.Raw)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	p.analyse()
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	t.Logf("by request: %s\nby part: %s", profparts.Format(p.kinds, 0), profparts.Format(p.parts, 0))
+	kinds := map[string]float64{}
+	for _, k := range p.kinds {
+		kinds[k.Name] = k.Share
+	}
+	if kinds["join"] <= 0 || kinds["status"] != 0 {
+		t.Errorf("by kind of request %v: want joins' handlers and no status", kinds)
+	}
+	var sum float64
+	for _, s := range p.parts {
+		sum += s.Share
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("the parts sum to %.3f: %v", sum, p.parts)
+	}
+	var out, errOut bytes.Buffer
+	if _, err := runFlash(ctx, flashOpts{urls: []string{n.URL()}, profile: p.path}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "-spawn") {
+		t.Errorf("-profile without -spawn: %v", err)
 	}
 }
 

@@ -57,6 +57,9 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 	full := fs.Bool("per-second", true, "with -scenario flash: print the whole per-second table")
 	nodes := fs.Int("nodes", 2, "nodes -spawn starts")
 	pids := fs.String("node-pids", "", "with -scenario million and -url: comma-separated pids of the nodes, for their CPU")
+	profile := fs.String("profile", "", "with -scenario flash and -spawn: save a CPU profile of the first node here, and report its breakdown by kind of request and by part of the work (go tool pprof)")
+	profileAt := fs.Duration("profile-at", 30*time.Second, "with -profile: when the profile starts, after the crowd does")
+	profileFor := fs.Duration("profile-for", time.Minute, "with -profile: how long it lasts")
 	joiners := fs.Int("joiners", 64, "with -scenario million: joins in flight at most (-concurrency bounds the status polls in flight)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,7 +69,8 @@ func loadgen(ctx context.Context, args []string, getenv func(string) string, std
 			people: *users, units: *units, rate: *rate, joinShards: *joinShards, seed: *seed,
 			curve:   arrivalCurve{Share: *share, Refresh: *refresh, Tail: *tail, Stretch: *stretch},
 			joiners: *joiners, pollers: *conc, spawn: *spawn, nodes: *nodes, masters: *masters,
-			userHeader: cmp.Or(*userHeader, "X-User-ID"), hold: *limit}
+			userHeader: cmp.Or(*userHeader, "X-User-ID"), hold: *limit,
+			profile: *profile, profileAt: *profileAt, profileFor: *profileFor}
 		if cluster() != "" {
 			o.clusterAddrs = strings.Split(cluster(), ",")
 		}

@@ -37,6 +37,8 @@ type millionStack struct {
 	admin        string
 	nodePIDs     []int
 	redisPIDs    []int
+	pprofAddrs   []string // each node's profiles (ANTEROOM_PPROF_ADDR, loopback), in the order of urls
+	bin          string   // the nodes' binary (this one)
 }
 
 // startMillionStack starts the stack with nodes nodes; masters > 1 makes
@@ -53,7 +55,8 @@ func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, 
 		return nil, err
 	}
 	masters = max(masters, 1)
-	ports := make([]int, 2+nodes+2*masters+nodes) // the last nodes: metrics listeners
+	s.bin = self
+	ports := make([]int, 2+nodes+2*masters+2*nodes) // then metrics listeners, then profiles
 	for i := range ports {
 		if ports[i], err = loopback.FreePort(); err != nil {
 			return s, err
@@ -101,9 +104,10 @@ func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, 
 	// One node at a time: the first creates the signing keys the others read.
 	for i, p := range ports[2 : 2+nodes] {
 		name := fmt.Sprintf("node-%c", 'a'+i)
-		mp := ports[2+nodes+2*masters+i]
+		mp, pp := ports[2+nodes+2*masters+i], ports[2+2*nodes+2*masters+i]
+		pprofAddr := fmt.Sprintf("127.0.0.1:%d", pp)
 		cmd, err := s.spawn(name, self, append(env, fmt.Sprintf("ANTEROOM_ADDR=127.0.0.1:%d", p),
-			fmt.Sprintf("ANTEROOM_METRICS_ADDR=127.0.0.1:%d", mp), "ANTEROOM_DATA_DIR="+filepath.Join(dir, name)), "serve")
+			fmt.Sprintf("ANTEROOM_METRICS_ADDR=127.0.0.1:%d", mp), "ANTEROOM_PPROF_ADDR="+pprofAddr, "ANTEROOM_DATA_DIR="+filepath.Join(dir, name)), "serve")
 		if err != nil {
 			return s, err
 		}
@@ -114,6 +118,7 @@ func startMillionStack(ctx context.Context, nodes, masters int) (*millionStack, 
 		s.urls = append(s.urls, u)
 		s.metricsURLs = append(s.metricsURLs, fmt.Sprintf("http://127.0.0.1:%d", mp))
 		s.nodePIDs = append(s.nodePIDs, cmd.Process.Pid)
+		s.pprofAddrs = append(s.pprofAddrs, pprofAddr)
 	}
 	return s, nil
 }

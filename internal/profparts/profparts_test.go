@@ -1,4 +1,4 @@
-package main
+package profparts
 
 import (
 	"math"
@@ -34,12 +34,12 @@ Type: cpu
 -----------+-------------------------------------------------------
 `
 
-// TestSharesOfInnermost: a join's samples go to the part of their
+// TestSharesInnermost: a join's samples go to the part of their
 // innermost named frame, not to the middleware every stack passes.
-func TestSharesOfInnermost(t *testing.T) {
+func TestSharesInnermost(t *testing.T) {
 	got := map[string]float64{}
-	for _, p := range sharesOf(traces, requestParts, true) {
-		got[p.name] = p.share
+	for _, p := range Shares(traces, Request, true) {
+		got[p.Name] = p.Share
 	}
 	for name, want := range map[string]float64{
 		"join script (package queue, its Redis calls)": 0.3,
@@ -55,13 +55,20 @@ func TestSharesOfInnermost(t *testing.T) {
 	// The first rule matching any frame (the claims' breakdown) gives
 	// the whole stack to the first part in the table it meets.
 	first := map[string]float64{}
-	for _, p := range sharesOf(traces, claimParts, false) {
-		first[p.name] = p.share
+	for _, p := range Shares(traces, Claim, false) {
+		first[p.Name] = p.Share
 	}
 	if first["signature"] != 0.1 || first["script (Redis client)"] != 0.3 || first["HTTP"] != 0.6 {
 		t.Errorf("claims' breakdown %v", first)
 	}
-	if sharesOf("File: x\n", requestParts, true) != nil {
+	kinds := map[string]float64{}
+	for _, p := range Shares(traces, Kind, false) {
+		kinds[p.Name] = p.Share
+	}
+	if kinds["join"] != 0.4 || kinds["HTTP outside a handler"] != 0.6 {
+		t.Errorf("kinds %v", kinds)
+	}
+	if Shares("File: x\n", Request, true) != nil {
 		t.Error("shares of no samples")
 	}
 }
