@@ -107,7 +107,8 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 
 // profiled runs f, a measurement of d against s's node, while a CPU
 // profile of the node covers it, and sets *parts to the profile's
-// breakdown by requestParts (none when the node serves no profiles).
+// breakdown by profparts.Request (none when the node serves no
+// profiles).
 func (s *stack) profiled(name string, d time.Duration, parts *[]profparts.Share, f func() (wrkResult, error)) (wrkResult, error) {
 	if s.pprofAddr == "" {
 		return f()
@@ -115,7 +116,7 @@ func (s *stack) profiled(name string, d time.Duration, parts *[]profparts.Share,
 	prof := filepath.Join(s.dir, name+".pprof")
 	done := make(chan error, 1)
 	go func() {
-		done <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", s.pprofAddr, max(int(d.Seconds())-1, 1)), prof)
+		done <- profparts.Fetch(context.Background(), s.pprofAddr, d-time.Second, prof)
 	}()
 	res, err := f()
 	if perr := <-done; err == nil && perr != nil {

@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // profileDir is -profiles: where the node's CPU profiles are kept.
@@ -39,25 +36,4 @@ func keepProfile(bin, path, name string) error {
 		}
 	}
 	return nil
-}
-
-// fetchProfile saves the CPU profile at url (a node's /debug/pprof/profile)
-// to path.
-func fetchProfile(url, path string) error {
-	c := &http.Client{Timeout: 2 * time.Minute}
-	resp, err := c.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(f, resp.Body)
-	return err
 }

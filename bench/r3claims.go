@@ -203,7 +203,7 @@ func r3Claims(n *stack, x *r3, pprofAddr, ev string, d time.Duration, toks []str
 	prof := filepath.Join(n.dir, "cpu.pprof")
 	profDone := make(chan error, 1)
 	go func() {
-		profDone <- fetchProfile(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, max(int(d.Seconds())-1, 1)), prof)
+		profDone <- profparts.Fetch(context.Background(), pprofAddr, d-time.Second, prof)
 	}()
 	claim := func(off int) func(i int) (string, string, map[string]string) {
 		return func(i int) (string, string, map[string]string) {

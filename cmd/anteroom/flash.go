@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -373,28 +372,7 @@ func (p *flashProfile) take(ctx context.Context, addr string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(int(p.span.Seconds()), 1))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profile: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profile: %s: %s", url, resp.Status)
-	}
-	f, err := os.Create(p.path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return profparts.Fetch(ctx, addr, p.span, p.path)
 }
 
 // analyse breaks the saved profile down by kind of request and by part

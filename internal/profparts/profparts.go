@@ -7,11 +7,16 @@
 package profparts
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Rule names one part by the functions on a sample's stack.
@@ -83,6 +88,35 @@ var Kind = []Rule{
 // passThrough names the frames that name no part when a sample goes to
 // its innermost named frame.
 var passThrough = regexp.MustCompile(`anteroom/metrics\.\(\*redisHook\)`)
+
+// Fetch saves to path the CPU profile over d of the node serving its
+// profiles at addr (ANTEROOM_PPROF_ADDR): whole seconds, at least one.
+func Fetch(ctx context.Context, addr string, d time.Duration, path string) error {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(int(d.Seconds()), 1))
+	ctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
 
 // Traces is the profile at path, of binary bin, as go tool pprof -traces
 // prints it.
