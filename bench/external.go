@@ -32,7 +32,7 @@ func measureExternal(ctx context.Context, s *stack, r *report) error {
 		return err
 	}
 	r.command(fmt.Sprintf("external: one `anteroom natsd` (file store) + a redis-server + one node (ANTEROOM_NATS_URL, ANTEROOM_STREAM_REPLICAS=1, header identity); claims: %d Go workers, keep-alive HTTP, distinct pre-minted tokens, %s closed loop, CPU profile of the node over it", conns, r.d))
-	n, pprofAddr, err := x.node(s, filepath.Join(dir, "node"), "ext", s.bin, rp, "ANTEROOM_REDIS_URL=redis://"+raddr)
+	n, err := x.node(s, filepath.Join(dir, "node"), "ext", s.bin, rp, "ANTEROOM_REDIS_URL=redis://"+raddr)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func measureExternal(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
-	res, err := r3Claims(n, x, pprofAddr, ev, r.d, toks, 0)
+	res, err := r3Claims(n, x, ev, r.d, toks, 0)
 	if err != nil {
 		return err
 	}

@@ -29,12 +29,14 @@ func measureStatus(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
-	var stParts []profparts.Share
+	finish := s.profile("status", r.d)
 	st, stCPU, err := cpuPerRequest(func() (wrkResult, error) {
-		return s.profiled("status", r.d, &stParts, func() (wrkResult, error) {
-			return runWrk(s.nodeURL+"/events/bstatus/status", conns, r.d, script)
-		})
+		return runWrk(s.nodeURL+"/events/bstatus/status", conns, r.d, script)
 	}, s.node, s.redis)
+	if err != nil {
+		return err
+	}
+	stParts, err := finish(profparts.Request, true)
 	if err != nil {
 		return err
 	}
@@ -74,12 +76,14 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 	if err != nil {
 		return err
 	}
-	var jParts []profparts.Share
+	finish := s.profile("join", r.d)
 	j, jCPU, err := cpuPerRequest(func() (wrkResult, error) {
-		return s.profiled("join", r.d, &jParts, func() (wrkResult, error) {
-			return runWrk(s.nodeURL+"/events/bjoin/join", conns, r.d, script)
-		})
+		return runWrk(s.nodeURL+"/events/bjoin/join", conns, r.d, script)
 	}, s.node, s.redis)
+	if err != nil {
+		return err
+	}
+	jParts, err := finish(profparts.Request, true)
 	if err != nil {
 		return err
 	}
@@ -105,31 +109,22 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 	return nil
 }
 
-// profiled runs f, a measurement of d against s's node, while a CPU
-// profile of the node covers it, and sets *parts to the profile's
-// breakdown by profparts.Request (none when the node serves no
-// profiles).
-func (s *stack) profiled(name string, d time.Duration, parts *[]profparts.Share, f func() (wrkResult, error)) (wrkResult, error) {
-	if s.pprofAddr == "" {
-		return f()
-	}
-	prof := filepath.Join(s.dir, name+".pprof")
+// profile starts a CPU profile of s's node over the next d (less a
+// second: the measurement it covers runs d), named name. Its finish waits
+// for it, keeps it (-profiles) and breaks it down by rules.
+func (s *stack) profile(name string, d time.Duration) func(rules []profparts.Rule, innermost bool) ([]profparts.Share, error) {
+	path := filepath.Join(s.dir, name+".pprof")
 	done := make(chan error, 1)
-	go func() {
-		done <- profparts.Fetch(context.Background(), s.pprofAddr, d-time.Second, prof)
-	}()
-	res, err := f()
-	if perr := <-done; err == nil && perr != nil {
-		return res, fmt.Errorf("%s: profile: %w", name, perr)
+	go func() { done <- profparts.Fetch(context.Background(), s.pprofAddr, d-time.Second, path) }()
+	return func(rules []profparts.Rule, innermost bool) ([]profparts.Share, error) {
+		if err := <-done; err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if err := keepProfile(s.node.cmd.Path, path, name); err != nil {
+			return nil, err
+		}
+		return profparts.Attribute(s.node.cmd.Path, path, rules, innermost)
 	}
-	if err != nil {
-		return res, err
-	}
-	if err := keepProfile(s.node.cmd.Path, prof, name); err != nil {
-		return res, err
-	}
-	*parts, err = profparts.Attribute(s.node.cmd.Path, prof, profparts.Request, true)
-	return res, err
 }
 
 // noteParts notes the node's CPU per request of what (cost's first

@@ -147,18 +147,19 @@ func (x *r3) redisCluster(dir string) ([]*proc, string, error) {
 // node starts an anteroom node on the shape's NATS with redisEnv (its
 // Redis setting) and profiling on a loopback port, and returns a stack of
 // its own for the measurements, beside s's ceiling.
-func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv string) (*stack, string, error) {
+func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv string) (*stack, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	np, _ := loopback.FreePort()
 	pp, _ := loopback.FreePort()
 	mp, _ := loopback.FreePort()
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", pp)
 	env := append(nodeEnv(dir, np, mp), redisEnv, "ANTEROOM_NATS_URL="+x.natsURLs, fmt.Sprintf("ANTEROOM_STREAM_REPLICAS=%d", len(x.nats)),
-		fmt.Sprintf("ANTEROOM_PPROF_ADDR=127.0.0.1:%d", pp))
+		"ANTEROOM_PPROF_ADDR="+pprofAddr)
 	p, err := startHTTP(dir, name, bin, np, "/healthz", env, "serve")
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	n := *s
 	n.dir, n.node, n.redis, n.bin = dir, p, redisProc, bin
@@ -166,8 +167,8 @@ func (x *r3) node(s *stack, dir, name, bin string, redisProc *proc, redisEnv str
 	n.metricsURL = fmt.Sprintf("http://127.0.0.1:%d", mp)
 	n.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", np), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	n.tickets, n.claimTokens, n.claimNext = nil, nil, 0
-	n.pprofAddr = fmt.Sprintf("127.0.0.1:%d", pp)
-	return &n, n.pprofAddr, nil
+	n.pprofAddr = pprofAddr
+	return &n, nil
 }
 
 func httpOK(url string) bool {

@@ -84,7 +84,7 @@ func measureR3(ctx context.Context, s *stack, r *report) error {
 		}
 	}
 	for i, v := range order {
-		n, pprofAddr, err := x.node(s, filepath.Join(dir, v.key), v.key, v.bin, v.redis, v.redisEnv)
+		n, err := x.node(s, filepath.Join(dir, v.key), v.key, v.bin, v.redis, v.redisEnv)
 		if err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func measureR3(ctx context.Context, s *stack, r *report) error {
 				return err
 			}
 		}
-		res, err := r3Claims(n, x, pprofAddr, ev, r.d, toks[v], used[v])
+		res, err := r3Claims(n, x, ev, r.d, toks[v], used[v])
 		if err != nil {
 			n.node.stop()
 			return fmt.Errorf("%s: %w", v.what, err)
@@ -189,7 +189,7 @@ const fewWorkers = 4
 // base on (the ones before were used),
 // counting the JetStream API requests on the cluster and profiling the
 // node, then fewWorkers workers for d/2.
-func r3Claims(n *stack, x *r3, pprofAddr, ev string, d time.Duration, toks []string, base int) (r3Result, error) {
+func r3Claims(n *stack, x *r3, ev string, d time.Duration, toks []string, base int) (r3Result, error) {
 	var res r3Result
 	stopCount, err := countAPI(x.natsURLs)
 	if err != nil {
@@ -200,11 +200,7 @@ func r3Claims(n *stack, x *r3, pprofAddr, ev string, d time.Duration, toks []str
 	for i, p := range procs {
 		before[i] = procstat.CPU(p.cmd.Process.Pid)
 	}
-	prof := filepath.Join(n.dir, "cpu.pprof")
-	profDone := make(chan error, 1)
-	go func() {
-		profDone <- profparts.Fetch(context.Background(), pprofAddr, d-time.Second, prof)
-	}()
+	finish := n.profile("claims-"+filepath.Base(n.dir), d)
 	claim := func(off int) func(i int) (string, string, map[string]string) {
 		return func(i int) (string, string, map[string]string) {
 			return http.MethodPost, "/events/" + ev + "/claim", map[string]string{"Authorization": "Bearer " + toks[off+i], "X-User-ID": fmt.Sprintf("c%d", off+i)}
@@ -224,13 +220,7 @@ func r3Claims(n *stack, x *r3, pprofAddr, ev string, d time.Duration, toks []str
 	for i := 2; i < len(procs); i++ {
 		res.natsCPU += per(i)
 	}
-	if err := <-profDone; err != nil {
-		return res, fmt.Errorf("profile: %w", err)
-	}
-	if err := keepProfile(n.bin, prof, "claims-"+filepath.Base(n.dir)); err != nil {
-		return res, err
-	}
-	if res.parts, err = profparts.Attribute(n.bin, prof, profparts.Claim, false); err != nil {
+	if res.parts, err = finish(profparts.Claim, false); err != nil {
 		return res, err
 	}
 	// Latency-bound: few workers, each claim's round trips set the pace.
