@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/anteroom/anteroom/internal/profparts"
 )
 
@@ -106,7 +108,66 @@ func measureJoin(ctx context.Context, s *stack, r *report) error {
 	if j.Non2xx > 0 {
 		r.note(fmt.Sprintf("join: %d non-2xx answers during the wrk run", j.Non2xx))
 	}
+	return measureJoinFloors(s, r, script, ceil)
+}
+
+// measureJoinFloors measures what a join costs whatever does it, against
+// the ceiling of the join step (ceil, its requests/s): the ceiling
+// answering a join's bytes (/floor/answer), and answering them after
+// taking a number from Redis, with a round trip of its own (/floor/join)
+// or in pipelines concurrent requests share (/floor/batched), sent the
+// join step's requests. None does any of anteroom's work.
+func measureJoinFloors(s *stack, r *report, script string, ceil float64) error {
+	nodeBytes, err := answerBytes(s.nodeURL + "/events/bjoin/join")
+	if err != nil {
+		return err
+	}
+	floorBytes, err := answerBytes(s.ceilURL + "/floor/answer")
+	if err != nil {
+		return err
+	}
+	r.note(fmt.Sprintf("join floors: a join's answer is %d bytes from the node, %d from the ceiling's floors (status line, headers, body)", nodeBytes, floorBytes))
+	floors := []struct{ path, what string }{
+		{"/floor/answer", "join floor, a join's answer and nothing else"},
+		{"/floor/join", "join floor, one Redis INCR and a join's answer"},
+		{"/floor/batched", "join floor, one pipelined Redis INCR and a join's answer"},
+	}
+	for _, f := range floors {
+		res, cost, err := cpuPerRequest(func() (wrkResult, error) {
+			return runWrk(s.ceilURL+f.path, conns, r.d, script)
+		}, s.ceil, s.ceilRedis)
+		if err != nil {
+			return err
+		}
+		r.command(res.Command + "   # " + f.what)
+		ratio := res.RPS / ceil
+		r.add(f.what+": requests/s vs minimal fiber handler (a bound on the join's ratio)", fmt.Sprintf("%.0f/s", res.RPS), fmt.Sprintf("%.0f/s", ceil), ratio, "—", false)
+		if len(cost) == 2 {
+			r.note(fmt.Sprintf("%s: server CPU per request %.1f µs in the ceiling and %.1f µs in redis-server", f.what, float64(cost[0])/1e3, float64(cost[1])/1e3))
+		}
+		if res.Non2xx > 0 {
+			return fmt.Errorf("%s: %d non-2xx answers", f.what, res.Non2xx)
+		}
+	}
 	return nil
+}
+
+// answerBytes sends one join (a fresh X-User-ID) to url and returns the
+// size of its answer: status line and headers, and body.
+func answerBytes(url string) (int, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.Set("X-User-ID", fmt.Sprintf("bytes-%d", time.Now().UnixNano()))
+	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
+		return 0, err
+	}
+	if code := resp.StatusCode(); code/100 != 2 {
+		return 0, fmt.Errorf("%s: %d %s", url, code, resp.Body())
+	}
+	return len(resp.Header.Header()) + len(resp.Body()), nil
 }
 
 // profile starts a CPU profile of s's node over the next d (less a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/valyala/fasthttp"
 
+	"github.com/anteroom/anteroom/internal/loopback"
 	"github.com/anteroom/anteroom/internal/procstat"
 	"github.com/anteroom/anteroom/internal/profparts"
 )
@@ -127,6 +130,13 @@ func measureR3(ctx context.Context, s *stack, r *report) error {
 	}
 	if c := r.peaks["claim"]; c > 0 {
 		r.note(fmt.Sprintf("claims in this run: embedded JetStream %.0f/s (%.2f× EVALSHA); R3 cluster + redis-server %.0f/s (%.2f×)", c, c/evalsha, r.peaks["claim-r3"], r.peaks["claim-r3"]/evalsha))
+	}
+	for _, v := range variants {
+		if v.key == "r3" {
+			if err := measureClaimFloor(s, x, rp, raddr, r, v.rounds); err != nil {
+				return err
+			}
+		}
 	}
 	if r3node == nil {
 		return errors.New("no R3 node left for status and join")
@@ -276,4 +286,64 @@ func countAPI(url string) (func() map[string]int, error) {
 		defer mu.Unlock()
 		return counts
 	}, nil
+}
+
+// measureClaimFloor measures what a claim on the R3 cluster costs
+// whatever does it (the ceiling's /floor/claim: the HTTP exchange, a
+// number from Redis in a shared pipeline, an order-sized publish awaiting
+// JetStream's acknowledgement on an R3 file stream, and none of
+// anteroom's work: no token checked, no grant script), with the claims
+// step's generator, against the node's CPU per claim in rounds (the R3 +
+// redis-server node's). 1 − the ratio is the most any cut of anteroom's
+// own work could take off a claim's node CPU.
+func measureClaimFloor(s *stack, x *r3, redisProc *proc, redisAddr string, r *report, rounds []r3Result) error {
+	var node time.Duration
+	for _, res := range rounds {
+		node += res.node / time.Duration(len(rounds))
+	}
+	port, err := loopback.FreePort()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(s.dir, "r3", "floor")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	fp, err := startHTTP(dir, "ceiling-floor", s.ceil.cmd.Path, port, "/", nil, "-addr", fmt.Sprintf("127.0.0.1:%d", port),
+		"-redis", redisAddr, "-nats", x.natsURLs, "-replicas", fmt.Sprint(len(x.nats)))
+	if err != nil {
+		return err
+	}
+	defer fp.stop()
+	f := *s
+	f.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	procs := append([]*proc{fp, redisProc}, x.nats...)
+	before := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		before[i] = procstat.CPU(p.cmd.Process.Pid)
+	}
+	start := time.Now()
+	rate, other, _ := closedLoopN(&f, conns, r.d, -1, http.StatusCreated, func(i int) (string, string, map[string]string) {
+		return http.MethodPost, "/floor/claim", map[string]string{"Authorization": "Bearer floor", "X-User-ID": fmt.Sprintf("f%d", i)}
+	})
+	claims := max(rate*time.Since(start).Seconds(), 1)
+	per := make([]time.Duration, len(procs))
+	for i, p := range procs {
+		per[i] = time.Duration(float64(procstat.CPU(p.cmd.Process.Pid)-before[i]) / claims)
+	}
+	var natsCPU time.Duration
+	for _, d := range per[2:] {
+		natsCPU += d
+	}
+	if other > 0 {
+		return fmt.Errorf("claim floor: %d answers not 201", other)
+	}
+	r.command(fmt.Sprintf("claim floor: the ceiling with -redis <the R3 step's redis-server> -nats <the R3 cluster> -replicas %d, POST /floor/claim, %d Go workers, %s closed loop", len(x.nats), conns, r.d))
+	r.note(fmt.Sprintf("claim floor (R3): %.0f claims/s; server CPU per claim: ceiling %.1f µs, redis-server %.1f µs, the NATS servers %.1f µs", rate, us(per[0]), us(per[1]), us(natsCPU)))
+	if node > 0 {
+		ratio := float64(per[0]) / float64(node)
+		r.add("claim floor on R3 (the HTTP exchange, a pipelined Redis INCR, an R3 publish awaiting its ack; no token check, no grant script): its CPU per claim vs the R3 node's; 1 − ratio bounds any cut of anteroom's work",
+			fmt.Sprintf("%.1f µs", us(per[0])), fmt.Sprintf("%.1f µs", us(node)), ratio, "—", false)
+	}
+	return nil
 }

@@ -24,6 +24,7 @@ type stack struct {
 	bin, before    string // the node's binary; the build before a change (-before), or ""
 
 	node, ceil, redis *proc
+	ceilRedis         *proc // the redis-server the ceiling's join floor takes numbers from
 	nodeURL, ceilURL  string
 	metricsURL        string // the node's metrics listener (ANTEROOM_METRICS_ADDR)
 	pprofAddr         string // the node's profiles (ANTEROOM_PPROF_ADDR)
@@ -60,10 +61,11 @@ func startStack(dir, bin, ceil string) (*stack, error) {
 	s.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", np), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
 	cp, _ := loopback.FreePort()
 	s.ceilURL = fmt.Sprintf("http://127.0.0.1:%d", cp)
-	if s.ceil, err = startHTTP(dir, "ceiling", ceil, cp, "/", nil, "-addr", fmt.Sprintf("127.0.0.1:%d", cp)); err != nil {
+	if s.ceil, err = startHTTP(dir, "ceiling", ceil, cp, "/", nil, "-addr", fmt.Sprintf("127.0.0.1:%d", cp), "-redis", s.redisAddr); err != nil {
 		s.stop()
 		return nil, err
 	}
+	s.ceilRedis = s.redis
 	return s, nil
 }
 
