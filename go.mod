@@ -24,6 +24,7 @@ require (
 	github.com/FastFilter/xorfilter v0.4.2-0.20260120015552-4e5a4d9df65a
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/dchest/siphash v1.2.3
+	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/google/cel-go v0.31.0
 	github.com/miekg/dns v1.1.73
 	go.opentelemetry.io/otel v1.47.0
@@ -40,7 +41,6 @@ require (
 	cel.dev/expr v0.25.2 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
-	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
