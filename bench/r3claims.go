@@ -335,11 +335,11 @@ func measureClaimFloor(s *stack, x *r3, redisProc *proc, redisAddr string, r *re
 	for _, d := range per[2:] {
 		natsCPU += d
 	}
-	if other > 0 {
-		return fmt.Errorf("claim floor: %d answers not 201", other)
-	}
 	r.command(fmt.Sprintf("claim floor: the ceiling with -redis <the R3 step's redis-server> -nats <the R3 cluster> -replicas %d, POST /floor/claim, %d Go workers, %s closed loop", len(x.nats), conns, r.d))
 	r.note(fmt.Sprintf("claim floor (R3): %.0f claims/s; server CPU per claim: ceiling %.1f µs, redis-server %.1f µs, the NATS servers %.1f µs", rate, us(per[0]), us(per[1]), us(natsCPU)))
+	if other > 0 {
+		r.note(fmt.Sprintf("claim floor (R3): %d answers not 201 or not answered", other))
+	}
 	if node > 0 {
 		ratio := float64(per[0]) / float64(node)
 		r.add("claim floor on R3 (the HTTP exchange, a pipelined Redis INCR, an R3 publish awaiting its ack; no token check, no grant script): its CPU per claim vs the R3 node's; 1 − ratio bounds any cut of anteroom's work",
