@@ -16,7 +16,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/anteroom/anteroom/internal/loopback"
-	"github.com/anteroom/anteroom/internal/procstat"
 	"github.com/anteroom/anteroom/internal/profparts"
 )
 
@@ -205,11 +204,7 @@ func r3Claims(n *stack, x *r3, ev string, d time.Duration, toks []string, base i
 	if err != nil {
 		return res, err
 	}
-	procs := append([]*proc{n.node, n.redis}, x.nats...)
-	before := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		before[i] = procstat.CPU(p.cmd.Process.Pid)
-	}
+	per := cpuMeter(append([]*proc{n.node, n.redis}, x.nats...)...)
 	finish := n.profile("claims-"+filepath.Base(n.dir), d)
 	claim := func(off int) func(i int) (string, string, map[string]string) {
 		return func(i int) (string, string, map[string]string) {
@@ -221,15 +216,8 @@ func r3Claims(n *stack, x *r3, ev string, d time.Duration, toks []string, base i
 	res.rate, res.other, issued = closedLoopN(n, conns, d, (len(toks)-base)/2, http.StatusCreated, claim(base))
 	res.claims = max(res.rate*time.Since(start).Seconds(), 1)
 	res.api = stopCount()
-	after := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		after[i] = procstat.CPU(p.cmd.Process.Pid)
-	}
-	per := func(i int) time.Duration { return time.Duration(float64(after[i]-before[i]) / res.claims) }
-	res.node, res.redis = per(0), per(1)
-	for i := 2; i < len(procs); i++ {
-		res.natsCPU += per(i)
-	}
+	cost := per(res.claims)
+	res.node, res.redis, res.natsCPU = cost[0], cost[1], cost[2:].total()
 	if res.parts, err = finish(profparts.Claim, false); err != nil {
 		return res, err
 	}
@@ -317,24 +305,13 @@ func measureClaimFloor(s *stack, x *r3, redisProc *proc, redisAddr string, r *re
 	defer fp.stop()
 	f := *s
 	f.fast = &fasthttp.HostClient{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxConns: 4096, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
-	procs := append([]*proc{fp, redisProc}, x.nats...)
-	before := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		before[i] = procstat.CPU(p.cmd.Process.Pid)
-	}
+	meter := cpuMeter(append([]*proc{fp, redisProc}, x.nats...)...)
 	start := time.Now()
 	rate, other, _ := closedLoopN(&f, conns, r.d, -1, http.StatusCreated, func(i int) (string, string, map[string]string) {
 		return http.MethodPost, "/floor/claim", map[string]string{"Authorization": "Bearer floor", "X-User-ID": fmt.Sprintf("f%d", i)}
 	})
-	claims := max(rate*time.Since(start).Seconds(), 1)
-	per := make([]time.Duration, len(procs))
-	for i, p := range procs {
-		per[i] = time.Duration(float64(procstat.CPU(p.cmd.Process.Pid)-before[i]) / claims)
-	}
-	var natsCPU time.Duration
-	for _, d := range per[2:] {
-		natsCPU += d
-	}
+	per := meter(max(rate*time.Since(start).Seconds(), 1))
+	natsCPU := per[2:].total()
 	r.command(fmt.Sprintf("claim floor: the ceiling with -redis <the R3 step's redis-server> -nats <the R3 cluster> -replicas %d, POST /floor/claim, %d Go workers, %s closed loop", len(x.nats), conns, r.d))
 	r.note(fmt.Sprintf("claim floor (R3): %.0f claims/s; server CPU per claim: ceiling %.1f µs, redis-server %.1f µs, the NATS servers %.1f µs", rate, us(per[0]), us(per[1]), us(natsCPU)))
 	if other > 0 {

@@ -31,6 +31,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/anteroom/anteroom/claim"
+	"github.com/anteroom/anteroom/internal/jsretry"
 	"github.com/anteroom/anteroom/web"
 )
 
@@ -44,21 +46,18 @@ func main() {
 	app.Post("/floor/answer", func(c *fiber.Ctx) error { return answerJoin(c, 1) })
 	if *redisAddr != "" {
 		rdb := redis.NewClient(&redis.Options{Addr: *redisAddr, PoolSize: 128})
-		app.Post("/floor/join", func(c *fiber.Ctx) error {
-			seq, err := rdb.Incr(c.Context(), "floor:seq").Result()
-			if err != nil {
-				return err
+		numbered := func(take func(context.Context) (int64, error)) fiber.Handler {
+			return func(c *fiber.Ctx) error {
+				seq, err := take(c.Context())
+				if err != nil {
+					return err
+				}
+				return answerJoin(c, seq)
 			}
-			return answerJoin(c, seq)
-		})
+		}
+		app.Post("/floor/join", numbered(func(ctx context.Context) (int64, error) { return rdb.Incr(ctx, "floor:seq").Result() }))
 		b := newIncrBatcher(rdb)
-		app.Post("/floor/batched", func(c *fiber.Ctx) error {
-			seq, err := b.incr()
-			if err != nil {
-				return err
-			}
-			return answerJoin(c, seq)
-		})
+		app.Post("/floor/batched", numbered(func(context.Context) (int64, error) { return b.incr() }))
 		if *natsURL != "" {
 			js, err := floorStream(*natsURL, *replicas)
 			if err != nil {
@@ -155,14 +154,12 @@ func floorStream(url string, replicas int) (jetstream.JetStream, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for {
-		_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "FLOOR_ORDERS", Subjects: []string{"floor.>"},
-			Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: 2 * time.Minute})
-		if err == nil || ctx.Err() != nil {
-			return js, err
-		}
-		time.Sleep(100 * time.Millisecond) // the cluster may still elect its meta leader
-	}
+	err = jsretry.Do(ctx, func(ctx context.Context) error { // the cluster may still elect its meta leader
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "FLOOR_ORDERS", Subjects: []string{"floor.>"},
+			Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: claim.DuplicateWindow})
+		return err
+	})
+	return js, err
 }
 
 // floorClaim is what a claim costs whatever does it: it reads the bearer
